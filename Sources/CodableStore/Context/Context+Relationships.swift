@@ -1,0 +1,197 @@
+/// Relationship loading and inverse maintenance.
+///
+/// Inverses are kept consistent in memory on both sides: assigning `person.country = france` removes the
+/// person from the old country's `people` and adds it to `france.people`, when those are loaded. A side that
+/// is not loaded yet is not touched: it is read after the context flushes, so it sees the change.
+extension Context {
+    func relationship(_ owner: some EntityObject, _ field: Int) -> ResolvedRelationship {
+        model.mappings[owner.entityState.entityIndex].relationships[field]!
+    }
+
+    // MARK: - Loading
+
+    /// The to-one destination, loading it if it is a fault.
+    func resolveToOne(_ owner: any EntityObject, _ relationship: ResolvedRelationship) -> (any EntityObject)? {
+        let state = owner.entityState
+        let field = relationship.description.index
+        guard state.unloadedRelationships.contains(field) else { return relationship.description.getOne(owner) }
+        var destination: (any EntityObject)?
+        if let rowID = state.foreignKeys[field] {
+            do {
+                destination = try object(entity: relationship.destination, rowID: rowID)
+            } catch {
+                deferredError = deferredError ?? StoreError(
+                    .relationshipLoad, "\(model.mappings[relationship.owner].name).\(relationship.description.name) could not be loaded",
+                    entity: model.mappings[relationship.owner].name, field: relationship.description.name,
+                    cause: error)
+            }
+        }
+        state.unloadedRelationships.remove(field)
+        state.foreignKeys[field] = nil
+        relationship.description.setOne(owner, destination)
+        return destination
+    }
+
+    /// The to-many members, loading them if they are not loaded.
+    @discardableResult
+    func loadToMany(_ owner: any EntityObject, _ relationship: ResolvedRelationship) -> [any EntityObject] {
+        let state = owner.entityState
+        let field = relationship.description.index
+        guard state.unloadedRelationships.contains(field) else { return relationship.description.getMany(owner) }
+        state.unloadedRelationships.remove(field)
+        var members: [any EntityObject] = []
+        do {
+            try flush()
+            let destination = model.mappings[relationship.destination]
+            let sql: String
+            switch relationship.storage {
+            case .foreignKey:
+                preconditionFailure("to-one relationship loaded as to-many")
+            case .inverseForeignKey(let column, let orderColumn):
+                let order = orderColumn.map { "\(quoteIdentifier($0)) IS NULL, \(quoteIdentifier($0)), " } ?? ""
+                sql = destination.selectSQL + " WHERE \(quoteIdentifier(column)) = ? ORDER BY \(order)\"_pk\""
+            case .joinTable(let index, let ownerIsSource):
+                let join = model.joinTables[index]
+                let (mine, theirs) = ownerIsSource ? ("source", "target") : ("target", "source")
+                let order = ownerIsSource && join.hasPosition ? "j.\"position\" IS NULL, j.\"position\", " : ""
+                sql =
+                    "SELECT \(destination.qualifiedColumnsSQL) FROM \(quoteIdentifier(destination.name)) "
+                    + "JOIN \(quoteIdentifier(join.name)) AS j ON j.\"\(theirs)\" = \(quoteIdentifier(destination.name)).\"_pk\" "
+                    + "WHERE j.\"\(mine)\" = ? ORDER BY \(order)j.rowid"
+            }
+            let statement = try connection.cachedStatement(sql: sql)
+            defer { statement.reset() }
+            try statement.bind(state.rowID, at: 1)
+            while try statement.step() {
+                members.append(try object(for: destination, statement: statement))
+            }
+        } catch {
+            deferredError = deferredError ?? StoreError(
+                .relationshipLoad, "\(model.mappings[relationship.owner].name).\(relationship.description.name) could not be loaded",
+                entity: model.mappings[relationship.owner].name, field: relationship.description.name,
+                cause: error)
+        }
+        relationship.description.setMany(owner, members)
+        return members
+    }
+
+    // MARK: - Changes
+
+    /// After `owner`'s to-one storage changed from `old` to `new`.
+    func toOneDidChange(_ owner: any EntityObject, _ relationship: ResolvedRelationship, old: (any EntityObject)?, new: (any EntityObject)?) {
+        let state = owner.entityState
+        state.unloadedRelationships.remove(relationship.description.index)
+        state.foreignKeys[relationship.description.index] = nil
+        markChanged(owner, state, relationship.description.index)
+        if let new, new.entityState.status == .transient { insertForRelationship(new) }
+        guard let inverseField = relationship.inverse else { return }
+        let inverse = model.mappings[relationship.destination].relationships[inverseField]!
+        if let old { unlinkInverse(member: old, inverse, owner: owner) }
+        if let new { linkInverse(member: new, inverse, owner: owner) }
+    }
+
+    /// After `owner`'s to-many storage changed from `old` to `new`.
+    func toManyDidChange(_ owner: any EntityObject, _ relationship: ResolvedRelationship, old: [any EntityObject], new: [any EntityObject]) {
+        let state = owner.entityState
+        state.unloadedRelationships.remove(relationship.description.index)
+        markChanged(owner, state, relationship.description.index)
+        let oldIDs = Set(old.map { ObjectIdentifier($0) })
+        let newIDs = Set(new.map { ObjectIdentifier($0) })
+        let removed = old.filter { !newIDs.contains(ObjectIdentifier($0)) }
+        let added = new.filter { !oldIDs.contains(ObjectIdentifier($0)) }
+        for member in added where member.entityState.status == .transient { insertForRelationship(member) }
+        if case .joinTable(let table, let ownerIsSource) = relationship.storage {
+            for member in removed { recordLink(table, owner, member, ownerIsSource: ownerIsSource, isLink: false) }
+            for member in added { recordLink(table, owner, member, ownerIsSource: ownerIsSource, isLink: true) }
+        }
+        guard let inverseField = relationship.inverse else { return }
+        let inverse = model.mappings[relationship.destination].relationships[inverseField]!
+        for member in removed { unlinkInverse(member: member, inverse, owner: owner) }
+        for member in added { linkInverse(member: member, inverse, owner: owner) }
+    }
+
+    /// At insertion: relationships assigned while the object was transient.
+    func connectMembers(_ members: [any EntityObject], of owner: any EntityObject, _ relationship: ResolvedRelationship) throws {
+        for member in members where member.entityState.status == .transient { try insertObject(member) }
+        if case .joinTable(let table, let ownerIsSource) = relationship.storage {
+            for member in members { recordLink(table, owner, member, ownerIsSource: ownerIsSource, isLink: true) }
+        }
+        guard let inverseField = relationship.inverse else { return }
+        let inverse = model.mappings[relationship.destination].relationships[inverseField]!
+        for member in members { linkInverse(member: member, inverse, owner: owner) }
+    }
+
+    private func insertForRelationship(_ object: any EntityObject) {
+        do {
+            try insertObject(object)
+        } catch {
+            deferredError = deferredError ?? error
+        }
+    }
+
+    private func recordLink(_ table: Int, _ owner: any EntityObject, _ member: any EntityObject, ownerIsSource: Bool, isLink: Bool) {
+        let ownerRow = owner.entityState.rowID
+        let memberRow = member.entityState.rowID
+        guard ownerRow != 0, memberRow != 0 else { return }
+        linkChanges.append(
+            LinkChange(
+                table: table, source: ownerIsSource ? ownerRow : memberRow, target: ownerIsSource ? memberRow : ownerRow,
+                isLink: isLink))
+    }
+
+    /// Makes `member`'s side of the relationship (`inverse`) include `owner`.
+    func linkInverse(member: any EntityObject, _ inverse: ResolvedRelationship, owner: any EntityObject) {
+        let state = member.entityState
+        guard state.status == .inserted || state.status == .persistent else { return }
+        let field = inverse.description.index
+        if inverse.description.kind == .toOne {
+            let current = resolveToOne(member, inverse)
+            if current === owner { return }
+            // The member leaves its previous owner (one-to-many) or partner (one-to-one).
+            if let current, let back = inverse.inverse {
+                let forward = model.mappings[inverse.destination].relationships[back]!
+                removeInMemory(member, from: current, forward)
+            }
+            inverse.description.setOne(member, owner)
+            markChanged(member, state, field)
+        } else {
+            if state.unloadedRelationships.contains(field) { return }
+            if inverse.description.containsMember(member, owner) { return }
+            inverse.description.insertMember(member, owner)
+            if inverse.description.isOrdered { markChanged(member, state, field) }
+        }
+    }
+
+    /// Makes `member`'s side of the relationship (`inverse`) no longer include `owner`.
+    func unlinkInverse(member: any EntityObject, _ inverse: ResolvedRelationship, owner: any EntityObject) {
+        let state = member.entityState
+        guard state.status == .inserted || state.status == .persistent else { return }
+        let field = inverse.description.index
+        if inverse.description.kind == .toOne {
+            guard resolveToOne(member, inverse) === owner else { return }
+            inverse.description.setOne(member, nil)
+            markChanged(member, state, field)
+        } else {
+            if state.unloadedRelationships.contains(field) { return }
+            guard inverse.description.containsMember(member, owner) else { return }
+            inverse.description.removeMember(member, owner)
+            if inverse.description.isOrdered { markChanged(member, state, field) }
+        }
+    }
+
+    /// Removes `member` from `holder`'s loaded relationship, in memory only.
+    private func removeInMemory(_ member: any EntityObject, from holder: any EntityObject, _ relationship: ResolvedRelationship) {
+        let state = holder.entityState
+        let field = relationship.description.index
+        if state.unloadedRelationships.contains(field) { return }
+        if relationship.description.kind == .toOne {
+            if relationship.description.getOne(holder) === member {
+                relationship.description.setOne(holder, nil)
+                markChanged(holder, state, field)
+            }
+        } else if relationship.description.containsMember(holder, member) {
+            relationship.description.removeMember(holder, member)
+            if relationship.description.isOrdered { markChanged(holder, state, field) }
+        }
+    }
+}

@@ -1,0 +1,237 @@
+/// Writing pending changes: deletes, inserts, updates of changed columns only, join-table links, positions.
+extension Context {
+    /// Writes every pending change to the store, inside the current write transaction.
+    ///
+    /// You rarely need to call it: ``Store/write(_:)-(Context)->T`` saves when its closure returns, and the
+    /// context saves before each query. Only the columns of changed fields are written; objects without
+    /// changes are not written at all. If a write fails (an identity conflict, say), the store is left as it
+    /// was before this save and the error is thrown.
+    /// - Throws: ``StoreError`` (``StoreError/Code/identityConflict``, ``StoreError/Code/readOnly``) or
+    ///   ``SQLiteError``.
+    public func save() throws {
+        if isReadOnly { throw StoreError.readOnly("save") }
+        try flush()
+    }
+
+    func flush() throws {
+        guard !isReadOnly else { return }
+        if let error = deferredError {
+            deferredError = nil
+            throw error
+        }
+        guard hasChanges else { return }
+        // A savepoint makes a failed flush leave nothing behind, so the caller may fix things and retry.
+        try connection.inSavepoint(named: "codablestore_save") {
+            try writeDeletes()
+            try writeInserts()
+            try writeUpdates()
+            try writeLinks()
+            try writePositions()
+        }
+        // Only now that everything is written does the in-memory state move on.
+        for object in insertedObjects where object.entityState.status == .inserted {
+            object.entityState.status = .persistent
+            object.entityState.changedFields.removeAll()
+        }
+        for object in updatedObjects {
+            object.entityState.isScheduledForUpdate = false
+            object.entityState.changedFields.removeAll()
+        }
+        insertedObjects.removeAll(keepingCapacity: true)
+        updatedObjects.removeAll(keepingCapacity: true)
+        deletedObjects.removeAll()
+        linkChanges.removeAll()
+    }
+
+    private func writeDeletes() throws {
+        for (entity, rowID) in deletedObjects {
+            let statement = try connection.cachedStatement(
+                sql: "DELETE FROM \(quoteIdentifier(model.mappings[entity].name)) WHERE \"_pk\" = ?")
+            try statement.bind(rowID, at: 1)
+            try statement.execute()
+        }
+    }
+
+    private func writeInserts() throws {
+        var statements: [Statement?] = Array(repeating: nil, count: model.mappings.count)
+        for object in insertedObjects {
+            let state = object.entityState
+            guard state.status == .inserted else { continue }
+            let mapping = model.mappings[state.entityIndex]
+            let statement: Statement
+            if let cached = statements[mapping.index] {
+                statement = cached
+            } else {
+                statement = try connection.cachedStatement(sql: mapping.insertSQL)
+                statements[mapping.index] = statement
+            }
+            try statement.bind(state.rowID, at: 1)
+            for position in 0..<mapping.insertColumnCount {
+                try bind(mapping.columns[position], of: object, to: statement, at: Int32(position + 2))
+            }
+            do {
+                try statement.execute()
+            } catch let error as SQLiteError where error.resultCode.rawValue == 2067 /* SQLITE_CONSTRAINT_UNIQUE */ {
+                throw identityConflict(object, mapping, error)
+            }
+        }
+    }
+
+    private func bind(_ column: EntityMapping.Column, of object: any EntityObject, to statement: Statement, at index: Int32) throws {
+        switch column.kind {
+        case .attribute(let attribute):
+            try attribute.bindValue(object, statement, index)
+        case .foreignKey(let relationship, _):
+            let state = object.entityState
+            if state.unloadedRelationships.contains(relationship.index), let rowID = state.foreignKeys[relationship.index] {
+                try statement.bind(rowID, at: index)
+            } else if let destination = relationship.getOne(object),
+                destination.entityState.status == .inserted || destination.entityState.status == .persistent
+            {
+                try statement.bind(destination.entityState.rowID, at: index)
+            } else {
+                try statement.bindNull(at: index)
+            }
+        case .order:
+            try statement.bindNull(at: index)
+        }
+    }
+
+    private func writeUpdates() throws {
+        for object in updatedObjects {
+            let state = object.entityState
+            guard state.status == .persistent else { continue }
+            let mapping = model.mappings[state.entityIndex]
+            var columns = FieldSet()
+            for field in state.changedFields.indexes where mapping.columnNameOfField[field] != nil {
+                columns.insert(field)
+            }
+            if columns.isEmpty { continue }
+            let key = UpdateKey(entity: mapping.index, fields: columns)
+            let fields = columns.indexes
+            let sql: String
+            if let cached = updateSQLCache[key] {
+                sql = cached
+            } else {
+                sql = "UPDATE \(quoteIdentifier(mapping.name)) SET "
+                    + fields.map { "\(quoteIdentifier(mapping.columnNameOfField[$0]!)) = ?" }.joined(separator: ", ")
+                    + " WHERE \"_pk\" = ?"
+                updateSQLCache[key] = sql
+            }
+            let statement = try connection.cachedStatement(sql: sql)
+            for (offset, field) in fields.enumerated() {
+                let column = mapping.columns[Int(mapping.columnOfField[field]) - 1]
+                try bind(column, of: object, to: statement, at: Int32(offset + 1))
+            }
+            try statement.bind(state.rowID, at: Int32(fields.count + 1))
+            do {
+                try statement.execute()
+            } catch let error as SQLiteError where error.resultCode.rawValue == 2067 {
+                throw identityConflict(object, mapping, error)
+            }
+        }
+    }
+
+    private func writeLinks() throws {
+        for change in linkChanges {
+            let join = model.joinTables[change.table]
+            let table = quoteIdentifier(join.name)
+            let statement: Statement
+            if change.isLink {
+                statement = try connection.cachedStatement(
+                    sql: "INSERT INTO \(table) (\"source\", \"target\", \"position\") VALUES (?, ?, ?) "
+                        + "ON CONFLICT (\"source\", \"target\") DO UPDATE SET \"position\" = excluded.\"position\"")
+                try statement.bind(change.source, at: 1)
+                try statement.bind(change.target, at: 2)
+                if join.hasPosition, let position = position(of: change.target, in: change.source, join) {
+                    try statement.bind(Int64(position), at: 3)
+                } else {
+                    try statement.bindNull(at: 3)
+                }
+            } else {
+                statement = try connection.cachedStatement(
+                    sql: "DELETE FROM \(table) WHERE \"source\" = ? AND \"target\" = ?")
+                try statement.bind(change.source, at: 1)
+                try statement.bind(change.target, at: 2)
+            }
+            try statement.execute()
+        }
+    }
+
+    /// The position of `target` in the loaded ordered relationship of `source` that owns `join`.
+    private func position(of target: Int64, in source: Int64, _ join: JoinTable) -> Int? {
+        guard let owner = registries[join.source][source] else { return nil }
+        let mapping = model.mappings[join.source]
+        for case let relationship? in mapping.relationships {
+            guard case .joinTable(join.index, ownerIsSource: true) = relationship.storage else { continue }
+            if owner.entityState.unloadedRelationships.contains(relationship.description.index) { return nil }
+            return relationship.description.getMany(owner).firstIndex { $0.entityState.rowID == target }
+        }
+        return nil
+    }
+
+    /// Rewrites positions of ordered relationships whose order changed on stored objects.
+    private func writePositions() throws {
+        for object in updatedObjects {
+            let state = object.entityState
+            guard state.status == .persistent else { continue }
+            let mapping = model.mappings[state.entityIndex]
+            for field in state.changedFields.indexes {
+                guard let relationship = mapping.relationships[field], relationship.description.isOrdered,
+                    !state.unloadedRelationships.contains(field)
+                else { continue }
+                let members = relationship.description.getMany(object)
+                switch relationship.storage {
+                case .inverseForeignKey(_, let orderColumn?):
+                    let destination = model.mappings[relationship.destination]
+                    let statement = try connection.cachedStatement(
+                        sql: "UPDATE \(quoteIdentifier(destination.name)) SET \(quoteIdentifier(orderColumn)) = ? WHERE \"_pk\" = ?")
+                    for (position, member) in members.enumerated() {
+                        try statement.bind(Int64(position), at: 1)
+                        try statement.bind(member.entityState.rowID, at: 2)
+                        try statement.execute()
+                    }
+                case .joinTable(let index, ownerIsSource: true) where model.joinTables[index].hasPosition:
+                    let statement = try connection.cachedStatement(
+                        sql: "UPDATE \(quoteIdentifier(model.joinTables[index].name)) SET \"position\" = ? WHERE \"source\" = ? AND \"target\" = ?")
+                    for (position, member) in members.enumerated() {
+                        try statement.bind(Int64(position), at: 1)
+                        try statement.bind(state.rowID, at: 2)
+                        try statement.bind(member.entityState.rowID, at: 3)
+                        try statement.execute()
+                    }
+                default:
+                    continue
+                }
+            }
+        }
+        // Positions of new objects' ordered relationships stored by a foreign key.
+        for object in insertedObjects where object.entityState.status == .inserted {
+            let mapping = model.mappings[object.entityState.entityIndex]
+            for case let relationship? in mapping.relationships {
+                guard case .inverseForeignKey(_, let orderColumn?) = relationship.storage else { continue }
+                let members = relationship.description.getMany(object)
+                if members.isEmpty { continue }
+                let destination = model.mappings[relationship.destination]
+                let statement = try connection.cachedStatement(
+                    sql: "UPDATE \(quoteIdentifier(destination.name)) SET \(quoteIdentifier(orderColumn)) = ? WHERE \"_pk\" = ?")
+                for (position, member) in members.enumerated() {
+                    try statement.bind(Int64(position), at: 1)
+                    try statement.bind(member.entityState.rowID, at: 2)
+                    try statement.execute()
+                }
+            }
+        }
+    }
+
+    private func identityConflict(_ object: any EntityObject, _ mapping: EntityMapping, _ error: SQLiteError) -> StoreError {
+        let values = mapping.description.identity.map { field -> String in
+            guard case .attribute(let attribute) = mapping.description.fields[field] else { return "?" }
+            return "\(attribute.name) = \(attribute.value(of: object))"
+        }
+        return StoreError(
+            .identityConflict,
+            "\(mapping.name) with identity \(values.joined(separator: ", ")) already exists; fetch it and update it instead of inserting a new object",
+            entity: mapping.name, cause: error)
+    }
+}

@@ -1,0 +1,234 @@
+/// A scope of work on the store: one object per row (the identity map), change tracking, and `save()`.
+///
+/// You get a context inside ``Store/write(_:)-(Context)->T`` or ``Store/read(_:)-(Context)->T``; it and
+/// its objects live inside that closure and are not `Sendable`. Pass identities or ``EntityState/rowID``s
+/// across closures, not objects.
+///
+/// ```swift
+/// try store.write { context in
+///     let person = Person(id: 1, name: "Ada")
+///     try context.insert(person)
+///     person.name = "Ada Lovelace"        // tracked: only `name` will be written
+/// }                                        // saved and committed here
+/// ```
+///
+/// A write context writes its pending changes (flushes) before every query it runs, inside the write
+/// transaction, so fetches, counts and relationship loads always see what you changed, and nothing is
+/// visible to other connections before the transaction commits.
+public final class Context {
+    let connection: Connection
+    let model: StoreModel
+    /// Whether inserts, deletes and saves are refused.
+    public let isReadOnly: Bool
+
+    /// Registered objects by entity, by row id. Strong references: the context keeps its objects alive.
+    var registries: [[Int64: any EntityObject]]
+    var insertedObjects: [any EntityObject] = []
+    var updatedObjects: [any EntityObject] = []
+    var deletedObjects: [(entity: Int, rowID: Int64)] = []
+    var linkChanges: [LinkChange] = []
+    private var nextRowIDs: [Int64?]
+    /// An error raised where it could not be thrown (a relationship load inside a property getter);
+    /// the next save throws it.
+    var deferredError: (any Error)?
+    private var isFlushing = false
+    var updateSQLCache: [UpdateKey: String] = [:]
+
+    struct LinkChange {
+        let table: Int
+        let source: Int64
+        let target: Int64
+        let isLink: Bool
+    }
+
+    struct UpdateKey: Hashable {
+        let entity: Int
+        let fields: FieldSet
+    }
+
+    init(connection: Connection, model: StoreModel, isReadOnly: Bool) {
+        self.connection = connection
+        self.model = model
+        self.isReadOnly = isReadOnly
+        self.registries = Array(repeating: [:], count: model.mappings.count)
+        self.nextRowIDs = Array(repeating: nil, count: model.mappings.count)
+    }
+
+    /// Whether there are changes not yet written.
+    public var hasChanges: Bool {
+        !insertedObjects.isEmpty || !updatedObjects.isEmpty || !deletedObjects.isEmpty || !linkChanges.isEmpty
+    }
+
+    /// The number of objects the context holds.
+    public var registeredObjectCount: Int { registries.reduce(0) { $0 + $1.count } }
+
+    /// Detaches every object when the context's closure ends.
+    func invalidate() {
+        for registry in registries {
+            for object in registry.values {
+                object.entityState.context = nil
+            }
+        }
+        registries = Array(repeating: [:], count: model.mappings.count)
+        insertedObjects = []
+        updatedObjects = []
+        linkChanges = []
+    }
+
+    // MARK: - Insert
+
+    /// Inserts a new object, and the new objects it refers to. It is written on the next save.
+    ///
+    /// The object gets its row id at once, so relationships to it can be written in any order.
+    /// - Throws: ``StoreError`` if the context is read-only, the class is not an entity of the store, or the
+    ///   object belongs to another context or was deleted.
+    public func insert<T: EntityObject>(_ object: T) throws {
+        try insertObject(object)
+    }
+
+    func insertObject(_ object: some EntityObject) throws {
+        let state = object.entityState
+        if isReadOnly { throw StoreError.readOnly("insert") }
+        if let owner = state.context {
+            if owner === self, state.status != .deleted { return }
+            if owner !== self {
+                throw StoreError(
+                    .wrongContext, "\(type(of: object)) object is already held by another context",
+                    entity: "\(type(of: object))")
+            }
+        }
+        if state.status == .deleted {
+            throw StoreError(.invalidObject, "a deleted \(type(of: object)) object cannot be inserted again", entity: "\(type(of: object))")
+        }
+        let mapping = try model.mapping(for: type(of: object))
+        state.context = self
+        state.entityIndex = mapping.index
+        state.status = .inserted
+        state.rowID = try nextRowID(for: mapping.index)
+        registries[mapping.index][state.rowID] = object
+        insertedObjects.append(object)
+        // Relationships assigned before insertion were not tracked: connect them now.
+        for case let relationship? in mapping.relationships {
+            let members = relationship.description.getMany(object)
+            if members.isEmpty { continue }
+            try connectMembers(members, of: object, relationship)
+        }
+    }
+
+    private func nextRowID(for entity: Int) throws -> Int64 {
+        if let next = nextRowIDs[entity] {
+            nextRowIDs[entity] = next + 1
+            return next
+        }
+        // The write transaction holds the write lock, so no one else inserts until it ends.
+        let table = quoteIdentifier(model.mappings[entity].name)
+        let statement = try connection.cachedStatement(sql: "SELECT coalesce(max(\"_pk\"), 0) FROM \(table)")
+        _ = try statement.step()
+        let next = statement.int64(at: 0) + 1
+        statement.reset()
+        nextRowIDs[entity] = next + 1
+        return next
+    }
+
+    // MARK: - Delete
+
+    /// Deletes an object. Relationships that point to it are cleared (to-one set to nil, to-many without it);
+    /// the related objects themselves are kept.
+    public func delete<T: EntityObject>(_ object: T) throws {
+        if isReadOnly { throw StoreError.readOnly("delete") }
+        let state = object.entityState
+        guard state.context === self else {
+            throw StoreError(
+                .wrongContext, "cannot delete a \(T.self) object that this context does not hold", entity: "\(T.self)")
+        }
+        guard state.status == .inserted || state.status == .persistent else { return }
+        let mapping = model.mappings[state.entityIndex]
+        // Detach from related objects that are in memory; the database's foreign keys (SET NULL, CASCADE)
+        // take care of rows that are not.
+        for case let relationship? in mapping.relationships {
+            let members: [any EntityObject]
+            if relationship.description.isToMany {
+                if state.unloadedRelationships.contains(relationship.description.index) {
+                    if relationship.inverse == nil { continue }
+                    members = loadToMany(object, relationship)
+                } else {
+                    members = relationship.description.getMany(object)
+                }
+            } else {
+                members = resolveToOne(object, relationship).map { [$0] } ?? []
+            }
+            for member in members {
+                if let inverse = relationship.inverse {
+                    unlinkInverse(member: member, model.mappings[relationship.destination].relationships[inverse]!, owner: object)
+                }
+            }
+        }
+        if state.status == .inserted {
+            insertedObjects.removeAll { $0 === object }
+        } else {
+            deletedObjects.append((mapping.index, state.rowID))
+        }
+        if state.isScheduledForUpdate {
+            updatedObjects.removeAll { $0 === object }
+            state.isScheduledForUpdate = false
+        }
+        // Link changes that involve the deleted row would only be undone by the cascade.
+        registries[mapping.index][state.rowID] = nil
+        state.status = .deleted
+        state.changedFields.removeAll()
+    }
+
+    // MARK: - Change tracking
+
+    /// Records that `field` of `object` changed.
+    func markChanged(_ object: any EntityObject, _ state: EntityState, _ field: Int) {
+        state.changedFields.insert(field)
+        if state.status == .persistent, !state.isScheduledForUpdate {
+            state.isScheduledForUpdate = true
+            updatedObjects.append(object)
+        }
+    }
+
+    // MARK: - Materializing rows
+
+    /// The object for the current row of `statement`: the registered one if the row is already in memory
+    /// (its in-memory state wins), or a new one created with `init(row:)`.
+    func object(for mapping: EntityMapping, statement: Statement) throws -> any EntityObject {
+        let rowID = statement.int64(at: 0)
+        if let existing = registries[mapping.index][rowID] { return existing }
+        let object = try mapping.description.type.init(row: EntityRow(statement: statement, mapping: mapping))
+        let state = object.entityState
+        state.context = self
+        state.entityIndex = mapping.index
+        state.status = .persistent
+        state.rowID = rowID
+        for case let relationship? in mapping.relationships {
+            let field = relationship.description.index
+            if case .foreignKey = relationship.storage {
+                let column = mapping.columnOfField[field]
+                if !statement.isNull(at: column) {
+                    state.unloadedRelationships.insert(field)
+                    state.foreignKeys[field] = statement.int64(at: column)
+                }
+            } else {
+                state.unloadedRelationships.insert(field)
+            }
+        }
+        registries[mapping.index][rowID] = object
+        return object
+    }
+
+    /// The registered object for a row id, reading the row if it is not in memory.
+    func object(entity: Int, rowID: Int64) throws -> (any EntityObject)? {
+        if let existing = registries[entity][rowID] { return existing }
+        let mapping = model.mappings[entity]
+        let statement = try connection.cachedStatement(sql: mapping.selectSQL + " WHERE \"_pk\" = ?")
+        defer { statement.reset() }
+        try statement.bind(rowID, at: 1)
+        guard try statement.step() else { return nil }
+        return try object(for: mapping, statement: statement)
+    }
+}
+
+@available(*, unavailable)
+extension Context: Sendable {}

@@ -1,0 +1,114 @@
+/// The tracking accessors that ``Entity()`` routes every field through. Not for direct use, except in
+/// hand-written ``EntityObject`` conformances.
+///
+/// The overloads are chosen by the field's type: attributes compare and mark the field changed; to-one and
+/// to-many relationships also load on first access and keep inverses consistent. `store` writes the raw
+/// storage.
+public enum _$EntityAccess {
+    // MARK: Attributes
+
+    @inlinable @inline(__always)
+    public static func get<Root: EntityObject, Value: AttributeValue>(
+        _ owner: Root, _ field: Int, _ value: Value, _ store: (Root, Value) -> Void
+    ) -> Value {
+        value
+    }
+
+    /// Assigns an attribute; an equal value changes nothing and does not mark the field.
+    @inlinable
+    public static func set<Root: EntityObject, Value: AttributeValue>(
+        _ owner: Root, _ field: Int, _ old: Value, _ new: Value, _ store: (Root, Value) -> Void
+    ) {
+        if old == new { return }
+        store(owner, new)
+        owner.entityState.didChange(owner, field)
+    }
+
+    // MARK: To-one
+
+    public static func get<Root: EntityObject, Destination: EntityObject>(
+        _ owner: Root, _ field: Int, _ value: Destination?, _ store: (Root, Destination?) -> Void
+    ) -> Destination? {
+        let state = owner.entityState
+        guard state.unloadedRelationships.contains(field), let context = state.context else { return value }
+        return context.resolveToOne(owner, context.relationship(owner, field)).map { unsafeDowncast($0, to: Destination.self) }
+    }
+
+    public static func set<Root: EntityObject, Destination: EntityObject>(
+        _ owner: Root, _ field: Int, _ old: Destination?, _ new: Destination?, _ store: (Root, Destination?) -> Void
+    ) {
+        let state = owner.entityState
+        guard let context = state.context, state.status == .inserted || state.status == .persistent else {
+            store(owner, new)
+            return
+        }
+        let relationship = context.relationship(owner, field)
+        var old: (any EntityObject)? = old
+        if state.unloadedRelationships.contains(field) { old = context.resolveToOne(owner, relationship) }
+        if old === new { return }
+        store(owner, new)
+        context.toOneDidChange(owner, relationship, old: old, new: new)
+    }
+
+    // MARK: Ordered to-many
+
+    public static func get<Root: EntityObject, Destination: EntityObject>(
+        _ owner: Root, _ field: Int, _ value: [Destination], _ store: (Root, [Destination]) -> Void
+    ) -> [Destination] {
+        let state = owner.entityState
+        guard state.unloadedRelationships.contains(field), let context = state.context else { return value }
+        return context.loadToMany(owner, context.relationship(owner, field)).map {
+            unsafeDowncast($0, to: Destination.self)
+        }
+    }
+
+    public static func set<Root: EntityObject, Destination: EntityObject>(
+        _ owner: Root, _ field: Int, _ old: [Destination], _ new: [Destination], _ store: (Root, [Destination]) -> Void
+    ) {
+        let state = owner.entityState
+        guard let context = state.context, state.status == .inserted || state.status == .persistent else {
+            store(owner, new)
+            return
+        }
+        let relationship = context.relationship(owner, field)
+        var old: [any EntityObject] = old
+        if state.unloadedRelationships.contains(field) { old = context.loadToMany(owner, relationship) }
+        if old.count == new.count, zip(old, new).allSatisfy({ $0 === $1 }) { return }
+        // Duplicates are dropped: a to-many relationship holds each object once.
+        var seen = Set<ObjectIdentifier>()
+        let unique = new.filter { seen.insert(ObjectIdentifier($0)).inserted }
+        store(owner, unique)
+        context.toManyDidChange(owner, relationship, old: old, new: unique)
+    }
+
+    // MARK: Unordered to-many
+
+    public static func get<Root: EntityObject, Destination: EntityObject>(
+        _ owner: Root, _ field: Int, _ value: Set<Destination>, _ store: (Root, Set<Destination>) -> Void
+    ) -> Set<Destination> {
+        let state = owner.entityState
+        guard state.unloadedRelationships.contains(field), let context = state.context else { return value }
+        return Set(context.loadToMany(owner, context.relationship(owner, field)).map {
+            unsafeDowncast($0, to: Destination.self)
+        })
+    }
+
+    public static func set<Root: EntityObject, Destination: EntityObject>(
+        _ owner: Root, _ field: Int, _ old: Set<Destination>, _ new: Set<Destination>,
+        _ store: (Root, Set<Destination>) -> Void
+    ) {
+        let state = owner.entityState
+        guard let context = state.context, state.status == .inserted || state.status == .persistent else {
+            store(owner, new)
+            return
+        }
+        let relationship = context.relationship(owner, field)
+        var old: [any EntityObject] = Array(old)
+        if state.unloadedRelationships.contains(field) { old = context.loadToMany(owner, relationship) }
+        if old.count == new.count, Set(old.map { ObjectIdentifier($0) }) == Set(new.map { ObjectIdentifier($0) }) {
+            return
+        }
+        store(owner, new)
+        context.toManyDidChange(owner, relationship, old: old, new: Array(new))
+    }
+}

@@ -1,0 +1,216 @@
+import Dispatch
+import Synchronization
+
+/// A SQLite-backed store of entities: the `Sendable` entry point for reading and writing.
+///
+/// ```swift
+/// let store = try Store(path: "people.sqlite", entities: [Person.self, Country.self])
+/// try store.write { context in
+///     try context.insert(Person(id: 1, name: "Ada"))
+/// }
+/// let names = try store.read { context in
+///     try context.fetch(Person.self, orderBy: [.ascending(\.name)]).map(\.name)
+/// }
+/// ```
+///
+/// Writes are serialized on one connection, each in one transaction (`BEGIN IMMEDIATE`): committed when the
+/// closure returns, rolled back when it throws. Reads run concurrently on their own connections, each in a
+/// transaction that sees one consistent snapshot, and are never blocked by a write (WAL mode). An in-memory
+/// store has a single connection, so its reads wait for writes.
+///
+/// Related SQLite documentation: <https://www.sqlite.org/wal.html>, <https://www.sqlite.org/lang_transaction.html>
+public final class Store: Sendable {
+    /// How a store opens its database.
+    public struct Options: Sendable {
+        /// What to do when the stored model cannot be migrated by adding tables and columns.
+        public var schemaChangePolicy: SchemaChangePolicy
+        /// How long a connection waits for a lock held by another process, in milliseconds.
+        public var busyTimeout: Int32
+        /// The page cache of each connection, in KiB.
+        public var cacheSizeKiB: Int
+        /// At most this many reader connections are kept open.
+        public var maximumReaderCount: Int
+        /// Called with the SQL of every statement the store's connections run, for logging or for counting.
+        public var statementObserver: (@Sendable (String) -> Void)?
+
+        public init(
+            schemaChangePolicy: SchemaChangePolicy = .fail,
+            busyTimeout: Int32 = 5_000,
+            cacheSizeKiB: Int = 16 * 1024,
+            maximumReaderCount: Int = 4,
+            statementObserver: (@Sendable (String) -> Void)? = nil
+        ) {
+            self.schemaChangePolicy = schemaChangePolicy
+            self.busyTimeout = busyTimeout
+            self.cacheSizeKiB = cacheSizeKiB
+            self.maximumReaderCount = maximumReaderCount
+            self.statementObserver = statementObserver
+        }
+    }
+
+    /// The database path, or `":memory:"`.
+    public let path: String
+    /// Whether the data lives only in memory.
+    public let isInMemory: Bool
+    let model: StoreModel
+    let options: Options
+    private let writer: SerializedConnection
+    private let readers: Mutex<[ConnectionBox]>
+
+    /// Opens the store at `path`, creating the file and the schema if needed and applying additive changes
+    /// of the model.
+    ///
+    /// - Parameters:
+    ///   - path: The database file.
+    ///   - entities: The entity classes; destinations of their relationships are added automatically.
+    ///   - options: Schema change policy, timeouts, cache size.
+    /// - Throws: ``SQLiteError`` when the file cannot be opened, is not a database, is corrupt, read-only or
+    ///   locked; ``StoreError`` when the model is invalid or does not match the stored one. Nothing is changed
+    ///   in the file unless the model is applied (or reset under ``SchemaChangePolicy/reset(onReset:)``).
+    public convenience init(path: String, entities: [any EntityObject.Type], options: Options = Options()) throws {
+        try self.init(path: path, inMemory: false, entities: entities, options: options)
+    }
+
+    /// A store that lives in memory and disappears when released.
+    public static func inMemory(entities: [any EntityObject.Type], options: Options = Options()) throws -> Store {
+        try Store(path: ":memory:", inMemory: true, entities: entities, options: options)
+    }
+
+    private init(path: String, inMemory: Bool, entities: [any EntityObject.Type], options: Options) throws {
+        let model = try StoreModel(entities: entities)
+        let connection = try Connection(path: path, busyTimeout: options.busyTimeout)
+        if !inMemory {
+            if connection.isReadOnly {
+                throw SQLiteError(
+                    resultCode: .SQLITE_READONLY,
+                    message: "the database at '\(path)' can only be opened read-only (check the permissions of the file and its folder)")
+            }
+            // WAL lets readers run while a write is in progress.
+            let mode = try connection.scalar(sql: "PRAGMA journal_mode = WAL")
+            guard mode == .text("wal") else {
+                throw SQLiteError(
+                    resultCode: .SQLITE_CANTOPEN,
+                    message: "cannot switch '\(path)' to WAL mode (journal mode is \(mode?.description ?? "unknown")); is the folder writable?")
+            }
+        }
+        try Self.configure(connection, options: options)
+        try SchemaManager.prepare(connection, model: model, policy: options.schemaChangePolicy)
+        self.path = path
+        self.isInMemory = inMemory
+        self.model = model
+        self.options = options
+        self.writer = SerializedConnection(connection)
+        self.readers = Mutex([])
+    }
+
+    private static func configure(_ connection: Connection, options: Options) throws {
+        // Foreign keys keep rows consistent when objects are deleted (SET NULL, CASCADE); they are checked at
+        // commit (DEFERRABLE INITIALLY DEFERRED), so write order inside a transaction does not matter.
+        try connection.execute(sql: "PRAGMA foreign_keys = ON")
+        // With WAL, NORMAL is durable against application crashes and keeps the database consistent on power loss.
+        try connection.execute(sql: "PRAGMA synchronous = NORMAL")
+        try connection.execute(sql: "PRAGMA cache_size = -\(max(options.cacheSizeKiB, 64))")
+        if let observer = options.statementObserver { connection.trace { observer($0) } }
+    }
+
+    // MARK: - Writing
+
+    /// Runs `body` in a write transaction: saves and commits when it returns, rolls back when it throws.
+    ///
+    /// Writes are serialized: a second `write` waits for the first to finish.
+    /// - Returns: What `body` returns.
+    public func write<T: Sendable>(_ body: (Context) throws -> T) throws -> T {
+        try writer.withConnection { connection in
+            try connection.inTransaction(.immediate) {
+                let context = Context(connection: connection, model: model, isReadOnly: false)
+                defer { context.invalidate() }
+                let result = try body(context)
+                try context.flush()
+                return result
+            }
+        }
+    }
+
+    /// Runs `body` in a write transaction off the caller's thread (see ``write(_:)-(Context)->T``).
+    public func write<T: Sendable>(_ body: @escaping @Sendable (Context) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try self.write(body) })
+            }
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Runs `body` in a read transaction: it sees one consistent snapshot, including nothing that another
+    /// write has not committed. Reads run concurrently with each other and with a write.
+    public func read<T: Sendable>(_ body: (Context) throws -> T) throws -> T {
+        if isInMemory {
+            return try writer.withConnection { try Self.readTransaction($0, model: model, body) }
+        }
+        let box = try takeReader()
+        defer { returnReader(box) }
+        return try Self.readTransaction(box.connection, model: model, body)
+    }
+
+    /// Runs `body` in a read transaction off the caller's thread (see ``read(_:)-(Context)->T``).
+    public func read<T: Sendable>(_ body: @escaping @Sendable (Context) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try self.read(body) })
+            }
+        }
+    }
+
+    private static func readTransaction<T>(_ connection: Connection, model: StoreModel, _ body: (Context) throws -> T) throws -> T {
+        try connection.inTransaction(.deferred) {
+            let context = Context(connection: connection, model: model, isReadOnly: true)
+            defer { context.invalidate() }
+            return try body(context)
+        }
+    }
+
+    private func takeReader() throws -> ConnectionBox {
+        if let box = readers.withLock({ $0.popLast() }) { return box }
+        let connection = try Connection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout)
+        try connection.execute(sql: "PRAGMA cache_size = -\(max(options.cacheSizeKiB / 4, 64))")
+        if let observer = options.statementObserver { connection.trace { observer($0) } }
+        return ConnectionBox(connection)
+    }
+
+    private func returnReader(_ box: ConnectionBox) {
+        readers.withLock { pool in
+            if pool.count < options.maximumReaderCount { pool.append(box) }
+        }
+    }
+
+    // MARK: - Maintenance
+
+    /// Runs `body` with the writer connection, outside any transaction: for maintenance and tests.
+    public func withWriterConnection<T: Sendable>(_ body: (Connection) throws -> T) throws -> T {
+        try writer.withConnection(body)
+    }
+}
+
+/// The writer connection behind a lock.
+///
+/// `@unchecked Sendable` is safe: `connection` is only reached through `withConnection`, which holds the lock
+/// for the whole use, so one thread at a time touches it.
+private final class SerializedConnection: @unchecked Sendable {
+    private let lock = Mutex(())
+    private let connection: Connection
+
+    init(_ connection: Connection) { self.connection = connection }
+
+    func withConnection<T: Sendable>(_ body: (Connection) throws -> T) throws -> T {
+        try lock.withLock { _ in try body(connection) }
+    }
+}
+
+/// A reader connection moving in and out of the pool.
+///
+/// `@unchecked Sendable` is safe: a box is either in the pool (untouched) or owned by exactly one `read` call.
+private final class ConnectionBox: @unchecked Sendable {
+    let connection: Connection
+    init(_ connection: Connection) { self.connection = connection }
+}

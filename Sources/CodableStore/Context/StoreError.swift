@@ -1,0 +1,107 @@
+/// An error of the store itself, rather than of SQLite or of Codable: schema mismatches, identity conflicts,
+/// misuse of contexts, stored values that do not fit their attribute.
+///
+/// `description` is one stable line that names the entity, the field and how to fix the problem;
+/// ``detailedDescription()`` renders the full context. Match on ``code``:
+///
+/// ```swift
+/// do { try store.write { try $0.insert(Person(id: 1)) } }
+/// catch let error as StoreError where error.code == .identityConflict { … }
+/// ```
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is. A struct rather than an enum, so that codes can be added.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Wrapped: String, Sendable {
+            case schemaMismatch, invalidModel, unknownEntity, identityConflict, valueMismatch
+            case readOnly, wrongContext, invalidObject, invalidQuery, relationshipLoad
+        }
+        private let wrapped: Wrapped
+        private init(_ wrapped: Wrapped) { self.wrapped = wrapped }
+        public var description: String { wrapped.rawValue }
+
+        /// The stored model differs from the declared one in a way that cannot be applied automatically.
+        public static let schemaMismatch = Code(.schemaMismatch)
+        /// The declared entities are inconsistent (a bad identity, a clash of names).
+        public static let invalidModel = Code(.invalidModel)
+        /// An entity class that the store was not opened with.
+        public static let unknownEntity = Code(.unknownEntity)
+        /// Another object with the same identity is already stored.
+        public static let identityConflict = Code(.identityConflict)
+        /// A stored value does not fit the attribute's Swift type.
+        public static let valueMismatch = Code(.valueMismatch)
+        /// A change was attempted in a read-only context or store.
+        public static let readOnly = Code(.readOnly)
+        /// An object was used with a context that does not hold it.
+        public static let wrongContext = Code(.wrongContext)
+        /// An object or value cannot be used this way (a deleted object, an identity of the wrong arity).
+        public static let invalidObject = Code(.invalidObject)
+        /// A fetch that cannot be turned into SQL (a key path that is not a stored field).
+        public static let invalidQuery = Code(.invalidQuery)
+        /// A relationship could not be loaded when it was accessed.
+        public static let relationshipLoad = Code(.relationshipLoad)
+    }
+
+    public let code: Code
+    /// What happened and how to fix it.
+    public let message: String
+    /// The entity concerned, if any.
+    public let entity: String?
+    /// The field concerned, if any.
+    public let field: String?
+    /// The individual differences of a schema mismatch.
+    public let differences: [String]
+    /// The underlying error.
+    public let cause: (any Error)?
+
+    init(
+        _ code: Code,
+        _ message: String,
+        entity: String? = nil,
+        field: String? = nil,
+        differences: [String] = [],
+        cause: (any Error)? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.entity = entity
+        self.field = field
+        self.differences = differences
+        self.cause = cause
+    }
+
+    public var description: String {
+        var text = "StoreError.\(code): \(message)"
+        if let cause { text += " (cause: \(cause))" }
+        return text
+    }
+
+    /// A multi-line rendering with the full context.
+    public func detailedDescription() -> String {
+        var lines = ["StoreError: \(message)", "├─ Code: \(code)"]
+        if let entity { lines.append("├─ Entity: \(entity)") }
+        if let field { lines.append("├─ Field: \(field)") }
+        for difference in differences { lines.append("├─ Difference: \(difference)") }
+        if let cause { lines.append("├─ Cause: \(cause)") }
+        lines[lines.count - 1] = "└" + lines[lines.count - 1].dropFirst()
+        return lines.joined(separator: "\n")
+    }
+
+    // MARK: - Factories
+
+    static func valueMismatch(entity: String, field: String, _ error: any Error) -> StoreError {
+        StoreError(
+            .valueMismatch, "\(entity).\(field): stored value does not fit: \(error)", entity: entity, field: field,
+            cause: error)
+    }
+
+    static func unknownEntity(_ type: Any.Type) -> StoreError {
+        StoreError(
+            .unknownEntity,
+            "\(type) is not an entity of this store; list it in the entities the Store is opened with",
+            entity: "\(type)")
+    }
+
+    static func readOnly(_ operation: String) -> StoreError {
+        StoreError(.readOnly, "cannot \(operation) in a read-only context; use store.write { … }")
+    }
+}

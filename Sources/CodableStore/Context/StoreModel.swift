@@ -1,0 +1,263 @@
+/// The entities of a store linked together: destinations resolved, inverses found, and how each field maps
+/// to tables and columns.
+///
+/// Storage mapping:
+/// - one table per entity, named like the entity, with `_pk INTEGER PRIMARY KEY` (the object's row id) and
+///   one column per attribute, named like the attribute;
+/// - a to-one relationship is a foreign-key column named like the relationship;
+/// - a to-many relationship whose inverse is to-one is stored by that inverse's foreign key; if it is ordered,
+///   the destination table has an extra `<inverse>_order` column with the position;
+/// - any other to-many relationship (many-to-many, or without inverse) is stored in a join table
+///   `<Entity>_<relationship>` with `source`, `target` and `position` columns. A many-to-many pair shares one
+///   table, owned by the ordered side (or the first by name when both or neither are ordered); positions are
+///   kept for the owning side only.
+final class StoreModel: Sendable {
+    let mappings: [EntityMapping]
+    let joinTables: [JoinTable]
+    private let indexByType: [ObjectIdentifier: Int]
+
+    init(entities: [any EntityObject.Type]) throws {
+        // Collect the entities and, transitively, the destinations of their relationships.
+        var descriptions: [EntityDescription] = []
+        var indexByType: [ObjectIdentifier: Int] = [:]
+        var pending = entities
+        while let type = pending.first {
+            pending.removeFirst()
+            let key = ObjectIdentifier(type)
+            if indexByType[key] != nil { continue }
+            let description = type.entityDescription
+            indexByType[key] = descriptions.count
+            descriptions.append(description)
+            pending.append(contentsOf: description.relationships.map(\.destination))
+        }
+        var problems = descriptions.flatMap(\.problems)
+        let names = descriptions.map(\.name)
+        for name in Set(names) where names.filter({ $0 == name }).count > 1 {
+            problems.append("two entities are named \(name)")
+        }
+        for name in names where name.hasPrefix("_") || name.lowercased().hasPrefix("sqlite_") {
+            problems.append("entity name \(name) is reserved")
+        }
+
+        // Find inverses: a relationship A.r → B and B.s → A are inverses when each is the only relationship
+        // of its entity pointing at the other.
+        func relationships(of entity: Int, to destination: Int) -> [RelationshipDescription] {
+            descriptions[entity].relationships.filter { indexByType[ObjectIdentifier($0.destination)] == destination }
+        }
+        var inverse: [[Int: Int]] = Array(repeating: [:], count: descriptions.count)  // field → inverse field
+        for (entity, description) in descriptions.enumerated() {
+            for relationship in description.relationships {
+                let destination = indexByType[ObjectIdentifier(relationship.destination)]!
+                let outgoing = relationships(of: entity, to: destination)
+                var incoming = relationships(of: destination, to: entity)
+                if destination == entity { incoming.removeAll { $0.index == relationship.index } }
+                if outgoing.count == 1 || destination == entity, incoming.count == 1,
+                    destination != entity || outgoing.count == 2
+                {
+                    inverse[entity][relationship.index] = incoming[0].index
+                }
+            }
+        }
+
+        // Decide storage.
+        var joinTables: [JoinTable] = []
+        var storage: [[Int: RelationshipStorage]] = Array(repeating: [:], count: descriptions.count)
+        var orderColumns: [[String]] = Array(repeating: [], count: descriptions.count)
+        for (entity, description) in descriptions.enumerated() {
+            for relationship in description.relationships {
+                let destination = indexByType[ObjectIdentifier(relationship.destination)]!
+                let inverseField = inverse[entity][relationship.index]
+                let inverseRelationship = inverseField.map { descriptions[destination].fields[$0] }
+                if relationship.kind == .toOne {
+                    storage[entity][relationship.index] = .foreignKey(column: relationship.name)
+                } else if case .relationship(let other)? = inverseRelationship, other.kind == .toOne {
+                    let orderColumn = relationship.isOrdered ? "\(other.name)_order" : nil
+                    if let orderColumn { orderColumns[destination].append(orderColumn) }
+                    storage[entity][relationship.index] = .inverseForeignKey(column: other.name, orderColumn: orderColumn)
+                } else if storage[entity][relationship.index] == nil {
+                    // A join table; for a many-to-many pair, decide the owner once for both sides.
+                    var ownerIsSelf = true
+                    if case .relationship(let other)? = inverseRelationship {
+                        if relationship.isOrdered != other.isOrdered {
+                            ownerIsSelf = relationship.isOrdered
+                        } else {
+                            ownerIsSelf = "\(description.name).\(relationship.name)"
+                                <= "\(descriptions[destination].name).\(other.name)"
+                        }
+                    }
+                    let (sourceEntity, sourceRelationship) =
+                        ownerIsSelf ? (entity, relationship) : (destination, inverseRelationship!.asRelationship!)
+                    let table = JoinTable(
+                        index: joinTables.count,
+                        name: "\(descriptions[sourceEntity].name)_\(sourceRelationship.name)",
+                        source: sourceEntity,
+                        target: ownerIsSelf ? destination : entity,
+                        hasPosition: sourceRelationship.isOrdered)
+                    joinTables.append(table)
+                    storage[entity][relationship.index] = .joinTable(table.index, ownerIsSource: ownerIsSelf)
+                    if let inverseField {
+                        storage[destination][inverseField] = .joinTable(table.index, ownerIsSource: !ownerIsSelf)
+                    }
+                }
+            }
+        }
+        var mappings: [EntityMapping] = []
+        for (entity, description) in descriptions.enumerated() {
+            var resolved: [ResolvedRelationship?] = Array(repeating: nil, count: description.fields.count)
+            for relationship in description.relationships {
+                let destination = indexByType[ObjectIdentifier(relationship.destination)]!
+                resolved[relationship.index] = ResolvedRelationship(
+                    description: relationship,
+                    owner: entity,
+                    destination: destination,
+                    inverse: inverse[entity][relationship.index],
+                    storage: storage[entity][relationship.index]!)
+            }
+            let mapping = EntityMapping(
+                index: entity, description: description, relationships: resolved, orderColumns: orderColumns[entity])
+            let columnNames = mapping.columns.map(\.name)
+            for name in Set(columnNames) where columnNames.filter({ $0 == name }).count > 1 {
+                problems.append("\(description.name): two columns are named \(name)")
+            }
+            mappings.append(mapping)
+        }
+        let tableNames = mappings.map(\.name) + joinTables.map(\.name)
+        for name in Set(tableNames) where tableNames.filter({ $0 == name }).count > 1 {
+            problems.append("two tables would be named \(name); rename an entity or a relationship")
+        }
+        if !problems.isEmpty {
+            throw StoreError(
+                .invalidModel, "the entities are not a valid model: " + problems.joined(separator: "; "),
+                differences: problems)
+        }
+        self.mappings = mappings
+        self.joinTables = joinTables
+        self.indexByType = indexByType
+    }
+
+    func mapping(for type: any EntityObject.Type) throws(StoreError) -> EntityMapping {
+        guard let index = indexByType[ObjectIdentifier(type)] else { throw StoreError.unknownEntity(type) }
+        return mappings[index]
+    }
+
+    @inline(__always)
+    func mapping(of object: some EntityObject) throws(StoreError) -> EntityMapping {
+        let index = object.entityState.entityIndex
+        if index >= 0 { return mappings[index] }
+        return try mapping(for: type(of: object))
+    }
+}
+
+extension FieldDescription {
+    fileprivate var asRelationship: RelationshipDescription? {
+        if case .relationship(let relationship) = self { relationship } else { nil }
+    }
+}
+
+/// Where a relationship's membership is stored.
+enum RelationshipStorage: Equatable, Sendable {
+    /// A foreign-key column of the owner's table (to-one).
+    case foreignKey(column: String)
+    /// The inverse to-one's foreign-key column in the destination table, plus a position column if ordered.
+    case inverseForeignKey(column: String, orderColumn: String?)
+    /// A join table; the owner is its `source` or its `target`.
+    case joinTable(Int, ownerIsSource: Bool)
+}
+
+/// A relationship with its destination, inverse and storage resolved.
+struct ResolvedRelationship: Sendable {
+    let description: RelationshipDescription
+    /// The owner's entity index.
+    let owner: Int
+    /// The destination's entity index.
+    let destination: Int
+    /// The inverse's field index in the destination, if there is an inverse.
+    let inverse: Int?
+    let storage: RelationshipStorage
+}
+
+/// A join table for a to-many relationship that is not stored by a foreign key.
+struct JoinTable: Sendable {
+    let index: Int
+    let name: String
+    /// Entity index of the `source` column.
+    let source: Int
+    /// Entity index of the `target` column.
+    let target: Int
+    /// Whether the source side is ordered (a `position` column is maintained).
+    let hasPosition: Bool
+}
+
+/// One entity's table: columns, and the SQL to read and write its rows.
+final class EntityMapping: Sendable {
+    struct Column: Sendable {
+        enum Kind: Sendable {
+            case attribute(AttributeDescription)
+            case foreignKey(RelationshipDescription, destination: Int)
+            case order
+        }
+        let name: String
+        let kind: Kind
+    }
+
+    let index: Int
+    let description: EntityDescription
+    var name: String { description.name }
+    /// Columns after `_pk`: attributes and foreign keys in field order, then position columns.
+    let columns: [Column]
+    /// Field index → result column in ``selectSQL`` (0 is `_pk`); -1 for to-many relationships.
+    let columnOfField: [Int32]
+    /// Field index → column name, for attributes and to-one relationships.
+    let columnNameOfField: [String?]
+    /// Field index → resolved relationship.
+    let relationships: [ResolvedRelationship?]
+    /// `SELECT "_pk", … FROM "T"`.
+    let selectSQL: String
+    /// The column list of ``selectSQL`` qualified with the table name, for joins.
+    let qualifiedColumnsSQL: String
+    /// `INSERT INTO "T" ("_pk", …) VALUES (?, …)` without the position columns.
+    let insertSQL: String
+    /// Number of columns bound by ``insertSQL`` after `_pk`.
+    let insertColumnCount: Int
+    /// Identity column names.
+    let identityColumns: [String]
+
+    init(index: Int, description: EntityDescription, relationships: [ResolvedRelationship?], orderColumns: [String]) {
+        self.index = index
+        self.description = description
+        self.relationships = relationships
+        var columns: [Column] = []
+        var columnOfField = Array(repeating: Int32(-1), count: description.fields.count)
+        var columnNameOfField: [String?] = Array(repeating: nil, count: description.fields.count)
+        for field in description.fields {
+            switch field {
+            case .attribute(let attribute):
+                columnOfField[attribute.index] = Int32(columns.count + 1)
+                columnNameOfField[attribute.index] = attribute.name
+                columns.append(Column(name: attribute.name, kind: .attribute(attribute)))
+            case .relationship(let relationship):
+                guard let resolved = relationships[relationship.index],
+                    case .foreignKey(let column) = resolved.storage
+                else { continue }
+                columnOfField[relationship.index] = Int32(columns.count + 1)
+                columnNameOfField[relationship.index] = column
+                columns.append(
+                    Column(name: column, kind: .foreignKey(relationship, destination: resolved.destination)))
+            }
+        }
+        let insertColumnCount = columns.count
+        columns += orderColumns.map { Column(name: $0, kind: .order) }
+        self.columns = columns
+        self.columnOfField = columnOfField
+        self.columnNameOfField = columnNameOfField
+        self.insertColumnCount = insertColumnCount
+        let table = quoteIdentifier(description.name)
+        let selected = ["_pk"] + columns[..<insertColumnCount].map(\.name)
+        self.selectSQL = "SELECT " + selected.map(quoteIdentifier).joined(separator: ", ") + " FROM " + table
+        self.qualifiedColumnsSQL = selected.map { table + "." + quoteIdentifier($0) }.joined(separator: ", ")
+        self.insertSQL =
+            "INSERT INTO \(table) (" + selected.map(quoteIdentifier).joined(separator: ", ") + ") VALUES ("
+            + Array(repeating: "?", count: selected.count).joined(separator: ", ") + ")"
+        self.identityColumns = description.identity.map { description.fields[$0].name }
+    }
+}

@@ -1,0 +1,342 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A type that can be stored in one column: the attribute types of an entity.
+///
+/// Conforming types: `Bool`, the integer types, `Double`, `Float`, `Decimal`, `String`, `Date`, `Data`, `UUID`,
+/// `URL`, optionals of these, enums with a raw value of one of these (declare the conformance:
+/// `enum State: String, AttributeValue { … }`), arrays and `String`-keyed dictionaries of attribute values
+/// (stored as JSON text), and any `Codable & Equatable` type that adopts ``JSONAttributeValue``.
+///
+/// Storage shape (column affinity and value):
+/// | Swift | column | stored as |
+/// |---|---|---|
+/// | `Bool` | INTEGER | 0 or 1 |
+/// | `Int`, `Int8`…`Int64`, `UInt8`…`UInt32` | INTEGER | the value |
+/// | `UInt`, `UInt64` | INTEGER | the bit pattern as a signed 64-bit integer (order above `Int64.max` is not kept) |
+/// | `Double`, `Float` | REAL | the value |
+/// | `Decimal` | TEXT | its exact decimal text, so no precision is lost to REAL |
+/// | `String` | TEXT | UTF-8 |
+/// | `Date` | REAL | seconds since 1970-01-01T00:00:00Z, so dates sort and compare in SQL |
+/// | `Data` | BLOB | the bytes |
+/// | `UUID` | TEXT | the canonical upper-case string, readable in the `sqlite3` shell |
+/// | `URL` | TEXT | `absoluteString` |
+/// | JSON values | TEXT | compact JSON with sorted keys |
+///
+/// Equality decides whether an assignment changes the object: assigning an equal value does not dirty it.
+public protocol AttributeValue: Equatable, SendableMetatype {
+    /// The declared type, as recorded in the store's model (`"Int"`, `"String"`, …).
+    static var attributeType: AttributeType { get }
+    /// Whether `NULL` is a valid value. Only `Optional` says yes.
+    static var isOptional: Bool { get }
+    /// The value as SQLite stores it.
+    var sqliteValue: SQLiteValue { get }
+    /// Creates a value from what SQLite stored, or throws ``AttributeValueError`` when it does not fit.
+    init(sqliteValue: SQLiteValue) throws(AttributeValueError)
+    /// Binds the value to a statement parameter. The default goes through ``sqliteValue``.
+    func bind(to statement: Statement, at index: Int32) throws
+    /// Reads a value from a result column. The default goes through ``init(sqliteValue:)``.
+    static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self
+}
+
+extension AttributeValue {
+    public static var isOptional: Bool { false }
+
+    public func bind(to statement: Statement, at index: Int32) throws {
+        try statement.bind(sqliteValue, at: index)
+    }
+
+    public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self {
+        try Self(sqliteValue: statement.value(at: column))
+    }
+}
+
+/// The declared type of an attribute and the column affinity it is stored with.
+public struct AttributeType: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The Swift type name recorded in the model (`"Int"`, `"Date"`, `"JSON"`).
+    public var name: String
+    /// The SQLite column affinity: INTEGER, REAL, TEXT, BLOB or NUMERIC.
+    public var affinity: String
+
+    public init(name: String, affinity: String) {
+        self.name = name
+        self.affinity = affinity
+    }
+
+    public var description: String { name }
+
+    public static let integer = AttributeType(name: "Int", affinity: "INTEGER")
+    public static let bool = AttributeType(name: "Bool", affinity: "INTEGER")
+    public static let double = AttributeType(name: "Double", affinity: "REAL")
+    public static let decimal = AttributeType(name: "Decimal", affinity: "TEXT")
+    public static let string = AttributeType(name: "String", affinity: "TEXT")
+    public static let date = AttributeType(name: "Date", affinity: "REAL")
+    public static let data = AttributeType(name: "Data", affinity: "BLOB")
+    public static let uuid = AttributeType(name: "UUID", affinity: "TEXT")
+    public static let url = AttributeType(name: "URL", affinity: "TEXT")
+    public static let json = AttributeType(name: "JSON", affinity: "TEXT")
+}
+
+/// A stored value that does not fit the attribute's Swift type.
+public struct AttributeValueError: Error, Sendable, CustomStringConvertible {
+    /// The Swift type that was expected.
+    public var expected: String
+    /// The value found in the store.
+    public var found: SQLiteValue
+    /// Why it does not fit.
+    public var reason: String
+
+    public init(expected: String, found: SQLiteValue, reason: String? = nil) {
+        self.expected = expected
+        self.found = found
+        self.reason = reason ?? "found \(found.storageClass) value \(found) instead"
+    }
+
+    public var description: String { "expected \(expected), \(reason)" }
+}
+
+// MARK: - Integers
+
+extension AttributeValue where Self: FixedWidthInteger {
+    public static var attributeType: AttributeType { .integer }
+
+    public var sqliteValue: SQLiteValue {
+        if Self.isSigned || bitWidth < 64 { return .integer(Int64(self)) }
+        return .integer(Int64(truncatingIfNeeded: self))
+    }
+
+    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
+        guard case .integer(let value) = sqliteValue else {
+            throw AttributeValueError(expected: "\(Self.self)", found: sqliteValue)
+        }
+        try self.init(storedInteger: value)
+    }
+
+    init(storedInteger value: Int64) throws(AttributeValueError) {
+        if !Self.isSigned && Self.bitWidth == 64 {
+            self.init(truncatingIfNeeded: value)
+        } else if let exact = Self(exactly: value) {
+            self = exact
+        } else {
+            throw AttributeValueError(
+                expected: "\(Self.self)", found: .integer(value), reason: "\(value) does not fit in \(Self.self)")
+        }
+    }
+
+    public func bind(to statement: Statement, at index: Int32) throws {
+        try statement.bind(Int64(truncatingIfNeeded: self), at: index)
+    }
+
+    public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self {
+        guard statement.storageClass(at: column) == 1 /* SQLITE_INTEGER */ else {
+            throw AttributeValueError(expected: "\(Self.self)", found: statement.value(at: column))
+        }
+        return try Self(storedInteger: statement.int64(at: column))
+    }
+}
+
+extension Int: AttributeValue {}
+extension Int8: AttributeValue {}
+extension Int16: AttributeValue {}
+extension Int32: AttributeValue {}
+extension Int64: AttributeValue {}
+extension UInt: AttributeValue {}
+extension UInt8: AttributeValue {}
+extension UInt16: AttributeValue {}
+extension UInt32: AttributeValue {}
+extension UInt64: AttributeValue {}
+
+extension Bool: AttributeValue {
+    public static var attributeType: AttributeType { .bool }
+    public var sqliteValue: SQLiteValue { .integer(self ? 1 : 0) }
+    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
+        guard case .integer(let value) = sqliteValue, value == 0 || value == 1 else {
+            throw AttributeValueError(expected: "Bool", found: sqliteValue)
+        }
+        self = value == 1
+    }
+}
+
+// MARK: - Floating point
+
+extension Double: AttributeValue {
+    public static var attributeType: AttributeType { .double }
+    public var sqliteValue: SQLiteValue { .real(self) }
+    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
+        switch sqliteValue {
+        case .real(let value): self = value
+        // SQLite stores a REAL that is a whole number as an integer in REAL-affinity columns only on disk;
+        // values written through other paths may come back as integers.
+        case .integer(let value): self = Double(value)
+        default: throw AttributeValueError(expected: "Double", found: sqliteValue)
+        }
+    }
+    public func bind(to statement: Statement, at index: Int32) throws { try statement.bind(self, at: index) }
+    public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Double {
+        let storageClass = statement.storageClass(at: column)
+        guard storageClass == 2 /* FLOAT */ || storageClass == 1 /* INTEGER */ else {
+            throw AttributeValueError(expected: "Double", found: statement.value(at: column))
+        }
+        return statement.double(at: column)
+    }
+}
+
+extension Float: AttributeValue {
+    public static var attributeType: AttributeType { AttributeType(name: "Float", affinity: "REAL") }
+    public var sqliteValue: SQLiteValue { .real(Double(self)) }
+    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
+        self = Float(try Double(sqliteValue: sqliteValue))
+    }
+}
+
+extension Decimal: AttributeValue {
+    public static var attributeType: AttributeType { .decimal }
+    public var sqliteValue: SQLiteValue { .text(description) }
+    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
+        switch sqliteValue {
+        case .text(let text):
+            guard let value = Decimal(string: text, locale: nil) else {
+                throw AttributeValueError(expected: "Decimal", found: sqliteValue, reason: "'\(text)' is not a decimal number")
+            }
+            self = value
+        case .integer(let value): self = Decimal(value)
+        case .real(let value): self = Decimal(value)
+        default: throw AttributeValueError(expected: "Decimal", found: sqliteValue)
+        }
+    }
+}
+
+// MARK: - Text, bytes and Foundation values
+
+extension String: AttributeValue {
+    public static var attributeType: AttributeType { .string }
+    public var sqliteValue: SQLiteValue { .text(self) }
+    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
+        guard case .text(let value) = sqliteValue else { throw AttributeValueError(expected: "String", found: sqliteValue) }
+        self = value
+    }
+    public func bind(to statement: Statement, at index: Int32) throws { try statement.bind(self, at: index) }
+    public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> String {
+        guard statement.storageClass(at: column) == 3 /* SQLITE_TEXT */ else {
+            throw AttributeValueError(expected: "String", found: statement.value(at: column))
+        }
+        return statement.text(at: column)
+    }
+}
+
+extension Data: AttributeValue {
+    public static var attributeType: AttributeType { .data }
+    public var sqliteValue: SQLiteValue { .blob(self) }
+    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
+        guard case .blob(let value) = sqliteValue else { throw AttributeValueError(expected: "Data", found: sqliteValue) }
+        self = value
+    }
+}
+
+extension Date: AttributeValue {
+    public static var attributeType: AttributeType { .date }
+    public var sqliteValue: SQLiteValue { .real(timeIntervalSince1970) }
+    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
+        switch sqliteValue {
+        case .real(let value): self = Date(timeIntervalSince1970: value)
+        case .integer(let value): self = Date(timeIntervalSince1970: Double(value))
+        default: throw AttributeValueError(expected: "Date", found: sqliteValue)
+        }
+    }
+    public func bind(to statement: Statement, at index: Int32) throws {
+        try statement.bind(timeIntervalSince1970, at: index)
+    }
+}
+
+extension UUID: AttributeValue {
+    public static var attributeType: AttributeType { .uuid }
+    public var sqliteValue: SQLiteValue { .text(uuidString) }
+    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
+        guard case .text(let text) = sqliteValue, let value = UUID(uuidString: text) else {
+            throw AttributeValueError(expected: "UUID", found: sqliteValue)
+        }
+        self = value
+    }
+}
+
+extension URL: AttributeValue {
+    public static var attributeType: AttributeType { .url }
+    public var sqliteValue: SQLiteValue { .text(absoluteString) }
+    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
+        guard case .text(let text) = sqliteValue, let value = URL(string: text) else {
+            throw AttributeValueError(expected: "URL", found: sqliteValue)
+        }
+        self = value
+    }
+}
+
+// MARK: - Optional
+
+extension Optional: AttributeValue where Wrapped: AttributeValue {
+    public static var attributeType: AttributeType { Wrapped.attributeType }
+    public static var isOptional: Bool { true }
+    public var sqliteValue: SQLiteValue { self?.sqliteValue ?? .null }
+    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
+        self = sqliteValue.isNull ? nil : try Wrapped(sqliteValue: sqliteValue)
+    }
+    public func bind(to statement: Statement, at index: Int32) throws {
+        if let self { try self.bind(to: statement, at: index) } else { try statement.bindNull(at: index) }
+    }
+    public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self {
+        statement.isNull(at: column) ? nil : try Wrapped.read(from: statement, at: column)
+    }
+}
+
+// MARK: - Enums with raw values
+
+extension AttributeValue where Self: RawRepresentable, RawValue: AttributeValue {
+    public static var attributeType: AttributeType { RawValue.attributeType }
+    public var sqliteValue: SQLiteValue { rawValue.sqliteValue }
+    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
+        let raw = try RawValue(sqliteValue: sqliteValue)
+        guard let value = Self(rawValue: raw) else {
+            throw AttributeValueError(
+                expected: "\(Self.self)", found: sqliteValue, reason: "\(sqliteValue) is not a raw value of \(Self.self)")
+        }
+        self = value
+    }
+}
+
+// MARK: - JSON values
+
+/// A `Codable` value stored as JSON text in one column.
+///
+/// ```swift
+/// struct Money: Codable, Equatable, JSONAttributeValue { var amount: Decimal; var currency: String }
+/// ```
+/// Arrays and `String`-keyed dictionaries of attribute values adopt it already. Keys are sorted so that equal
+/// values are stored as equal text.
+public protocol JSONAttributeValue: AttributeValue, Codable {}
+
+extension JSONAttributeValue {
+    public static var attributeType: AttributeType { .json }
+
+    public var sqliteValue: SQLiteValue {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding a Codable & Equatable value of attribute types cannot fail except for non-finite floats,
+        // which JSON cannot represent: those are stored as NULL rather than crashing.
+        guard let data = try? encoder.encode(self) else { return .null }
+        return .text(String(decoding: data, as: UTF8.self))
+    }
+
+    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
+        guard case .text(let text) = sqliteValue else { throw AttributeValueError(expected: "\(Self.self)", found: sqliteValue) }
+        do {
+            self = try JSONDecoder().decode(Self.self, from: Data(text.utf8))
+        } catch {
+            throw AttributeValueError(expected: "\(Self.self)", found: sqliteValue, reason: "invalid JSON: \(error)")
+        }
+    }
+}
+
+extension Array: AttributeValue, JSONAttributeValue where Element: AttributeValue & Codable {}
+extension Dictionary: AttributeValue, JSONAttributeValue where Key == String, Value: AttributeValue & Codable {}

@@ -1,0 +1,354 @@
+/// The schema of one entity: its fields (attributes and relationships) and its identity.
+///
+/// Built once per entity type, by the code ``Entity()`` generates or by hand with ``EntityDescriptionBuilder``.
+/// Field indexes follow the declaration order and are the indexes the tracking accessors pass around.
+/// A description never touches the description of another entity, so that two entities that refer to each
+/// other can be described independently; the ``Store`` links them when it opens.
+public final class EntityDescription: Sendable {
+    /// The entity name: the Swift class name, and the table name.
+    public let name: String
+    /// The Swift class.
+    public let type: any EntityObject.Type
+    /// All fields, by index.
+    public let fields: [FieldDescription]
+    /// The attributes, in field order.
+    public let attributes: [AttributeDescription]
+    /// The relationships, in field order.
+    public let relationships: [RelationshipDescription]
+    /// The field indexes of the identity attributes; empty when the entity has no identity.
+    public let identity: [Int]
+    /// Problems found while building (an identity key path that is not an attribute, too many fields);
+    /// reported as a ``StoreError`` when a store opens with this entity.
+    public let problems: [String]
+    private let fieldIndexByKeyPath: KeyPathTable
+
+    init(
+        name: String,
+        type: any EntityObject.Type,
+        fields: [FieldDescription],
+        identity: [Int],
+        keyPaths: [AnyKeyPath: Int],
+        problems: [String]
+    ) {
+        self.name = name
+        self.type = type
+        self.fields = fields
+        self.attributes = fields.compactMap { if case .attribute(let a) = $0 { a } else { nil } }
+        self.relationships = fields.compactMap { if case .relationship(let r) = $0 { r } else { nil } }
+        self.identity = identity
+        self.problems = problems
+        self.fieldIndexByKeyPath = KeyPathTable(table: keyPaths)
+    }
+
+    /// The field a key path of the entity names (`\Person.name`), if it names one.
+    public func fieldIndex(for keyPath: AnyKeyPath) -> Int? {
+        fieldIndexByKeyPath.table[keyPath]
+    }
+
+    /// The field with this name.
+    public func field(named name: String) -> FieldDescription? {
+        fields.first { $0.name == name }
+    }
+
+    /// The names of the identity attributes.
+    public var identityNames: [String] { identity.map { fields[$0].name } }
+}
+
+// Key paths are immutable values once formed; `AnyKeyPath` just does not declare Sendable.
+private struct KeyPathTable: @unchecked Sendable {
+    let table: [AnyKeyPath: Int]
+}
+
+/// One field of an entity.
+public enum FieldDescription: Sendable {
+    case attribute(AttributeDescription)
+    case relationship(RelationshipDescription)
+
+    public var name: String {
+        switch self {
+        case .attribute(let attribute): attribute.name
+        case .relationship(let relationship): relationship.name
+        }
+    }
+
+    public var index: Int {
+        switch self {
+        case .attribute(let attribute): attribute.index
+        case .relationship(let relationship): relationship.index
+        }
+    }
+}
+
+/// An attribute: a value stored in one column.
+public final class AttributeDescription: Sendable {
+    public let name: String
+    /// The field index.
+    public let index: Int
+    public let type: AttributeType
+    public let isOptional: Bool
+    /// The declared default value, as stored. It becomes the column's DEFAULT.
+    public let defaultValue: SQLiteValue?
+    let valueType: any AttributeValue.Type
+    let bindValue: @Sendable (AnyObject, Statement, Int32) throws -> Void
+    let readValue: @Sendable (AnyObject) -> SQLiteValue
+    let writeValue: @Sendable (AnyObject, SQLiteValue) throws(AttributeValueError) -> Void
+    let readFromStatement: @Sendable (AnyObject, Statement, Int32) throws(AttributeValueError) -> Void
+
+    init<Root: EntityObject, V: AttributeValue>(
+        name: String,
+        index: Int,
+        _: V.Type,
+        defaultValue: V?,
+        get: @escaping @Sendable (Root) -> V,
+        set: @escaping @Sendable (Root, V) -> Void
+    ) {
+        self.name = name
+        self.index = index
+        self.type = V.attributeType
+        self.isOptional = V.isOptional
+        self.defaultValue = defaultValue?.sqliteValue
+        self.valueType = V.self
+        self.bindValue = { object, statement, parameter in
+            try get(unsafeDowncast(object, to: Root.self)).bind(to: statement, at: parameter)
+        }
+        self.readValue = { object in get(unsafeDowncast(object, to: Root.self)).sqliteValue }
+        self.writeValue = { object, value throws(AttributeValueError) in
+            set(unsafeDowncast(object, to: Root.self), try V(sqliteValue: value))
+        }
+        self.readFromStatement = { object, statement, column throws(AttributeValueError) in
+            set(unsafeDowncast(object, to: Root.self), try V.read(from: statement, at: column))
+        }
+    }
+
+    /// The current value of this attribute of `object`, as stored.
+    public func value(of object: AnyObject) -> SQLiteValue { readValue(object) }
+}
+
+/// A relationship to another entity: to-one (`Country?`), ordered to-many (`[Tag]`) or unordered to-many
+/// (`Set<Tag>`).
+public final class RelationshipDescription: Sendable {
+    public enum Kind: String, Sendable, Codable {
+        case toOne
+        case toManyOrdered
+        case toManyUnordered
+    }
+
+    public let name: String
+    /// The field index.
+    public let index: Int
+    public let kind: Kind
+    /// The destination entity class.
+    public let destination: any EntityObject.Type
+
+    public var isToMany: Bool { kind != .toOne }
+    public var isOrdered: Bool { kind == .toManyOrdered }
+
+    // Raw storage access: no tracking, no inverse maintenance.
+    let getOne: @Sendable (AnyObject) -> (any EntityObject)?
+    let setOne: @Sendable (AnyObject, AnyObject?) -> Void
+    let getMany: @Sendable (AnyObject) -> [any EntityObject]
+    let setMany: @Sendable (AnyObject, [AnyObject]) -> Void
+    let insertMember: @Sendable (AnyObject, AnyObject) -> Void
+    let removeMember: @Sendable (AnyObject, AnyObject) -> Void
+    let containsMember: @Sendable (AnyObject, AnyObject) -> Bool
+
+    init<Root: EntityObject, D: EntityObject>(
+        toOne name: String,
+        index: Int,
+        _: D.Type,
+        get: @escaping @Sendable (Root) -> D?,
+        set: @escaping @Sendable (Root, D?) -> Void
+    ) {
+        self.name = name
+        self.index = index
+        self.kind = .toOne
+        self.destination = D.self
+        self.getOne = { get(unsafeDowncast($0, to: Root.self)) }
+        self.setOne = { set(unsafeDowncast($0, to: Root.self), $1.map { unsafeDowncast($0, to: D.self) }) }
+        self.getMany = { object in get(unsafeDowncast(object, to: Root.self)).map { [$0] } ?? [] }
+        self.setMany = { set(unsafeDowncast($0, to: Root.self), $1.first.map { unsafeDowncast($0, to: D.self) }) }
+        self.insertMember = { set(unsafeDowncast($0, to: Root.self), unsafeDowncast($1, to: D.self)) }
+        self.removeMember = { owner, member in
+            let root = unsafeDowncast(owner, to: Root.self)
+            if get(root) === member { set(root, nil) }
+        }
+        self.containsMember = { get(unsafeDowncast($0, to: Root.self)) === $1 }
+    }
+
+    init<Root: EntityObject, D: EntityObject>(
+        ordered name: String,
+        index: Int,
+        _: D.Type,
+        get: @escaping @Sendable (Root) -> [D],
+        set: @escaping @Sendable (Root, [D]) -> Void
+    ) {
+        self.name = name
+        self.index = index
+        self.kind = .toManyOrdered
+        self.destination = D.self
+        self.getOne = { get(unsafeDowncast($0, to: Root.self)).first }
+        self.setOne = { set(unsafeDowncast($0, to: Root.self), $1.map { [unsafeDowncast($0, to: D.self)] } ?? []) }
+        self.getMany = { get(unsafeDowncast($0, to: Root.self)).map { $0 } }
+        self.setMany = { set(unsafeDowncast($0, to: Root.self), $1.map { unsafeDowncast($0, to: D.self) }) }
+        self.insertMember = { owner, member in
+            let root = unsafeDowncast(owner, to: Root.self)
+            // Take the array out of the object first so that appending does not copy it.
+            var members = get(root)
+            set(root, [])
+            if !members.contains(where: { $0 === member }) { members.append(unsafeDowncast(member, to: D.self)) }
+            set(root, members)
+        }
+        self.removeMember = { owner, member in
+            let root = unsafeDowncast(owner, to: Root.self)
+            var members = get(root)
+            guard let position = members.firstIndex(where: { $0 === member }) else { return }
+            set(root, [])
+            members.remove(at: position)
+            set(root, members)
+        }
+        self.containsMember = { owner, member in
+            get(unsafeDowncast(owner, to: Root.self)).contains { $0 === member }
+        }
+    }
+
+    init<Root: EntityObject, D: EntityObject>(
+        unordered name: String,
+        index: Int,
+        _: D.Type,
+        get: @escaping @Sendable (Root) -> Set<D>,
+        set: @escaping @Sendable (Root, Set<D>) -> Void
+    ) {
+        self.name = name
+        self.index = index
+        self.kind = .toManyUnordered
+        self.destination = D.self
+        self.getOne = { get(unsafeDowncast($0, to: Root.self)).first }
+        self.setOne = { set(unsafeDowncast($0, to: Root.self), $1.map { [unsafeDowncast($0, to: D.self)] } ?? []) }
+        self.getMany = { get(unsafeDowncast($0, to: Root.self)).map { $0 } }
+        self.setMany = { set(unsafeDowncast($0, to: Root.self), Set($1.map { unsafeDowncast($0, to: D.self) })) }
+        self.insertMember = { owner, member in
+            let root = unsafeDowncast(owner, to: Root.self)
+            var members = get(root)
+            set(root, [])
+            members.insert(unsafeDowncast(member, to: D.self))
+            set(root, members)
+        }
+        self.removeMember = { owner, member in
+            let root = unsafeDowncast(owner, to: Root.self)
+            var members = get(root)
+            guard members.contains(unsafeDowncast(member, to: D.self)) else { return }
+            set(root, [])
+            members.remove(unsafeDowncast(member, to: D.self))
+            set(root, members)
+        }
+        self.containsMember = { owner, member in
+            get(unsafeDowncast(owner, to: Root.self)).contains(unsafeDowncast(member, to: D.self))
+        }
+    }
+}
+
+/// Builds an ``EntityDescription`` field by field, in declaration order.
+///
+/// The overloads of `field` pick the kind of field from its type: an ``AttributeValue`` is an attribute,
+/// an optional entity a to-one relationship, an array of entities an ordered to-many relationship and a set
+/// of entities an unordered one. `get` and `set` access raw storage, without tracking.
+public struct EntityDescriptionBuilder<Root: EntityObject> {
+    private let name: String
+    private var fields: [FieldDescription] = []
+    private var keyPaths: [AnyKeyPath: Int] = [:]
+    private var problems: [String] = []
+
+    public init(name: String) {
+        self.name = name
+    }
+
+    private mutating func add(_ field: FieldDescription, keyPath: AnyKeyPath) {
+        if fields.contains(where: { $0.name == field.name }) {
+            problems.append("\(name).\(field.name) is declared twice")
+        }
+        if field.name.hasPrefix("_") {
+            problems.append("\(name).\(field.name): field names starting with '_' are reserved for the store")
+        }
+        keyPaths[keyPath] = fields.count
+        fields.append(field)
+    }
+
+    /// Adds an attribute.
+    public mutating func field<V: AttributeValue>(
+        _ name: String,
+        _ keyPath: KeyPath<Root, V>,
+        as type: V.Type,
+        default defaultValue: (@Sendable () -> V)? = nil,
+        get: @escaping @Sendable (Root) -> V,
+        set: @escaping @Sendable (Root, V) -> Void
+    ) {
+        let attribute = AttributeDescription(
+            name: name, index: fields.count, V.self, defaultValue: defaultValue?(), get: get, set: set)
+        add(.attribute(attribute), keyPath: keyPath)
+    }
+
+    /// Adds a to-one relationship.
+    public mutating func field<D: EntityObject>(
+        _ name: String,
+        _ keyPath: KeyPath<Root, D?>,
+        as type: D?.Type,
+        default defaultValue: (@Sendable () -> D?)? = nil,
+        get: @escaping @Sendable (Root) -> D?,
+        set: @escaping @Sendable (Root, D?) -> Void
+    ) {
+        let relationship = RelationshipDescription(toOne: name, index: fields.count, D.self, get: get, set: set)
+        add(.relationship(relationship), keyPath: keyPath)
+    }
+
+    /// Adds an ordered to-many relationship.
+    public mutating func field<D: EntityObject>(
+        _ name: String,
+        _ keyPath: KeyPath<Root, [D]>,
+        as type: [D].Type,
+        default defaultValue: (@Sendable () -> [D])? = nil,
+        get: @escaping @Sendable (Root) -> [D],
+        set: @escaping @Sendable (Root, [D]) -> Void
+    ) {
+        let relationship = RelationshipDescription(ordered: name, index: fields.count, D.self, get: get, set: set)
+        add(.relationship(relationship), keyPath: keyPath)
+    }
+
+    /// Adds an unordered to-many relationship.
+    public mutating func field<D: EntityObject>(
+        _ name: String,
+        _ keyPath: KeyPath<Root, Set<D>>,
+        as type: Set<D>.Type,
+        default defaultValue: (@Sendable () -> Set<D>)? = nil,
+        get: @escaping @Sendable (Root) -> Set<D>,
+        set: @escaping @Sendable (Root, Set<D>) -> Void
+    ) {
+        let relationship = RelationshipDescription(unordered: name, index: fields.count, D.self, get: get, set: set)
+        add(.relationship(relationship), keyPath: keyPath)
+    }
+
+    /// The description, with `identity` resolved to attribute fields.
+    public func build(identity: Identity<Root>?) -> EntityDescription {
+        var problems = self.problems
+        var identityFields: [Int] = []
+        for keyPath in identity?.keyPaths ?? [] {
+            guard let index = keyPaths[keyPath] else {
+                problems.append("\(name): an identity key path does not name a stored field")
+                continue
+            }
+            guard case .attribute(let attribute) = fields[index] else {
+                problems.append("\(name).\(fields[index].name): a relationship cannot be part of the identity")
+                continue
+            }
+            if attribute.isOptional {
+                problems.append("\(name).\(attribute.name): an identity attribute cannot be optional")
+            }
+            identityFields.append(index)
+        }
+        if fields.count > FieldSet.capacity {
+            problems.append("\(name) has \(fields.count) fields; at most \(FieldSet.capacity) are supported")
+        }
+        return EntityDescription(
+            name: name, type: Root.self, fields: fields, identity: identityFields, keyPaths: keyPaths,
+            problems: problems)
+    }
+}

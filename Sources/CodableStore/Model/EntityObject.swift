@@ -1,0 +1,66 @@
+/// A class whose instances the store tracks: the protocol the runtime depends on.
+///
+/// ``Entity()`` generates the conformance. A class can also conform by hand: declare its schema with an
+/// ``EntityDescriptionBuilder``, own an ``EntityState``, create itself from a row in `init(row:)`, and route
+/// field assignments through the tracking helpers so that changes are recorded:
+///
+/// ```swift
+/// final class Note: EntityObject {
+///     let entityState = EntityState()
+///     private var _id: Int
+///     private var _text: String
+///     var id: Int {
+///         get { _id }
+///         set { _$EntityAccess.set(self, 0, _id, newValue) { $0._id = $1 } }
+///     }
+///     var text: String {
+///         get { _text }
+///         set { _$EntityAccess.set(self, 1, _text, newValue) { $0._text = $1 } }
+///     }
+///     static let entityDescription: EntityDescription = {
+///         var builder = EntityDescriptionBuilder<Note>(name: "Note")
+///         builder.field("id", \Note.id, as: Int.self, get: { $0._id }, set: { $0._id = $1 })
+///         builder.field("text", \Note.text, as: String.self, get: { $0._text }, set: { $0._text = $1 })
+///         return builder.build(identity: Identity(\Note.id))
+///     }()
+///     init(id: Int, text: String) { _id = id; _text = text }
+///     init(row: EntityRow) throws { _id = try row.value(0, as: Int.self); _text = try row.value(1, as: String.self) }
+/// }
+/// ```
+///
+/// Entities are reference types compared by identity (`===`), which also makes them usable in `Set`s: two
+/// objects are the same entity instance only if they are the same object. Within one ``Context`` there is one
+/// object per stored row.
+public protocol EntityObject: AnyObject, Hashable, SendableMetatype {
+    /// The schema: fields, relationships and identity. Built once per type.
+    static var entityDescription: EntityDescription { get }
+    /// The object's tracking state: its context, row, and changed fields.
+    var entityState: EntityState { get }
+    /// Creates an object from a stored row, without calling the user's initializers.
+    init(row: EntityRow) throws
+}
+
+extension EntityObject {
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+/// The attributes that identify an entity: the key of upserts.
+///
+/// ```swift
+/// static let identity = Identity(\Person.id)                 // single
+/// static let identity = Identity(\Membership.team, \Membership.user)   // composite
+/// ```
+/// An entity without identity is always inserted. The store keeps a UNIQUE index over the identity columns.
+public struct Identity<Root: AnyObject>: @unchecked Sendable, ExpressibleByArrayLiteral {
+    // Key paths are immutable once formed; @unchecked because `PartialKeyPath` does not declare Sendable.
+    public let keyPaths: [PartialKeyPath<Root>]
+
+    public init(_ keyPaths: PartialKeyPath<Root>...) {
+        self.keyPaths = keyPaths
+    }
+
+    public init(arrayLiteral elements: PartialKeyPath<Root>...) {
+        self.keyPaths = elements
+    }
+}

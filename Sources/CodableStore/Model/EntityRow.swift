@@ -1,0 +1,31 @@
+/// A stored row being turned into an object: what `init(row:)` reads its fields from.
+///
+/// Attributes are read and converted; a value that does not fit its Swift type (text in an `Int` column,
+/// `NULL` for a non-optional) throws a ``StoreError`` naming the entity and the field. Relationships are not
+/// read here: they start empty and load on first access.
+public struct EntityRow {
+    let statement: Statement
+    let mapping: EntityMapping
+
+    init(statement: Statement, mapping: EntityMapping) {
+        self.statement = statement
+        self.mapping = mapping
+    }
+
+    /// Reads an attribute.
+    public func value<V: AttributeValue>(_ field: Int, as type: V.Type) throws -> V {
+        let column = mapping.columnOfField[field]
+        do {
+            return try V.read(from: statement, at: column)
+        } catch {
+            throw StoreError.valueMismatch(entity: mapping.name, field: mapping.description.fields[field].name, error)
+        }
+    }
+
+    /// A to-one relationship starts unloaded.
+    public func value<D: EntityObject>(_ field: Int, as type: D?.Type) throws -> D? { nil }
+    /// An ordered to-many relationship starts unloaded.
+    public func value<D: EntityObject>(_ field: Int, as type: [D].Type) throws -> [D] { [] }
+    /// An unordered to-many relationship starts unloaded.
+    public func value<D: EntityObject>(_ field: Int, as type: Set<D>.Type) throws -> Set<D> { [] }
+}

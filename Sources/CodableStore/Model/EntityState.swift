@@ -1,0 +1,52 @@
+/// The tracking state of one entity object: which context holds it, which row it is, what changed.
+///
+/// Every entity owns one (``Entity()`` declares it). It is the only mutable state the runtime adds to your
+/// objects, and it is touched only by the context that holds the object.
+public final class EntityState {
+    /// Where the object stands relative to its store.
+    public enum Status: Sendable {
+        /// Created, not inserted into any context.
+        case transient
+        /// Inserted into a context, not yet written.
+        case inserted
+        /// Stored in a row.
+        case persistent
+        /// Deleted in its context.
+        case deleted
+    }
+
+    public init() {}
+
+    /// The context holding the object, while that context is alive.
+    public internal(set) weak var context: Context?
+    /// Where the object stands.
+    public internal(set) var status: Status = .transient
+    /// The row id (the `_pk` column): assigned on insert, before anything is written. 0 while transient.
+    public internal(set) var rowID: Int64 = 0
+    /// Fields assigned a different value since the object was last written.
+    public internal(set) var changedFields = FieldSet()
+    /// Relationships not loaded yet: read from the store on first access.
+    public internal(set) var unloadedRelationships = FieldSet()
+
+    /// To-one foreign keys of unloaded relationships, by field index.
+    var foreignKeys: [Int: Int64] = [:]
+    /// The entity's index in the store model.
+    var entityIndex: Int = -1
+    /// Whether the object is in its context's list of updated objects.
+    var isScheduledForUpdate = false
+
+    /// Whether the object is stored or inserted and has unsaved changes.
+    public var hasChanges: Bool { status == .inserted || status == .deleted || !changedFields.isEmpty }
+}
+
+extension EntityState {
+    /// Records an attribute change: in the context if the object has one.
+    @usableFromInline
+    func didChange(_ object: some EntityObject, _ field: Int) {
+        if let context {
+            context.markChanged(object, self, field)
+        } else {
+            changedFields.insert(field)
+        }
+    }
+}

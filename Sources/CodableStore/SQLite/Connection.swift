@@ -1,0 +1,275 @@
+import CSQLite
+
+/// A connection to a SQLite database: the thin owner of a `sqlite3*` handle.
+///
+/// ```swift
+/// let connection = try Connection(path: "/tmp/example.sqlite")
+/// try connection.execute(sql: "CREATE TABLE t(a)")
+/// try connection.inTransaction {
+///     try connection.execute(sql: "INSERT INTO t VALUES (?)", arguments: [.integer(1)])
+/// }
+/// ```
+///
+/// A connection is not thread-safe and not `Sendable`: its owner (a ``Store``) serializes all access, which
+/// is why it is opened with `SQLITE_OPEN_NOMUTEX` (multi-thread mode): SQLite's own mutex would only add cost.
+///
+/// Related SQLite documentation: <https://www.sqlite.org/c3ref/open.html>, <https://www.sqlite.org/threadsafe.html>
+public final class Connection {
+    /// How the database file is opened.
+    public enum Mode: Sendable {
+        /// Read and write, creating the file when missing.
+        case readWriteCreate
+        /// Read and write an existing file.
+        case readWrite
+        /// Read only.
+        case readOnly
+    }
+
+    /// The `sqlite3*` handle.
+    public let sqliteConnection: OpaquePointer
+    /// The path it was opened with.
+    public let path: String
+    private var statementCache: [String: Statement] = [:]
+    private var traceBox: TraceBox?
+
+    /// Opens (and with `.readWriteCreate`, creates) a database.
+    ///
+    /// Opening is lazy in SQLite: a file that is not a database is only detected on first read. This initializer
+    /// reads the schema once, so a bad file fails here with `SQLITE_NOTADB` rather than later.
+    ///
+    /// - Parameters:
+    ///   - path: A file path, `":memory:"`, or a `file:` URI.
+    ///   - mode: Read-write-create (default), read-write or read-only.
+    ///   - busyTimeout: How long to wait for a lock held by another connection, in milliseconds.
+    /// - Throws: ``SQLiteError`` (`SQLITE_CANTOPEN`, `SQLITE_NOTADB`, `SQLITE_CORRUPT`, …).
+    public init(path: String, mode: Mode = .readWriteCreate, busyTimeout: Int32 = 5_000) throws {
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
+        switch mode {
+        case .readWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        case .readWrite: flags |= SQLITE_OPEN_READWRITE
+        case .readOnly: flags |= SQLITE_OPEN_READONLY
+        }
+        var handle: OpaquePointer?
+        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        guard let handle else {
+            throw SQLiteError(resultCode: .init(rawValue: SQLITE_NOMEM), message: "out of memory", sql: nil)
+        }
+        // > Whether or not an error occurs when it is opened, resources associated with the database connection
+        // > handle should be released by passing it to sqlite3_close() when it is no longer required.
+        do {
+            try check(code, handle)
+        } catch {
+            sqlite3_close_v2(handle)
+            throw SQLiteError(
+                resultCode: error.resultCode,
+                message: "\(error.message): cannot open '\(path)'",
+                sql: nil
+            )
+        }
+        sqlite3_extended_result_codes(handle, 1)
+        sqlite3_busy_timeout(handle, busyTimeout)
+        self.sqliteConnection = handle
+        self.path = path
+        // Detect "not a database" and corruption of the header now.
+        try execute(sql: "SELECT count(*) FROM sqlite_master")
+    }
+
+    deinit {
+        statementCache.removeAll()
+        // Statements cached elsewhere are finalized by their owners; close_v2 defers until they are.
+        sqlite3_close_v2(sqliteConnection)
+    }
+
+    // MARK: - Statements
+
+    /// Prepares a new statement, owned by the caller.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/c3ref/prepare.html>
+    public func makeStatement(sql: String, persistent: Bool = false) throws -> Statement {
+        var handle: OpaquePointer?
+        let flags = persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0
+        let code = sqlite3_prepare_v3(sqliteConnection, sql, -1, flags, &handle, nil)
+        try check(code, sqliteConnection, sql: sql)
+        guard let handle else {
+            throw SQLiteError(resultCode: .SQLITE_MISUSE, message: "empty statement", sql: sql)
+        }
+        return Statement(sqliteStatement: handle, sql: sql, sqliteConnection: sqliteConnection)
+    }
+
+    /// A statement prepared once per connection and reused; reset before it is returned.
+    ///
+    /// Use it for SQL that is built from the schema (never from data) and runs many times.
+    public func cachedStatement(sql: String) throws -> Statement {
+        if let statement = statementCache[sql] {
+            statement.reset()
+            return statement
+        }
+        let statement = try makeStatement(sql: sql, persistent: true)
+        statementCache[sql] = statement
+        return statement
+    }
+
+    /// Drops the cached statements, after a schema change for instance.
+    public func clearStatementCache() {
+        statementCache.removeAll()
+    }
+
+    // MARK: - Executing
+
+    /// Executes one or more statements separated by semicolons, without arguments.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/c3ref/exec.html>
+    public func execute(sql: String) throws {
+        var message: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(sqliteConnection, sql, nil, nil, &message)
+        if code != SQLITE_OK {
+            let text = message.map { String(cString: $0) }
+            sqlite3_free(message)
+            var error: SQLiteError
+            do {
+                try check(code, sqliteConnection, sql: sql)
+                return
+            } catch let thrown {
+                error = thrown
+            }
+            if let text { error = SQLiteError(resultCode: error.resultCode, message: text, sql: sql) }
+            throw error
+        }
+    }
+
+    /// Executes one statement with bound arguments.
+    public func execute(sql: String, arguments: [SQLiteValue]) throws {
+        let statement = try makeStatement(sql: sql)
+        try statement.execute(arguments)
+    }
+
+    /// Runs a query and returns all its rows.
+    public func rows(sql: String, arguments: [SQLiteValue] = []) throws -> [[SQLiteValue]] {
+        let statement = try makeStatement(sql: sql)
+        try statement.bind(arguments)
+        var rows: [[SQLiteValue]] = []
+        while try statement.step() { rows.append(statement.row()) }
+        return rows
+    }
+
+    /// Runs a query and returns the first column of its first row, if any.
+    public func scalar(sql: String, arguments: [SQLiteValue] = []) throws -> SQLiteValue? {
+        let statement = try makeStatement(sql: sql)
+        try statement.bind(arguments)
+        guard try statement.step() else { return nil }
+        return statement.value(at: 0)
+    }
+
+    /// The rowid of the most recent successful INSERT on this connection.
+    public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(sqliteConnection) }
+    /// Rows changed by the most recent INSERT, UPDATE or DELETE.
+    public var changes: Int { Int(sqlite3_changes(sqliteConnection)) }
+    /// Whether the main database was opened read-only (or fell back to read-only, as SQLite does when the
+    /// file is not writable).
+    public var isReadOnly: Bool { sqlite3_db_readonly(sqliteConnection, "main") == 1 }
+    /// Whether a transaction is open (autocommit is off).
+    public var isInsideTransaction: Bool { sqlite3_get_autocommit(sqliteConnection) == 0 }
+    /// The maximum number of `?` parameters in one statement.
+    public var maximumVariableCount: Int { Int(sqlite3_limit(sqliteConnection, SQLITE_LIMIT_VARIABLE_NUMBER, -1)) }
+
+    // MARK: - Transactions
+
+    /// How a transaction takes its locks.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/lang_transaction.html>
+    public enum TransactionKind: String, Sendable {
+        case deferred = "DEFERRED"
+        case immediate = "IMMEDIATE"
+        case exclusive = "EXCLUSIVE"
+    }
+
+    /// Runs `body` in a transaction: commits when it returns, rolls back when it throws.
+    public func inTransaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws -> T) throws -> T {
+        try execute(sql: "BEGIN \(kind.rawValue) TRANSACTION")
+        let result: T
+        do {
+            result = try body()
+        } catch {
+            rollbackIgnoringErrors()
+            throw error
+        }
+        do {
+            try execute(sql: "COMMIT TRANSACTION")
+        } catch {
+            rollbackIgnoringErrors()
+            throw error
+        }
+        return result
+    }
+
+    /// Runs `body` in a savepoint, which nests inside a transaction: released when it returns, rolled back
+    /// (to its start) when it throws.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/lang_savepoint.html>
+    public func inSavepoint<T>(named name: String = "codablestore", _ body: () throws -> T) throws -> T {
+        let quoted = quoteIdentifier(name)
+        try execute(sql: "SAVEPOINT \(quoted)")
+        do {
+            let result = try body()
+            try execute(sql: "RELEASE SAVEPOINT \(quoted)")
+            return result
+        } catch {
+            try? execute(sql: "ROLLBACK TRANSACTION TO SAVEPOINT \(quoted)")
+            try? execute(sql: "RELEASE SAVEPOINT \(quoted)")
+            throw error
+        }
+    }
+
+    func rollbackIgnoringErrors() {
+        // > If the transaction has already been rolled back automatically by the error response, then the
+        // > ROLLBACK command will fail with an error, but no harm is caused by this.
+        if isInsideTransaction { try? execute(sql: "ROLLBACK TRANSACTION") }
+    }
+
+    // MARK: - Tracing
+
+    /// Calls `handler` with the SQL of every statement as it starts running (`SQLITE_TRACE_STMT`), or stops
+    /// tracing when `handler` is nil. Tests use it to count queries; logging uses it at trace level.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/c3ref/trace_v2.html>
+    public func trace(_ handler: ((String) -> Void)?) {
+        guard let handler else {
+            sqlite3_trace_v2(sqliteConnection, 0, nil, nil)
+            traceBox = nil
+            return
+        }
+        let box = TraceBox(handler)
+        traceBox = box
+        sqlite3_trace_v2(
+            sqliteConnection,
+            UInt32(SQLITE_TRACE_STMT),
+            { _, context, statement, _ in
+                guard let context, let statement else { return 0 }
+                let box = Unmanaged<TraceBox>.fromOpaque(context).takeUnretainedValue()
+                if let sql = sqlite3_sql(OpaquePointer(statement)) { box.handler(String(cString: sql)) }
+                return 0
+            },
+            Unmanaged.passUnretained(box).toOpaque()
+        )
+    }
+}
+
+private final class TraceBox {
+    let handler: (String) -> Void
+    init(_ handler: @escaping (String) -> Void) { self.handler = handler }
+}
+
+// Connections are owned by a Store, which serializes every use of one: never share them across threads.
+@available(*, unavailable)
+extension Connection: Sendable {}
+
+/// Quotes an SQL identifier (`"name"`, with inner quotes doubled), so no identifier is ever spliced raw.
+///
+/// Related SQLite documentation: <https://www.sqlite.org/lang_keywords.html>
+public func quoteIdentifier(_ name: String) -> String {
+    var quoted = "\""
+    for character in name {
+        if character == "\"" { quoted += "\"\"" } else { quoted.append(character) }
+    }
+    return quoted + "\""
+}

@@ -1,0 +1,159 @@
+import CodableStore
+import Foundation
+import Testing
+
+@Suite struct RelationshipTests {
+    /// Builds a small graph through every kind of relationship, reopens the store, and reads it back.
+    @Test func relationshipsRoundTripThroughAReopen() throws {
+        let path = TestStore.temporaryPath()
+        do {
+            let store = try Store(path: path, entities: TestStore.entities)
+            try store.write { context in
+                let france = Country(code: "FR", name: "France")
+                let ada = Person(id: 1, name: "Ada")
+                let grace = Person(id: 2, name: "Grace")
+                let swift = Tag(id: 10, label: "swift")
+                let sqlite = Tag(id: 11, label: "sqlite")
+                try context.insert(ada)
+                try context.insert(grace)
+                ada.country = france  // inserts france too
+                grace.country = france
+                ada.tags = [swift, sqlite]
+                grace.tags = [swift]
+                ada.attributes = [
+                    PersonAttribute(key: "b", value: "2"), PersonAttribute(key: "a", value: "1"),
+                    PersonAttribute(key: "c", value: "3"),
+                ]
+                // Inverses are kept in memory on both sides.
+                #expect(france.people == [ada, grace])
+                #expect(swift.people == [ada, grace])
+                #expect(ada.attributes.allSatisfy { $0.person === ada })
+            }
+        }
+        let store = try Store(path: path, entities: TestStore.entities)
+        try store.read { context in
+            let ada = try #require(try context.object(Person.self, identity: 1))
+            #expect(ada.country?.code == "FR")
+            #expect(Set(ada.tags.map(\.label)) == ["swift", "sqlite"])
+            #expect(ada.attributes.map(\.key) == ["b", "a", "c"])  // order kept
+            let france = try #require(try context.object(Country.self, identity: "FR"))
+            #expect(Set(france.people.map(\.id)) == [1, 2])
+            #expect(france.people.contains(ada))  // same object: identity map
+            let swift = try #require(try context.object(Tag.self, identity: 10))
+            #expect(Set(swift.people.map(\.id)) == [1, 2])
+            let attribute = try #require(ada.attributes.first)
+            #expect(attribute.person === ada)
+        }
+        // And on disk: foreign keys, join rows, positions.
+        let raw = try RawDatabase(path)
+        #expect(try raw.rows("SELECT p.id, c.code FROM Person p JOIN Country c ON c._pk = p.country ORDER BY p.id")
+            == [["1", "FR"], ["2", "FR"]])
+        #expect(try raw.value("SELECT count(*) FROM Person_tags") == "3")
+        #expect(try raw.rows("SELECT key, person_order FROM PersonAttribute ORDER BY person_order")
+            == [["b", "0"], ["a", "1"], ["c", "2"]])
+    }
+
+    @Test func changingAToOneMovesTheObjectBetweenInverseSets() throws {
+        let store = try Store.inMemory(entities: TestStore.entities)
+        try store.write { context in
+            let france = Country(code: "FR", name: "France")
+            let italy = Country(code: "IT", name: "Italy")
+            let ada = Person(id: 1)
+            try context.insert(ada)
+            ada.country = france
+            _ = italy.people
+            try context.insert(italy)
+            ada.country = italy
+            #expect(france.people.isEmpty)
+            #expect(italy.people == [ada])
+            // From the to-many side: the to-one follows.
+            france.people = [ada]
+            #expect(ada.country === france)
+            #expect(italy.people.isEmpty)
+        }
+        try store.read { context in
+            let ada = try #require(try context.object(Person.self, identity: 1))
+            #expect(ada.country?.code == "FR")
+            #expect(try context.object(Country.self, identity: "IT")?.people.isEmpty == true)
+        }
+    }
+
+    @Test func toManyChangesOnUnloadedSidesAreSeenAfterLoading() throws {
+        let store = try Store.inMemory(entities: TestStore.entities)
+        try store.write { context in
+            let france = Country(code: "FR", name: "France")
+            try context.insert(france)
+            try context.insert(Person(id: 1))
+        }
+        try store.write { context in
+            // Neither side loaded: set from the to-one side, then read the to-many side.
+            let ada = try #require(try context.object(Person.self, identity: 1))
+            let france = try #require(try context.object(Country.self, identity: "FR"))
+            ada.country = france
+            #expect(france.people == [ada])
+        }
+    }
+
+    @Test func reorderingAnOrderedRelationshipRewritesPositions() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities)
+        try store.write { context in
+            let ada = Person(id: 1)
+            ada.attributes = ["x", "y", "z"].map { PersonAttribute(key: $0, value: "") }
+            try context.insert(ada)
+        }
+        try store.write { context in
+            let ada = try #require(try context.object(Person.self, identity: 1))
+            ada.attributes = ada.attributes.reversed()
+        }
+        let keys = try store.read { try $0.object(Person.self, identity: 1)?.attributes.map(\.key) }
+        #expect(keys == ["z", "y", "x"])
+    }
+
+    @Test func deletingAnObjectClearsRelationshipsToIt() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities)
+        try store.write { context in
+            let france = Country(code: "FR", name: "France")
+            let ada = Person(id: 1)
+            let grace = Person(id: 2)
+            let swift = Tag(id: 10, label: "swift")
+            try context.insert(ada)
+            try context.insert(grace)
+            ada.country = france
+            grace.country = france
+            ada.tags = [swift]
+        }
+        try store.write { context in
+            let france = try #require(try context.object(Country.self, identity: "FR"))
+            let ada = try #require(try context.object(Person.self, identity: 1))
+            _ = ada.country  // loaded: must be cleared in memory too
+            try context.delete(france)
+            #expect(ada.country == nil)
+            let swift = try #require(try context.object(Tag.self, identity: 10))
+            try context.delete(swift)
+            #expect(ada.tags.isEmpty)
+        }
+        let raw = try RawDatabase(path)
+        #expect(try raw.rows("SELECT id, country FROM Person ORDER BY id") == [["1", "NULL"], ["2", "NULL"]])
+        #expect(try raw.value("SELECT count(*) FROM Person_tags") == "0")
+        #expect(try raw.value("SELECT count(*) FROM Country") == "0")
+        #expect(try raw.rows("PRAGMA foreign_key_check").isEmpty)
+    }
+
+    @Test func settingToManyToEmptyRemovesJoinRowsButKeepsObjects() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities)
+        try store.write { context in
+            let ada = Person(id: 1)
+            ada.tags = [Tag(id: 1, label: "a"), Tag(id: 2, label: "b")]
+            try context.insert(ada)
+        }
+        try store.write { context in
+            try #require(try context.object(Person.self, identity: 1)).tags = []
+        }
+        let raw = try RawDatabase(path)
+        #expect(try raw.value("SELECT count(*) FROM Person_tags") == "0")
+        #expect(try raw.value("SELECT count(*) FROM Tag") == "2")
+    }
+}
