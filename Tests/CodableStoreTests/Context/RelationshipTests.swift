@@ -157,3 +157,70 @@ import Testing
         #expect(try raw.value("SELECT count(*) FROM Tag") == "2")
     }
 }
+
+@Entity final class Article {
+    var id: Int
+    /// Ordered many-to-many: owns the join table, which keeps positions.
+    var labels: [Label] = []
+    /// To-many without inverse: its own join table.
+    var related: Set<Article> = []
+    static let identity = Identity(\Article.id)
+    init(id: Int) { self.id = id }
+}
+
+@Entity final class Label {
+    var name: String
+    var articles: Set<Article> = []
+    static let identity = Identity(\Label.name)
+    init(name: String) { self.name = name }
+}
+
+@Suite struct ManyToManyTests {
+    @Test func orderedManyToManyKeepsOrderAndBothSides() throws {
+        let path = TestStore.temporaryPath()
+        do {
+            let store = try Store(path: path, entities: [Article.self])
+            try store.write { context in
+                let one = Article(id: 1)
+                let two = Article(id: 2)
+                let (a, b, c) = (Label(name: "a"), Label(name: "b"), Label(name: "c"))
+                one.labels = [c, a, b]
+                two.labels = [b]
+                try context.insert(one)
+                try context.insert(two)
+                #expect(b.articles == [one, two])
+            }
+            try store.write { context in
+                let one = try #require(try context.object(Article.self, identity: 1))
+                one.labels = [try b(context), one.labels[0]]  // [b, c]: a removed, reordered
+            }
+        }
+        let store = try Store(path: path, entities: [Article.self])
+        try store.read { context in
+            let one = try #require(try context.object(Article.self, identity: 1))
+            #expect(one.labels.map(\.name) == ["b", "c"])
+            let a = try #require(try context.object(Label.self, identity: "a"))
+            #expect(a.articles.isEmpty)
+            let b = try #require(try context.object(Label.self, identity: "b"))
+            #expect(Set(b.articles.map(\.id)) == [1, 2])
+        }
+        #expect(try RawDatabase(path).rows("SELECT l.name, j.position FROM Article_labels j JOIN Label l ON l._pk = j.target JOIN Article a ON a._pk = j.source WHERE a.id = 1 ORDER BY j.position") == [["b", "0"], ["c", "1"]])
+    }
+
+    private func b(_ context: Context) throws -> Label { try #require(try context.object(Label.self, identity: "b")) }
+
+    @Test func toManyWithoutInverseUsesItsOwnJoinTable() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: [Article.self])
+        try store.write { context in
+            let one = Article(id: 1)
+            let two = Article(id: 2)
+            try context.insert(one)
+            one.related = [two, one]
+            #expect(two.related.isEmpty)  // no inverse: nothing mirrored
+        }
+        let related = try store.read { try $0.object(Article.self, identity: 1)?.related.map(\.id).sorted() }
+        #expect(related == [1, 2])
+        #expect(try RawDatabase(path).value("SELECT count(*) FROM Article_related") == "2")
+    }
+}

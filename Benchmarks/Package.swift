@@ -1,0 +1,23 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Benchmarks live in their own package so that the main package gains no dependency for them.
+// Run in release mode: `swift run -c release StoreBenchmarks`.
+let package = Package(
+    name: "CodableStoreBenchmarks",
+    dependencies: [
+        .package(path: "../")
+    ],
+    targets: [
+        // The raw baseline talks to libsqlite3 directly, not through CodableStore's wrapper.
+        .systemLibrary(name: "CSQLiteBenchmark", providers: [.apt(["libsqlite3-dev"])]),
+        .executableTarget(
+            name: "StoreBenchmarks",
+            dependencies: [
+                .product(name: "CodableStore", package: "main"),
+                "CSQLiteBenchmark",
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,162 @@
+import CSQLiteBenchmark
+import CodableStore
+import Foundation
+
+// Inserts N entities of 5 attributes through a Context in one write, and the same rows with a raw sqlite3
+// prepared-statement loop in one transaction, into identical schemas with identical pragmas. Reports both
+// rates and the ratio (context time / raw time), best of R rounds, alternating the order of the two.
+//
+//   swift run -c release StoreBenchmarks [--count N] [--rounds R]
+
+@Entity final class BenchmarkRow {
+    var id: Int
+    var name: String
+    var score: Double
+    var count: Int
+    var note: String?
+    static let identity = Identity(\BenchmarkRow.id)
+    init(id: Int, name: String, score: Double, count: Int, note: String?) {
+        self.id = id
+        self.name = name
+        self.score = score
+        self.count = count
+        self.note = note
+    }
+}
+
+/// The row values, computed the same way for both contenders.
+@inline(__always) func values(_ i: Int) -> (name: String, score: Double, count: Int, note: String?) {
+    ("name-\(i)", Double(i) * 0.5, i % 1_000, i % 3 == 0 ? nil : "note \(i)")
+}
+
+func option(_ name: String, default value: Int) -> Int {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let parsed = Int(arguments[index + 1])
+    else { return value }
+    return parsed
+}
+
+func temporaryPath(_ name: String) -> String {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("codablestore-bench-\(UUID().uuidString)")
+    try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    return directory.appendingPathComponent(name).path
+}
+
+func peakRSSMiB() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+    else { return 0 }
+    let kib = Double(line.split(separator: " ").dropFirst().first.map(String.init) ?? "0") ?? 0
+    return kib / 1024
+}
+
+func check(_ code: Int32, _ db: OpaquePointer?, _ what: String) {
+    guard code == SQLITE_OK || code == SQLITE_DONE || code == SQLITE_ROW else {
+        fatalError("\(what): \(String(cString: sqlite3_errmsg(db)))")
+    }
+}
+
+/// The baseline: the same table, indexes, pragmas and transaction, one prepared INSERT reused per row.
+func rawInsert(count: Int, path: String) -> Duration {
+    var db: OpaquePointer?
+    check(sqlite3_open(path, &db), db, "open")
+    defer { sqlite3_close(db) }
+    let setup = """
+        PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -16384;
+        CREATE TABLE "BenchmarkRow" ("_pk" INTEGER PRIMARY KEY, "id" INTEGER NOT NULL, "name" TEXT NOT NULL,
+          "score" REAL NOT NULL, "count" INTEGER NOT NULL, "note" TEXT);
+        CREATE UNIQUE INDEX "BenchmarkRow_identity" ON "BenchmarkRow" ("id");
+        """
+    check(sqlite3_exec(db, setup, nil, nil, nil), db, "setup")
+    let transient = _benchmark_sqlite_transient()
+    let clock = ContinuousClock()
+    let start = clock.now
+    check(sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil), db, "begin")
+    var statement: OpaquePointer?
+    check(
+        sqlite3_prepare_v2(
+            db, "INSERT INTO \"BenchmarkRow\" (\"_pk\", \"id\", \"name\", \"score\", \"count\", \"note\") VALUES (?, ?, ?, ?, ?, ?)",
+            -1, &statement, nil), db, "prepare")
+    for i in 0..<count {
+        let row = values(i)
+        sqlite3_bind_int64(statement, 1, Int64(i + 1))
+        sqlite3_bind_int64(statement, 2, Int64(i))
+        sqlite3_bind_text(statement, 3, row.name, -1, transient)
+        sqlite3_bind_double(statement, 4, row.score)
+        sqlite3_bind_int64(statement, 5, Int64(row.count))
+        if let note = row.note { sqlite3_bind_text(statement, 6, note, -1, transient) } else { sqlite3_bind_null(statement, 6) }
+        check(sqlite3_step(statement), db, "step")
+        sqlite3_reset(statement)
+    }
+    sqlite3_finalize(statement)
+    check(sqlite3_exec(db, "COMMIT", nil, nil, nil), db, "commit")
+    return clock.now - start
+}
+
+/// The contender: tracked entities inserted through a Context, saved in one write.
+func contextInsert(count: Int, path: String) throws -> Duration {
+    let store = try Store(path: path, entities: [BenchmarkRow.self])
+    let clock = ContinuousClock()
+    let start = clock.now
+    try store.write { context in
+        for i in 0..<count {
+            let row = values(i)
+            try context.insert(BenchmarkRow(id: i, name: row.name, score: row.score, count: row.count, note: row.note))
+        }
+    }
+    return clock.now - start
+}
+
+/// Both files must hold the same rows: the benchmark measures real, equal work.
+func verify(_ rawPath: String, _ storePath: String, count: Int) {
+    func digest(_ path: String) -> String {
+        var db: OpaquePointer?
+        sqlite3_open(path, &db)
+        defer { sqlite3_close(db) }
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(
+            db, "SELECT count(*), sum(id), sum(length(name)), sum(score), sum(count), count(note) FROM BenchmarkRow", -1,
+            &statement, nil)
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW else { return "" }
+        return (0..<6).map { String(cString: sqlite3_column_text(statement, $0)) }.joined(separator: "|")
+    }
+    let raw = digest(rawPath)
+    let store = digest(storePath)
+    precondition(raw == store, "rows differ: raw \(raw) vs store \(store)")
+    precondition(raw.hasPrefix("\(count)|"), "expected \(count) rows, got \(raw)")
+}
+
+let count = option("--count", default: 1_000_000)
+let rounds = option("--rounds", default: 3)
+print("Insert \(count) entities of 5 attributes in one write, best of \(rounds) rounds")
+var bestRaw = Duration.seconds(1_000_000)
+var bestContext = Duration.seconds(1_000_000)
+for round in 0..<rounds {
+    let rawPath = temporaryPath("raw.sqlite")
+    let storePath = temporaryPath("store.sqlite")
+    let raw: Duration
+    let context: Duration
+    if round % 2 == 0 {
+        raw = rawInsert(count: count, path: rawPath)
+        context = try contextInsert(count: count, path: storePath)
+    } else {
+        context = try contextInsert(count: count, path: storePath)
+        raw = rawInsert(count: count, path: rawPath)
+    }
+    verify(rawPath, storePath, count: count)
+    bestRaw = min(bestRaw, raw)
+    bestContext = min(bestContext, context)
+    print("  round \(round + 1): raw \(raw.formatted(.units(allowed: [.milliseconds]))), context \(context.formatted(.units(allowed: [.milliseconds])))")
+    try? FileManager.default.removeItem(atPath: (rawPath as NSString).deletingLastPathComponent)
+    try? FileManager.default.removeItem(atPath: (storePath as NSString).deletingLastPathComponent)
+}
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+let rawRate = Double(count) / seconds(bestRaw)
+let contextRate = Double(count) / seconds(bestContext)
+print(String(format: "raw sqlite3 loop: %.3f s, %.0f rows/s", seconds(bestRaw), rawRate))
+print(String(format: "CodableStore context: %.3f s, %.0f rows/s", seconds(bestContext), contextRate))
+print(String(format: "ratio context/raw: %.2fx (target <= 2.00x)", seconds(bestContext) / seconds(bestRaw)))
+print(String(format: "peak RSS: %.1f MiB", peakRSSMiB()))
