@@ -206,8 +206,10 @@ extension Context {
             }
         }
         // Positions of new objects' ordered relationships stored by a foreign key.
+        guard model.hasOrderedForeignKeyRelationships else { return }
         for object in insertedObjects where object.entityState.status == .inserted {
             let mapping = model.mappings[object.entityState.entityIndex]
+            if !mapping.hasRelationships { continue }
             for case let relationship? in mapping.relationships {
                 guard case .inverseForeignKey(_, let orderColumn?) = relationship.storage else { continue }
                 let members = relationship.description.getMany(object)

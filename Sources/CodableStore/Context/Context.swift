@@ -26,6 +26,10 @@ public final class Context {
     var insertedObjects: [any EntityObject] = []
     var updatedObjects: [any EntityObject] = []
     var deletedObjects: [(entity: Int, rowID: Int64)] = []
+    /// Objects deleted in this context, kept so that `invalidate()` can detach them too.
+    private var detachedObjects: [any EntityObject] = []
+    private var lastInsertedType: ObjectIdentifier?
+    private var lastInsertedEntity = -1
     var linkChanges: [LinkChange] = []
     private var nextRowIDs: [Int64?]
     /// An error raised where it could not be thrown (a relationship load inside a property getter);
@@ -69,6 +73,8 @@ public final class Context {
                 object.entityState.context = nil
             }
         }
+        for object in detachedObjects { object.entityState.context = nil }
+        detachedObjects = []
         registries = Array(repeating: [:], count: model.mappings.count)
         insertedObjects = []
         updatedObjects = []
@@ -100,13 +106,24 @@ public final class Context {
         if state.status == .deleted {
             throw StoreError(.invalidObject, "a deleted \(type(of: object)) object cannot be inserted again", entity: "\(type(of: object))")
         }
-        let mapping = try model.mapping(for: type(of: object))
+        let entity: Int
+        let type = ObjectIdentifier(Swift.type(of: object))
+        if type == lastInsertedType {
+            entity = lastInsertedEntity
+        } else {
+            entity = try model.mapping(for: Swift.type(of: object)).index
+            lastInsertedType = type
+            lastInsertedEntity = entity
+        }
+        let rowID = try nextRowID(for: entity)
         state.context = self
-        state.entityIndex = mapping.index
+        state.entityIndex = entity
         state.status = .inserted
-        state.rowID = try nextRowID(for: mapping.index)
-        registries[mapping.index][state.rowID] = object
+        state.rowID = rowID
+        registries[entity][rowID] = object
         insertedObjects.append(object)
+        let mapping = model.mappings[entity]
+        if !mapping.hasRelationships { return }
         // Relationships assigned before insertion were not tracked: connect them now.
         for case let relationship? in mapping.relationships {
             let members = relationship.description.getMany(object)
@@ -174,6 +191,7 @@ public final class Context {
         }
         // Link changes that involve the deleted row would only be undone by the cascade.
         registries[mapping.index][state.rowID] = nil
+        detachedObjects.append(object)
         state.status = .deleted
         state.changedFields.removeAll()
     }

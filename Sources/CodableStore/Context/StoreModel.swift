@@ -14,6 +14,8 @@
 final class StoreModel: Sendable {
     let mappings: [EntityMapping]
     let joinTables: [JoinTable]
+    /// Whether some ordered to-many relationship keeps positions in a column of its destination.
+    let hasOrderedForeignKeyRelationships: Bool
     private let indexByType: [ObjectIdentifier: Int]
 
     init(entities: [any EntityObject.Type]) throws {
@@ -132,6 +134,11 @@ final class StoreModel: Sendable {
         }
         self.mappings = mappings
         self.joinTables = joinTables
+        self.hasOrderedForeignKeyRelationships = mappings.contains { mapping in
+            mapping.relationships.contains { relationship in
+                if case .inverseForeignKey(_, _?)? = relationship?.storage { true } else { false }
+            }
+        }
         self.indexByType = indexByType
     }
 
@@ -211,6 +218,8 @@ final class EntityMapping: Sendable {
     let columnNameOfField: [String?]
     /// Field index → resolved relationship.
     let relationships: [ResolvedRelationship?]
+    /// Whether the entity has any relationship.
+    let hasRelationships: Bool
     /// `SELECT "_pk", … FROM "T"`.
     let selectSQL: String
     /// The column list of ``selectSQL`` qualified with the table name, for joins.
@@ -226,6 +235,7 @@ final class EntityMapping: Sendable {
         self.index = index
         self.description = description
         self.relationships = relationships
+        self.hasRelationships = relationships.contains { $0 != nil }
         var columns: [Column] = []
         var columnOfField = Array(repeating: Int32(-1), count: description.fields.count)
         var columnNameOfField: [String?] = Array(repeating: nil, count: description.fields.count)

@@ -40,6 +40,11 @@ public protocol AttributeValue: Equatable, SendableMetatype {
     func bind(to statement: Statement, at index: Int32) throws
     /// Reads a value from a result column. The default goes through ``init(sqliteValue:)``.
     static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self
+    /// Decodes a value from a decoder's single value: how an attribute appears in JSON. `Decodable` types use
+    /// their own `init(from:)`; enums with raw values decode the raw value.
+    static func decodeAttribute(from decoder: any Decoder) throws -> Self
+    /// Encodes the value into an encoder's single value; the mirror of ``decodeAttribute(from:)``.
+    func encodeAttribute(to encoder: any Encoder) throws
 }
 
 extension AttributeValue {
@@ -340,3 +345,62 @@ extension JSONAttributeValue {
 
 extension Array: AttributeValue, JSONAttributeValue where Element: AttributeValue & Codable {}
 extension Dictionary: AttributeValue, JSONAttributeValue where Key == String, Value: AttributeValue & Codable {}
+
+// MARK: - Coding
+
+extension AttributeValue where Self: Codable {
+    public static func decodeAttribute(from decoder: any Decoder) throws -> Self {
+        try decoder.singleValueContainer().decode(Self.self)
+    }
+
+    public func encodeAttribute(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(self)
+    }
+}
+
+extension AttributeValue where Self: RawRepresentable, RawValue: AttributeValue {
+    /// Decodes the raw value, then the case; an unknown raw value is `DecodingError.dataCorrupted` with the
+    /// standard library's wording.
+    public static func decodeAttribute(from decoder: any Decoder) throws -> Self {
+        let raw = try RawValue.decodeAttribute(from: decoder)
+        guard let value = Self(rawValue: raw) else {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "Cannot initialize \(Self.self) from invalid \(RawValue.self) value \(raw)"))
+        }
+        return value
+    }
+
+    public func encodeAttribute(to encoder: any Encoder) throws {
+        try rawValue.encodeAttribute(to: encoder)
+    }
+}
+
+extension AttributeValue where Self: RawRepresentable & Codable, RawValue: AttributeValue {
+    public static func decodeAttribute(from decoder: any Decoder) throws -> Self {
+        try decoder.singleValueContainer().decode(Self.self)
+    }
+
+    public func encodeAttribute(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(self)
+    }
+}
+
+extension Optional where Wrapped: AttributeValue {
+    public static func decodeAttribute(from decoder: any Decoder) throws -> Self {
+        if try decoder.singleValueContainer().decodeNil() { return nil }
+        return try Wrapped.decodeAttribute(from: decoder)
+    }
+
+    public func encodeAttribute(to encoder: any Encoder) throws {
+        if let self {
+            try self.encodeAttribute(to: encoder)
+        } else {
+            var container = encoder.singleValueContainer()
+            try container.encodeNil()
+        }
+    }
+}
