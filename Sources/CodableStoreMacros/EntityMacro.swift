@@ -108,11 +108,12 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             return "    builder.field(\(arguments.joined(separator: ", ")))\n"
         }
         let identity = layout.declaresIdentity ? "\(className.text).identity" : "nil"
+        let codingKeys = layout.declaresCodingKeys ? "    builder.codingKeys(\(className.text).CodingKeys.self)\n" : ""
         let entityName = StringLiteralExprSyntax(content: className.bareName)
         return """
             \(raw: accessPrefix(layout))static let entityDescription: EntityDescription = {
                 var builder = EntityDescriptionBuilder<\(className)>(name: \(entityName))
-            \(raw: fieldStatements.joined())    return builder.build(identity: \(raw: identity))
+            \(raw: fieldStatements.joined())\(raw: codingKeys)    return builder.build(identity: \(raw: identity))
             }()
             """
     }

@@ -33,6 +33,8 @@ struct EntityLayout {
     let fields: [EntityProperty]
     /// Whether the class declares a `static let identity` (or `static var`).
     let declaresIdentity: Bool
+    /// Whether the class declares a nested `CodingKeys` type (its JSON keys).
+    let declaresCodingKeys: Bool
     /// Whether the class declares an initializer of its own.
     let declaresInitializer: Bool
 
@@ -81,6 +83,7 @@ struct EntityAnalysis {
             accessModifier: accessModifier,
             fields: collector.fields,
             declaresIdentity: collector.declaresIdentity,
+            declaresCodingKeys: collector.declaresCodingKeys,
             declaresInitializer: collector.declaresInitializer
         )
     }
@@ -91,6 +94,7 @@ private struct MemberCollector {
     var fields: [EntityProperty] = []
     var diagnostics: [Diagnostic] = []
     var declaresIdentity = false
+    var declaresCodingKeys = false
     var declaresInitializer = false
 
     mutating func collect(_ members: MemberBlockItemListSyntax, insideIfConfig: Bool) {
@@ -99,6 +103,8 @@ private struct MemberCollector {
                 collect(variable, insideIfConfig: insideIfConfig)
             } else if member.decl.is(InitializerDeclSyntax.self) {
                 declaresInitializer = true
+            } else if let enumDecl = member.decl.as(EnumDeclSyntax.self), enumDecl.name.text == "CodingKeys" {
+                declaresCodingKeys = true
             } else if let ifConfig = member.decl.as(IfConfigDeclSyntax.self) {
                 for clause in ifConfig.clauses {
                     if case .decls(let nested) = clause.elements {

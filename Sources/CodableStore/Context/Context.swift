@@ -37,6 +37,8 @@ public final class Context {
     var deferredError: (any Error)?
     private var isFlushing = false
     var updateSQLCache: [UpdateKey: String] = [:]
+    /// Identity indexes by entity, created on first use (see `Context+Identity.swift`).
+    var identityIndexes: [IdentityIndex?]
 
     struct LinkChange {
         let table: Int
@@ -56,6 +58,7 @@ public final class Context {
         self.isReadOnly = isReadOnly
         self.registries = Array(repeating: [:], count: model.mappings.count)
         self.nextRowIDs = Array(repeating: nil, count: model.mappings.count)
+        self.identityIndexes = Array(repeating: nil, count: model.mappings.count)
     }
 
     /// Whether there are changes not yet written.
@@ -76,6 +79,7 @@ public final class Context {
         for object in detachedObjects { object.entityState.context = nil }
         detachedObjects = []
         registries = Array(repeating: [:], count: model.mappings.count)
+        identityIndexes = Array(repeating: nil, count: model.mappings.count)
         insertedObjects = []
         updatedObjects = []
         linkChanges = []
@@ -123,6 +127,11 @@ public final class Context {
         registries[entity][rowID] = object
         insertedObjects.append(object)
         let mapping = model.mappings[entity]
+        if let index = identityIndexes[entity] {
+            let key = identityKey(of: object, mapping)
+            index.objects[key] = object
+            index.missing.remove(key)
+        }
         if !mapping.hasRelationships { return }
         // Relationships assigned before insertion were not tracked: connect them now.
         for case let relationship? in mapping.relationships {

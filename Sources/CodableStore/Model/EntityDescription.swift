@@ -20,6 +20,9 @@ public final class EntityDescription: Sendable {
     /// Problems found while building (an identity key path that is not an attribute, too many fields);
     /// reported as a ``StoreError`` when a store opens with this entity.
     public let problems: [String]
+    /// Each field's key in JSON, as path components (`["origin", "country"]`); nil for fields that are not
+    /// coded (left out of a declared `CodingKeys`).
+    public let codingKeyPaths: [[String]?]
     private let fieldIndexByKeyPath: KeyPathTable
 
     init(
@@ -28,8 +31,10 @@ public final class EntityDescription: Sendable {
         fields: [FieldDescription],
         identity: [Int],
         keyPaths: [AnyKeyPath: Int],
+        codingKeyPaths: [[String]?],
         problems: [String]
     ) {
+        self.codingKeyPaths = codingKeyPaths
         self.name = name
         self.type = type
         self.fields = fields
@@ -257,6 +262,7 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
     private var fields: [FieldDescription] = []
     private var keyPaths: [AnyKeyPath: Int] = [:]
     private var problems: [String] = []
+    private var codingKeyPaths: [String: [String]]?
 
     public init(name: String) {
         self.name = name
@@ -326,6 +332,10 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
         add(.relationship(relationship), keyPath: keyPath)
     }
 
+    mutating func setCodingKeyPaths(_ paths: [String: [String]]) {
+        codingKeyPaths = paths
+    }
+
     /// The description, with `identity` resolved to attribute fields.
     public func build(identity: Identity<Root>?) -> EntityDescription {
         var problems = self.problems
@@ -344,11 +354,19 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
             }
             identityFields.append(index)
         }
+        var keyPathsOfFields: [[String]?] = fields.map { [$0.name] }
+        if let codingKeyPaths {
+            let names = Set(fields.map(\.name))
+            for name in codingKeyPaths.keys where !names.contains(name) {
+                problems.append("\(self.name).CodingKeys.\(name) does not name a stored field")
+            }
+            keyPathsOfFields = fields.map { codingKeyPaths[$0.name] }
+        }
         if fields.count > FieldSet.capacity {
             problems.append("\(name) has \(fields.count) fields; at most \(FieldSet.capacity) are supported")
         }
         return EntityDescription(
             name: name, type: Root.self, fields: fields, identity: identityFields, keyPaths: keyPaths,
-            problems: problems)
+            codingKeyPaths: keyPathsOfFields, problems: problems)
     }
 }

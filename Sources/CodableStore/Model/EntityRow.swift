@@ -4,19 +4,35 @@
 /// `NULL` for a non-optional) throws a ``StoreError`` naming the entity and the field. Relationships are not
 /// read here: they start empty and load on first access.
 public struct EntityRow {
-    let statement: Statement
+    private enum Source {
+        /// The current row of a statement.
+        case statement(Statement)
+        /// Values by field index (the decoder creating a new object).
+        case values([SQLiteValue])
+    }
+
+    private let source: Source
     let mapping: EntityMapping
 
     init(statement: Statement, mapping: EntityMapping) {
-        self.statement = statement
+        self.source = .statement(statement)
+        self.mapping = mapping
+    }
+
+    init(values: [SQLiteValue], mapping: EntityMapping) {
+        self.source = .values(values)
         self.mapping = mapping
     }
 
     /// Reads an attribute.
     public func value<V: AttributeValue>(_ field: Int, as type: V.Type) throws -> V {
-        let column = mapping.columnOfField[field]
         do {
-            return try V.read(from: statement, at: column)
+            switch source {
+            case .statement(let statement):
+                return try V.read(from: statement, at: mapping.columnOfField[field])
+            case .values(let values):
+                return try V(sqliteValue: values[field])
+            }
         } catch {
             throw StoreError.valueMismatch(entity: mapping.name, field: mapping.description.fields[field].name, error)
         }

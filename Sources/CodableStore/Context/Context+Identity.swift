@@ -1,0 +1,126 @@
+/// Identity lookups for upserts: an in-memory index of the context's objects by identity, filled in batches
+/// with one query per entity and chunk, so decoding an array never queries once per element.
+extension Context {
+    /// The identity values of one object: one value for a single identity, several for a composite one.
+    struct IdentityKey: Hashable {
+        let values: [SQLiteValue]
+        init(_ values: [SQLiteValue]) { self.values = values }
+    }
+
+    /// Identity lookup state of one entity.
+    final class IdentityIndex {
+        var objects: [IdentityKey: any EntityObject] = [:]
+        /// Keys looked up in the store and not found there (until an object with that key is inserted).
+        var missing: Set<IdentityKey> = []
+    }
+
+    func identityIndex(_ entity: Int) -> IdentityIndex {
+        if let index = identityIndexes[entity] { return index }
+        let index = IdentityIndex()
+        identityIndexes[entity] = index
+        return index
+    }
+
+    /// The identity of an object, from its current attribute values.
+    func identityKey(of object: any EntityObject, _ mapping: EntityMapping) -> IdentityKey {
+        IdentityKey(mapping.description.identity.map { field in
+            guard case .attribute(let attribute) = mapping.description.fields[field] else { return .null }
+            return attribute.value(of: object)
+        })
+    }
+
+    /// Records an object under its identity (after it was inserted or read).
+    func indexIdentity(of object: any EntityObject, _ mapping: EntityMapping) {
+        guard !mapping.identityColumns.isEmpty else { return }
+        let key = identityKey(of: object, mapping)
+        let index = identityIndex(mapping.index)
+        index.objects[key] = object
+        index.missing.remove(key)
+    }
+
+    /// The object with this identity if it is known without a query: in the index (and still carrying that
+    /// identity), or known to be missing from the store. `nil` result with `isKnown == false` means the
+    /// store must be asked.
+    func cachedObject(entity: Int, key: IdentityKey) -> (object: (any EntityObject)?, isKnown: Bool) {
+        guard let index = identityIndexes[entity] else { return (nil, false) }
+        if let object = index.objects[key] {
+            let mapping = model.mappings[entity]
+            let state = object.entityState
+            if (state.status == .inserted || state.status == .persistent), identityKey(of: object, mapping) == key {
+                return (object, true)
+            }
+            // Its identity changed, or it was deleted: the store decides.
+            index.objects[key] = nil
+            return (nil, false)
+        }
+        return (nil, index.missing.contains(key))
+    }
+
+    /// Looks up many identities of one entity with as few queries as possible (one per chunk of keys),
+    /// registering the objects found and remembering the keys that are not stored.
+    func prefetch(entity: Int, keys: some Sequence<IdentityKey>) throws {
+        let mapping = model.mappings[entity]
+        let arity = mapping.identityColumns.count
+        guard arity > 0 else { return }
+        var pending: [IdentityKey] = []
+        var seen = Set<IdentityKey>()
+        for key in keys where key.values.count == arity && seen.insert(key).inserted {
+            if !cachedObject(entity: entity, key: key).isKnown { pending.append(key) }
+        }
+        if pending.isEmpty { return }
+        try flush()
+        // A fixed number of rows per statement keeps the SQL constant, so the statement is prepared once;
+        // the last chunk repeats its last key to fill the slots.
+        let rowsPerStatement = max(1, min(256, connection.maximumVariableCount / arity))
+        let columns = mapping.identityColumns.map(quoteIdentifier)
+        let condition: String
+        if arity == 1 {
+            condition = "\(columns[0]) IN (" + Array(repeating: "?", count: rowsPerStatement).joined(separator: ", ") + ")"
+        } else {
+            let row = "(" + Array(repeating: "?", count: arity).joined(separator: ", ") + ")"
+            condition = "(" + columns.joined(separator: ", ") + ") IN (VALUES "
+                + Array(repeating: row, count: rowsPerStatement).joined(separator: ", ") + ")"
+        }
+        let statement = try connection.cachedStatement(sql: mapping.selectSQL + " WHERE " + condition)
+        let index = identityIndex(entity)
+        var start = 0
+        while start < pending.count {
+            let chunk = pending[start..<min(start + rowsPerStatement, pending.count)]
+            var parameter: Int32 = 1
+            for slot in 0..<rowsPerStatement {
+                let key = slot < chunk.count ? chunk[chunk.startIndex + slot] : chunk[chunk.endIndex - 1]
+                for value in key.values {
+                    try statement.bind(value, at: parameter)
+                    parameter += 1
+                }
+            }
+            var found = Set<IdentityKey>()
+            defer { statement.reset() }
+            while try statement.step() {
+                let object = try object(for: mapping, statement: statement)
+                let key = identityKey(of: object, mapping)
+                index.objects[key] = object
+                found.insert(key)
+            }
+            statement.reset()
+            for key in chunk where !found.contains(key) { index.missing.insert(key) }
+            start += rowsPerStatement
+        }
+    }
+
+    /// The object with this identity: from memory when known, else with one query.
+    func object(entity: Int, identity key: IdentityKey) throws -> (any EntityObject)? {
+        let cached = cachedObject(entity: entity, key: key)
+        if cached.isKnown { return cached.object }
+        try prefetch(entity: entity, keys: [key])
+        return cachedObject(entity: entity, key: key).object
+    }
+
+    /// Creates and inserts a new object from values by field index (relationship slots are ignored).
+    func makeObject(entity: Int, values: [SQLiteValue]) throws -> any EntityObject {
+        let mapping = model.mappings[entity]
+        let object = try mapping.description.type.init(row: EntityRow(values: values, mapping: mapping))
+        try insertObject(object)
+        return object
+    }
+}
