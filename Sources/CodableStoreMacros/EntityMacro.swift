@@ -41,6 +41,7 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             entityStateDecl(layout),
             entityDescriptionDecl(layout),
             rowInitializerDecl(layout),
+            decodableInitializerDecl(layout),
         ]
         if !layout.declaresInitializer, layout.fields.allSatisfy(\.hasDefaultValue) {
             members.append("\(raw: accessPrefix(layout))init() {}")
@@ -72,11 +73,16 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
     ) throws -> [ExtensionDeclSyntax] {
         // The compiler lists only the conformances the type still lacks; also honour one written in the class.
         let declaredConformances = declaration.inheritanceClause?.inheritedTypes.map(\.type) ?? []
-        guard EntityAnalysis(of: declaration, attribute: node).layout != nil,
-            protocols.contains(where: \.isEntityObject),
-            !declaredConformances.contains(where: \.isEntityObject)
-        else { return [] }
-        return [try ExtensionDeclSyntax("extension \(type.trimmed): CodableStore.EntityObject {}")]
+        guard EntityAnalysis(of: declaration, attribute: node).layout != nil else { return [] }
+        var conformances: [String] = []
+        if protocols.contains(where: \.isEntityObject), !declaredConformances.contains(where: \.isEntityObject) {
+            conformances.append("CodableStore.EntityObject")
+        }
+        if protocols.contains(where: \.isDecodable), !declaredConformances.contains(where: \.isDecodable) {
+            conformances.append("Decodable")
+        }
+        guard !conformances.isEmpty else { return [] }
+        return [try ExtensionDeclSyntax("extension \(type.trimmed): \(raw: conformances.joined(separator: ", ")) {}")]
     }
 
     // MARK: - Generated members
@@ -85,6 +91,17 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
     /// witness `EntityObject`'s requirements; nothing for internal and private classes.
     private static func accessPrefix(_ layout: EntityLayout) -> String {
         layout.accessModifier.map { "\($0) " } ?? ""
+    }
+
+    /// Entities are `Decodable` so that they can appear in `Decodable` types decoded by `StoreDecoder`, which
+    /// upserts them without calling this initializer. Any other decoder reaches it, and gets an explanation:
+    /// an initializer cannot return the existing object an upsert must update.
+    private static func decodableInitializerDecl(_ layout: EntityLayout) -> DeclSyntax {
+        """
+        \(raw: accessPrefix(layout))required convenience init(from decoder: any Decoder) throws {
+            throw _$EntityDecoding.unsupportedDecoder(\(raw: layout.className.text).self, decoder)
+        }
+        """
     }
 
     private static func entityStateDecl(_ layout: EntityLayout) -> DeclSyntax {
@@ -108,7 +125,11 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             return "    builder.field(\(arguments.joined(separator: ", ")))\n"
         }
         let identity = layout.declaresIdentity ? "\(className.text).identity" : "nil"
-        let codingKeys = layout.declaresCodingKeys ? "    builder.codingKeys(\(className.text).CodingKeys.self)\n" : ""
+        var codingKeys = ""
+        if let cases = layout.codingKeyCases {
+            let pairs = cases.map { "(\(StringLiteralExprSyntax(content: $0)), .\($0))" }.joined(separator: ", ")
+            codingKeys = "    builder.codingKeys(\(className.text).CodingKeys.self, fields: [\(pairs)])\n"
+        }
         let entityName = StringLiteralExprSyntax(content: className.bareName)
         return """
             \(raw: accessPrefix(layout))static let entityDescription: EntityDescription = {

@@ -33,8 +33,8 @@ struct EntityLayout {
     let fields: [EntityProperty]
     /// Whether the class declares a `static let identity` (or `static var`).
     let declaresIdentity: Bool
-    /// Whether the class declares a nested `CodingKeys` type (its JSON keys).
-    let declaresCodingKeys: Bool
+    /// The case names of a nested `CodingKeys` enum (its JSON keys), if the class declares one.
+    let codingKeyCases: [String]?
     /// Whether the class declares an initializer of its own.
     let declaresInitializer: Bool
 
@@ -83,7 +83,7 @@ struct EntityAnalysis {
             accessModifier: accessModifier,
             fields: collector.fields,
             declaresIdentity: collector.declaresIdentity,
-            declaresCodingKeys: collector.declaresCodingKeys,
+            codingKeyCases: collector.codingKeyCases,
             declaresInitializer: collector.declaresInitializer
         )
     }
@@ -94,7 +94,7 @@ private struct MemberCollector {
     var fields: [EntityProperty] = []
     var diagnostics: [Diagnostic] = []
     var declaresIdentity = false
-    var declaresCodingKeys = false
+    var codingKeyCases: [String]?
     var declaresInitializer = false
 
     mutating func collect(_ members: MemberBlockItemListSyntax, insideIfConfig: Bool) {
@@ -104,7 +104,10 @@ private struct MemberCollector {
             } else if member.decl.is(InitializerDeclSyntax.self) {
                 declaresInitializer = true
             } else if let enumDecl = member.decl.as(EnumDeclSyntax.self), enumDecl.name.text == "CodingKeys" {
-                declaresCodingKeys = true
+                codingKeyCases = enumDecl.memberBlock.members.flatMap { item -> [String] in
+                    guard let caseDecl = item.decl.as(EnumCaseDeclSyntax.self) else { return [] }
+                    return caseDecl.elements.map { $0.name.text.filter { $0 != "`" } }
+                }
             } else if let ifConfig = member.decl.as(IfConfigDeclSyntax.self) {
                 for clause in ifConfig.clauses {
                     if case .decls(let nested) = clause.elements {

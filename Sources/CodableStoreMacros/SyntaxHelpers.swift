@@ -92,6 +92,15 @@ extension TypeSyntax {
         return false
     }
 
+    /// Whether the type names `Decodable` or `Codable`, qualified by `Swift.` or not.
+    var isDecodable: Bool {
+        let name: String? =
+            if let identifier = `as`(IdentifierTypeSyntax.self) { identifier.name.text }
+            else if let member = `as`(MemberTypeSyntax.self) { member.name.text }
+            else { nil }
+        return name == "Decodable" || name == "Codable"
+    }
+
     /// Whether the type is an opaque `some P`.
     var isOpaque: Bool {
         `as`(SomeOrAnyTypeSyntax.self)?.someOrAnySpecifier.tokenKind == .keyword(.some)

@@ -13,7 +13,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Wrapped: String, Sendable {
             case schemaMismatch, invalidModel, unknownEntity, identityConflict, valueMismatch
-            case readOnly, wrongContext, invalidObject, invalidQuery, relationshipLoad
+            case readOnly, wrongContext, invalidObject, invalidQuery, relationshipLoad, missingIdentity
         }
         private let wrapped: Wrapped
         private init(_ wrapped: Wrapped) { self.wrapped = wrapped }
@@ -39,6 +39,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let invalidQuery = Code(.invalidQuery)
         /// A relationship could not be loaded when it was accessed.
         public static let relationshipLoad = Code(.relationshipLoad)
+        /// Decoded JSON lacks the identity of an entity that has one.
+        public static let missingIdentity = Code(.missingIdentity)
     }
 
     public let code: Code
@@ -52,6 +54,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public let differences: [String]
     /// The underlying error.
     public let cause: (any Error)?
+    /// Where in the decoded JSON the failure happened (`[41].user`), when it happened while decoding.
+    public internal(set) var codingPath: [any CodingKey] = []
 
     init(
         _ code: Code,

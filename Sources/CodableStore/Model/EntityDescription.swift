@@ -98,6 +98,11 @@ public final class AttributeDescription: Sendable {
     let readValue: @Sendable (AnyObject) -> SQLiteValue
     let writeValue: @Sendable (AnyObject, SQLiteValue) throws(AttributeValueError) -> Void
     let readFromStatement: @Sendable (AnyObject, Statement, Int32) throws(AttributeValueError) -> Void
+    /// Decodes the attribute from a decoder positioned on its JSON value, as stored.
+    let decodeSQLiteValue: @Sendable (any Decoder) throws -> SQLiteValue
+    /// Decodes the attribute from a decoder positioned on its JSON value and assigns it to the object,
+    /// marking the field changed only if the value differs.
+    let decodeAndAssign: @Sendable (AnyObject, any Decoder) throws -> Void
 
     init<Root: EntityObject, V: AttributeValue>(
         name: String,
@@ -122,6 +127,15 @@ public final class AttributeDescription: Sendable {
         }
         self.readFromStatement = { object, statement, column throws(AttributeValueError) in
             set(unsafeDowncast(object, to: Root.self), try V.read(from: statement, at: column))
+        }
+        self.decodeSQLiteValue = { decoder in try V.decodeAttribute(from: decoder).sqliteValue }
+        self.decodeAndAssign = { object, decoder in
+            let root = unsafeDowncast(object, to: Root.self)
+            let value = try V.decodeAttribute(from: decoder)
+            if get(root) != value {
+                set(root, value)
+                root.entityState.didChange(root, index)
+            }
         }
     }
 

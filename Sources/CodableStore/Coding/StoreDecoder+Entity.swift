@@ -1,0 +1,363 @@
+/// Decoding entities: identity lookup, upsert, relationships, batches.
+extension StoreDecoderImpl {
+    var context: Context { session.context }
+
+    func decodeEntity(_ type: any EntityObject.Type, _ node: Node, _ path: CodingPathNode) throws -> any EntityObject {
+        try decodeEntity(try context.model.mapping(for: type), node, path)
+    }
+
+    /// Upserts one entity from a JSON object.
+    func decodeEntity(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> any EntityObject {
+        switch source.kind(node) {
+        case .object: break
+        case .null: throw valueNotFound(mapping.description.type, path)
+        default: throw typeMismatch([String: Any].self, node, path)
+        }
+        let description = mapping.description
+        var existing: (any EntityObject)?
+        if !description.identity.isEmpty {
+            let key = try identityKey(mapping, node, path)
+            existing = try context.object(entity: mapping.index, identity: key)
+        }
+        let object: any EntityObject
+        if let existing {
+            object = existing
+            try applyAttributes(to: object, mapping, node, path)
+        } else {
+            object = try createEntity(mapping, node, path, stubIdentity: nil)
+        }
+        if mapping.hasRelationships { try applyRelationships(to: object, mapping, node, path) }
+        return object
+    }
+
+    // MARK: - Fields
+
+    /// The value of a field in a JSON object, following a key path (`["origin", "country"]`); nil when a
+    /// key on the way is missing (the field is then left as it is).
+    func fieldNode(_ object: Node, _ keyPath: [String], _ path: CodingPathNode) throws -> (Node, CodingPathNode)? {
+        var current = object
+        var currentPath = path
+        for (position, component) in keyPath.enumerated() {
+            if position > 0 {
+                switch source.kind(current) {
+                case .object: break
+                case .null: return nil
+                default: throw typeMismatch([String: Any].self, current, currentPath)
+                }
+            }
+            guard let next = member(current, key: component) else { return nil }
+            current = next
+            currentPath = currentPath.appending(component)
+        }
+        return (current, currentPath)
+    }
+
+    /// The identity values of the JSON object, converted to the identity attributes' types.
+    func identityKey(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> Context.IdentityKey {
+        let description = mapping.description
+        var values: [SQLiteValue] = []
+        values.reserveCapacity(description.identity.count)
+        for field in description.identity {
+            guard case .attribute(let attribute) = description.fields[field] else { continue }
+            guard let keyPath = description.codingKeyPaths[field],
+                let (valueNode, valuePath) = try fieldNode(node, keyPath, path),
+                source.kind(valueNode) != .null
+            else {
+                throw missingIdentity(mapping, node, path)
+            }
+            values.append(try with(node: valueNode, path: valuePath) { try attribute.decodeSQLiteValue(self) })
+        }
+        return Context.IdentityKey(values)
+    }
+
+    func missingIdentity(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) -> StoreError {
+        let wanted = mapping.description.identity.map { field in
+            mapping.description.codingKeyPaths[field]?.joined(separator: ".") ?? mapping.description.fields[field].name
+        }
+        let received = source.members(node).map(\.key)
+        var error = StoreError(
+            .missingIdentity,
+            "\(mapping.name) at \(path.rendered) has no identity: expected key\(wanted.count == 1 ? "" : "s") "
+                + wanted.map { "'\($0)'" }.joined(separator: ", ") + " but received "
+                + (received.isEmpty ? "no keys" : "keys " + received.map { "'\($0)'" }.joined(separator: ", ")),
+            entity: mapping.name)
+        error.codingPath = path.path
+        return error
+    }
+
+    /// Creates and inserts a new object from the JSON object (or, for a stub, from identity values only).
+    func createEntity(
+        _ mapping: EntityMapping, _ node: Node?, _ path: CodingPathNode, stubIdentity: Context.IdentityKey?
+    ) throws -> any EntityObject {
+        let description = mapping.description
+        var values = Array(repeating: SQLiteValue.null, count: description.fields.count)
+        for attribute in description.attributes {
+            if let stubIdentity, let position = description.identity.firstIndex(of: attribute.index) {
+                values[attribute.index] = stubIdentity.values[position]
+                continue
+            }
+            let keyPath = description.codingKeyPaths[attribute.index]
+            if let node, let keyPath, let (valueNode, valuePath) = try fieldNode(node, keyPath, path) {
+                values[attribute.index] = try with(node: valueNode, path: valuePath) { try attribute.decodeSQLiteValue(self) }
+            } else if let defaultValue = attribute.defaultValue {
+                values[attribute.index] = defaultValue
+            } else if !attribute.isOptional {
+                if stubIdentity != nil {
+                    throw StoreError(
+                        .invalidObject,
+                        "cannot create a stub \(mapping.name) for a reference at \(path.rendered): its attribute '\(attribute.name)' has no default value; give it one, make it optional, or set unknownReferencePolicy to .ignore",
+                        entity: mapping.name, field: attribute.name)
+                }
+                let keys = keyPath ?? [attribute.name]
+                var containerPath = path
+                for component in keys.dropLast() { containerPath = containerPath.appending(component) }
+                let key = CodingKeys(stringValue: keys.last ?? attribute.name)
+                throw DecodingError.keyNotFound(
+                    key,
+                    DecodingError.Context(
+                        codingPath: containerPath.path,
+                        debugDescription: "No value associated with key \(key) (\"\(key.stringValue)\")."))
+            }
+        }
+        return try context.makeObject(entity: mapping.index, values: values)
+    }
+
+    /// Applies the attributes present in the JSON object to an existing object; equal values change nothing.
+    func applyAttributes(to object: any EntityObject, _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws {
+        let description = mapping.description
+        for attribute in description.attributes {
+            guard let keyPath = description.codingKeyPaths[attribute.index],
+                let (valueNode, valuePath) = try fieldNode(node, keyPath, path)
+            else { continue }
+            try with(node: valueNode, path: valuePath) { try attribute.decodeAndAssign(object, self) }
+        }
+    }
+
+    // MARK: - Relationships
+
+    func applyRelationships(to object: any EntityObject, _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws {
+        let description = mapping.description
+        for relationshipDescription in description.relationships {
+            guard let keyPath = description.codingKeyPaths[relationshipDescription.index],
+                let (valueNode, valuePath) = try fieldNode(node, keyPath, path),
+                let relationship = mapping.relationships[relationshipDescription.index]
+            else { continue }
+            let destination = context.model.mappings[relationship.destination]
+            let kind = source.kind(valueNode)
+            if relationshipDescription.kind == .toOne {
+                if kind == .null {
+                    context.setToOne(object, relationship, nil)
+                } else if let target = try reference(destination, valueNode, valuePath) {
+                    context.setToOne(object, relationship, target)
+                }
+                continue
+            }
+            switch kind {
+            case .null:
+                context.setToMany(object, relationship, [])
+            case .array:
+                var members: [any EntityObject] = []
+                for (offset, element) in source.elements(valueNode).enumerated() {
+                    if source.kind(element) == .null { continue }
+                    if let member = try reference(destination, element, valuePath.appending(index: offset)) {
+                        members.append(member)
+                    }
+                }
+                if case .append = session.options.toManyPolicy {
+                    members = context.loadToMany(object, relationship) + members
+                }
+                context.setToMany(object, relationship, members)
+            default:
+                throw typeMismatch([Any].self, valueNode, valuePath)
+            }
+        }
+    }
+
+    /// Whether a JSON object holds nothing but the destination's identity: a reference written as an object.
+    private func isReferenceObject(_ mapping: EntityMapping, _ node: Node) -> Bool {
+        let identity = mapping.description.identity
+        guard !identity.isEmpty else { return false }
+        let members = source.members(node)
+        guard members.count == identity.count else { return false }
+        let keys = Set(identity.compactMap { mapping.description.codingKeyPaths[$0]?.first })
+        return members.allSatisfy { keys.contains(session.convert($0.key, path: .root)) }
+    }
+
+    /// The object a relationship value refers to: a nested object is decoded (upserted); a bare identity
+    /// (a value, an array of composite values, or an object of only identity keys) is looked up, and when it
+    /// is not stored becomes a stub or is ignored, as the policy says.
+    func reference(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> (any EntityObject)? {
+        let kind = source.kind(node)
+        if kind == .object, !isReferenceObject(mapping, node) {
+            return try decodeEntity(mapping, node, path)
+        }
+        guard !mapping.description.identity.isEmpty else {
+            throw typeMismatch([String: Any].self, node, path)
+        }
+        let key = try referenceKey(mapping, node, path)
+        if let object = try context.object(entity: mapping.index, identity: key) { return object }
+        switch session.options.unknownReferencePolicy {
+        case .ignore: return nil
+        case .stub: return try createEntity(mapping, nil, path, stubIdentity: key)
+        }
+    }
+
+    /// The identity in a bare reference.
+    func referenceKey(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> Context.IdentityKey {
+        let description = mapping.description
+        let attributes: [AttributeDescription] = description.identity.compactMap {
+            if case .attribute(let attribute) = description.fields[$0] { attribute } else { nil }
+        }
+        switch source.kind(node) {
+        case .object:
+            return try identityKey(mapping, node, path)
+        case .array where attributes.count > 1:
+            let elements = source.elements(node)
+            guard elements.count == attributes.count else {
+                throw DecodingError.dataCorrupted(
+                    DecodingError.Context(
+                        codingPath: path.path,
+                        debugDescription: "A reference to \(mapping.name) needs \(attributes.count) identity values (\(attributes.map(\.name).joined(separator: ", "))) but has \(elements.count)."))
+            }
+            var values: [SQLiteValue] = []
+            for (offset, (attribute, element)) in zip(attributes, elements).enumerated() {
+                values.append(try with(node: element, path: path.appending(index: offset)) { try attribute.decodeSQLiteValue(self) })
+            }
+            return Context.IdentityKey(values)
+        case .array:
+            // A single identity is a value, not an array: report it as JSONDecoder reports a non-object.
+            throw typeMismatch([String: Any].self, node, path)
+        default:
+            guard attributes.count == 1 else {
+                throw DecodingError.typeMismatch(
+                    [Any].self,
+                    DecodingError.Context(
+                        codingPath: path.path,
+                        debugDescription: "Expected a reference to \(mapping.name) as an object or an array of its \(attributes.count) identity values but found \(source.kind(node).foundationDescription) instead."))
+            }
+            return Context.IdentityKey([try with(node: node, path: path) { try attributes[0].decodeSQLiteValue(self) }])
+        }
+    }
+
+    // MARK: - Batches
+
+    /// Decodes an array of entities, resolving every identity in it (nested objects and bare references
+    /// included) with one query per entity before decoding the elements.
+    func decodeEntityArray(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> [any EntityObject] {
+        guard source.kind(node) == .array else {
+            if source.kind(node) == .null { throw valueNotFound([Any].self, path) }
+            throw typeMismatch([Any].self, node, path)
+        }
+        let elements = source.elements(node)
+        try prefetchIdentities(mapping, elements)
+        var result: [any EntityObject] = []
+        result.reserveCapacity(elements.count)
+        for (offset, element) in elements.enumerated() {
+            result.append(try decodeEntity(mapping, element, path.appending(index: offset)))
+        }
+        return result
+    }
+
+    /// Looks up, with one query per entity, every identity that decoding these elements will need.
+    func prefetchIdentities(_ mapping: EntityMapping, _ elements: [Node]) throws {
+        var keys: [Int: [Context.IdentityKey]] = [:]
+        for element in elements { collectKeys(mapping, element, depth: 0, into: &keys) }
+        for entity in keys.keys.sorted() {
+            try context.prefetch(entity: entity, keys: keys[entity]!)
+        }
+    }
+
+    private func collectKeys(_ mapping: EntityMapping, _ node: Node, depth: Int, into keys: inout [Int: [Context.IdentityKey]]) {
+        guard depth < 16, source.kind(node) == .object else { return }
+        let description = mapping.description
+        if !description.identity.isEmpty, let key = try? identityKey(mapping, node, .root) {
+            keys[mapping.index, default: []].append(key)
+        }
+        guard mapping.hasRelationships else { return }
+        for relationshipDescription in description.relationships {
+            guard let keyPath = description.codingKeyPaths[relationshipDescription.index],
+                let found = (try? fieldNode(node, keyPath, .root)) ?? nil, case let (valueNode, _) = found,
+                let relationship = mapping.relationships[relationshipDescription.index]
+            else { continue }
+            let destination = context.model.mappings[relationship.destination]
+            let values: [Node]
+            if relationshipDescription.isToMany {
+                values = source.kind(valueNode) == .array ? source.elements(valueNode) : []
+            } else {
+                values = [valueNode]
+            }
+            for value in values {
+                switch source.kind(value) {
+                case .null:
+                    continue
+                case .object:
+                    collectKeys(destination, value, depth: depth + 1, into: &keys)
+                default:
+                    if !destination.description.identity.isEmpty, let key = try? referenceKey(destination, value, .root) {
+                        keys[destination.index, default: []].append(key)
+                    }
+                }
+            }
+        }
+    }
+}
+
+// MARK: - Entity collections
+
+/// A handle on a decoder positioned on a JSON array of entities (the store decoder's, or one made for a
+/// foreign decoder).
+protocol EntityDecodingHandle {
+    func decodeEntityArray<Element: EntityObject>(_ type: Element.Type) throws -> [Element]
+}
+
+extension StoreDecoderImpl: EntityDecodingHandle {
+    func decodeEntityArray<Element: EntityObject>(_ type: Element.Type) throws -> [Element] {
+        try decodeEntityArray(try context.model.mapping(for: Element.self), node, path).map {
+            unsafeDowncast($0, to: Element.self)
+        }
+    }
+}
+
+/// Collections of entities the decoder fills in batches: `[T]`, `Set<T>` and ``Many``.
+protocol EntityCollectionDecodable {
+    static func decodeEntities(from handle: any EntityDecodingHandle) throws -> Self
+}
+
+extension Array: EntityCollectionDecodable where Element: EntityObject {
+    static func decodeEntities(from handle: any EntityDecodingHandle) throws -> [Element] {
+        try handle.decodeEntityArray(Element.self)
+    }
+}
+
+extension Set: EntityCollectionDecodable where Element: EntityObject {
+    static func decodeEntities(from handle: any EntityDecodingHandle) throws -> Set<Element> {
+        Set(try handle.decodeEntityArray(Element.self))
+    }
+}
+
+extension Context {
+    /// Sets a to-one relationship through the type-erased description, with inverse maintenance.
+    func setToOne(_ owner: any EntityObject, _ relationship: ResolvedRelationship, _ new: (any EntityObject)?) {
+        let old = resolveToOne(owner, relationship)
+        if old === new { return }
+        relationship.description.setOne(owner, new)
+        toOneDidChange(owner, relationship, old: old, new: new)
+    }
+
+    /// Sets a to-many relationship through the type-erased description, with inverse maintenance; the same
+    /// members (in the same order, for an ordered relationship) change nothing.
+    func setToMany(_ owner: any EntityObject, _ relationship: ResolvedRelationship, _ members: [any EntityObject]) {
+        let old = loadToMany(owner, relationship)
+        var seen = Set<ObjectIdentifier>()
+        let new = members.filter { seen.insert(ObjectIdentifier($0)).inserted }
+        if old.count == new.count {
+            if relationship.description.isOrdered {
+                if zip(old, new).allSatisfy({ $0 === $1 }) { return }
+            } else if Set(old.map { ObjectIdentifier($0) }) == seen {
+                return
+            }
+        }
+        relationship.description.setMany(owner, new)
+        toManyDidChange(owner, relationship, old: old, new: new)
+    }
+}

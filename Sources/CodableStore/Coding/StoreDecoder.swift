@@ -1,0 +1,207 @@
+import Foundation
+
+/// Decodes JSON straight into store-tracked entities, upserting them by identity.
+///
+/// ```swift
+/// let decoder = StoreDecoder()
+/// decoder.dateDecodingStrategy = .iso8601
+/// try store.write { context in
+///     let issues = try decoder.decode([Issue].self, from: data, into: context)
+/// }
+/// ```
+///
+/// The contract:
+/// - An entity with an identity is looked up by it (in the context, then in the store) and updated in place;
+///   otherwise it is inserted. An entity without identity is always inserted.
+/// - Only keys present in the JSON are applied. `null` clears an optional attribute; `null` or a missing key
+///   for a non-optional attribute of a new object is a `DecodingError` (unless the attribute has a default).
+/// - Assigning an unchanged value does not mark the object changed, so re-importing the same data writes
+///   nothing.
+/// - Duplicates within one payload are one object, updated in payload order.
+/// - Relationships accept nested objects (decoded and upserted), bare identities (`"country": 7`,
+///   `"tags": [1, 2]`, composite ones as an object or an array of values), and mixes of both. `null` unlinks a
+///   to-one or empties a to-many; `null` elements are skipped.
+/// - Arrays of entities resolve all identities of the array (nested objects and bare references included)
+///   with one query per entity, not one per element.
+///
+/// Errors are `DecodingError`s with the full coding path and swift-foundation's wording; store failures are
+/// ``StoreError``s.
+public final class StoreDecoder: @unchecked Sendable {
+    // @unchecked: the options are plain values set before use, like JSONDecoder's; a decode call copies them.
+
+    /// How JSON keys are matched with field keys.
+    public enum KeyDecodingStrategy: Sendable {
+        /// Keys are used as they are.
+        case useDefaultKeys
+        /// `snake_case` JSON keys match `camelCase` fields (`user_id` → `userId`), as JSONDecoder does.
+        case convertFromSnakeCase
+        /// A function from the coding path (ending with the JSON key) to the key to match.
+        case custom(@Sendable ([any CodingKey]) -> any CodingKey)
+    }
+
+    /// How dates are read.
+    public enum DateDecodingStrategy: @unchecked Sendable {
+        // @unchecked: a DateFormatter handed over here must not be mutated afterwards.
+        /// `Date`'s own decoding: seconds since 2001-01-01.
+        case deferredToDate
+        /// ISO 8601 with or without fractional seconds, with `Z` or an offset (`2015-06-05T09:52:26Z`,
+        /// `2015-06-05T09:52:26.123+02:00`).
+        case iso8601
+        /// A number of seconds since 1970-01-01T00:00:00Z.
+        case secondsSince1970
+        /// A number of milliseconds since 1970-01-01T00:00:00Z.
+        case millisecondsSince1970
+        /// A string parsed by a formatter.
+        case formatted(DateFormatter)
+        /// Your own function.
+        case custom(@Sendable (any Decoder) throws -> Date)
+    }
+
+    /// How `Data` is read.
+    public enum DataDecodingStrategy: Sendable {
+        /// Base64 text (the default, as JSONDecoder's).
+        case base64
+        /// `Data`'s own decoding: an array of bytes.
+        case deferredToData
+        /// Your own function.
+        case custom(@Sendable (any Decoder) throws -> Data)
+    }
+
+    /// How non-finite floating-point values are read.
+    public enum NonConformingFloatDecodingStrategy: Sendable {
+        /// They are an error.
+        case `throw`
+        /// These strings stand for them.
+        case convertFromString(positiveInfinity: String, negativeInfinity: String, nan: String)
+    }
+
+    /// What a bare reference to an object that is not stored becomes.
+    public enum UnknownReferencePolicy: Sendable {
+        /// A new object holding only the identity (the destination's other non-optional attributes need
+        /// default values).
+        case stub
+        /// Nothing: the reference is skipped.
+        case ignore
+    }
+
+    /// What a to-many array in JSON does to the relationship.
+    public enum ToManyPolicy: Sendable {
+        /// The array becomes the membership.
+        case replace
+        /// The array's objects are added to the membership.
+        case append
+    }
+
+    public var keyDecodingStrategy: KeyDecodingStrategy = .useDefaultKeys
+    public var dateDecodingStrategy: DateDecodingStrategy = .deferredToDate
+    public var dataDecodingStrategy: DataDecodingStrategy = .base64
+    public var nonConformingFloatDecodingStrategy: NonConformingFloatDecodingStrategy = .throw
+    public var unknownReferencePolicy: UnknownReferencePolicy = .stub
+    public var toManyPolicy: ToManyPolicy = .replace
+    /// Values your `init(from:)` implementations can read.
+    public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
+
+    public init() {}
+
+    struct Options {
+        var keyDecodingStrategy: KeyDecodingStrategy
+        var dateDecodingStrategy: DateDecodingStrategy
+        var dataDecodingStrategy: DataDecodingStrategy
+        var nonConformingFloatDecodingStrategy: NonConformingFloatDecodingStrategy
+        var unknownReferencePolicy: UnknownReferencePolicy
+        var toManyPolicy: ToManyPolicy
+        var userInfo: [CodingUserInfoKey: any Sendable]
+    }
+
+    var options: Options {
+        Options(
+            keyDecodingStrategy: keyDecodingStrategy, dateDecodingStrategy: dateDecodingStrategy,
+            dataDecodingStrategy: dataDecodingStrategy,
+            nonConformingFloatDecodingStrategy: nonConformingFloatDecodingStrategy,
+            unknownReferencePolicy: unknownReferencePolicy, toManyPolicy: toManyPolicy, userInfo: userInfo)
+    }
+
+    /// Decodes a value (an entity, an array of entities, `Many<T>`, or any `Decodable` containing entities)
+    /// from JSON, upserting the entities into `context`.
+    ///
+    /// - Throws: `DecodingError` for data that does not fit the types (with the coding path),
+    ///   ``StoreError`` for store failures, and a JSON syntax error for malformed JSON. A malformed document
+    ///   changes nothing in the context.
+    public func decode<T: Decodable>(_ type: T.Type, from data: Data, into context: Context) throws -> T {
+        let tree = try JSONDecoder().decode(JSONTree.self, from: data)
+        return try decode(type, from: JSONTreeView(root: tree), into: context)
+    }
+
+    func decode<T: Decodable, Source: JSONRecordView>(_ type: T.Type, from source: Source, into context: Context) throws -> T {
+        let session = DecodingSession(context: context, options: options)
+        let impl = StoreDecoderImpl(source: source, node: source.root, path: .root, session: session)
+        return try impl.unwrap(source.root, as: T.self, path: .root)
+    }
+}
+
+/// State shared by all decoder objects of one decode call.
+final class DecodingSession {
+    let context: Context
+    let options: StoreDecoder.Options
+    /// Converted keys, per raw key, when a key strategy is set.
+    var convertedKeys: [String: String] = [:]
+
+    init(context: Context, options: StoreDecoder.Options) {
+        self.context = context
+        self.options = options
+    }
+
+    /// The key a JSON key matches under the key strategy.
+    func convert(_ key: String, path: CodingPathNode) -> String {
+        switch options.keyDecodingStrategy {
+        case .useDefaultKeys:
+            return key
+        case .convertFromSnakeCase:
+            if let converted = convertedKeys[key] { return converted }
+            let converted = Self.convertFromSnakeCase(key)
+            convertedKeys[key] = converted
+            return converted
+        case .custom(let convert):
+            return convert(path.path + [CodingKeys(stringValue: key)]).stringValue
+        }
+    }
+
+    /// JSONDecoder's rule: leading and trailing underscores are kept; `_x` inside words capitalizes.
+    static func convertFromSnakeCase(_ key: String) -> String {
+        guard !key.isEmpty, key.contains("_") else { return key }
+        guard let first = key.firstIndex(where: { $0 != "_" }) else { return key }
+        var last = key.index(before: key.endIndex)
+        while last > first, key[last] == "_" { last = key.index(before: last) }
+        let body = key[first...last]
+        let words = body.split(separator: "_", omittingEmptySubsequences: true)
+        guard words.count > 1 || body.contains("_") else { return key }
+        let joined = words.enumerated().map { $0.offset == 0 ? String($0.element) : $0.element.capitalized }.joined()
+        return String(key[..<first]) + joined + String(key[key.index(after: last)...])
+    }
+}
+
+extension CodingUserInfoKey {
+    /// Where to put a ``ContextReference`` for decoding entities with Foundation's `JSONDecoder`.
+    public static let codableStoreContext = CodingUserInfoKey(rawValue: "CodableStore.context")!
+}
+
+/// A context handed to Foundation's `JSONDecoder` through `userInfo[.codableStoreContext]`, so that
+/// ``Many`` can upsert entities there (a slower path than ``StoreDecoder``, with the same semantics).
+///
+/// ```swift
+/// let decoder = JSONDecoder()
+/// decoder.userInfo[.codableStoreContext] = ContextReference(context)
+/// let page = try decoder.decode(Page.self, from: data)   // struct Page: Decodable { let results: Many<Issue> }
+/// ```
+/// Use it only inside the `write` closure that gave you the context.
+public final class ContextReference: @unchecked Sendable {
+    // @unchecked: the reference is only dereferenced by decoding code running inside the context's closure,
+    // on the closure's thread; it is never used concurrently.
+    let context: Context
+    let options: StoreDecoder.Options
+
+    public init(_ context: Context, decoder: StoreDecoder = StoreDecoder()) {
+        self.context = context
+        self.options = decoder.options
+    }
+}
