@@ -265,6 +265,24 @@ extension StoreDecoderImpl {
         for entity in keys.keys.sorted() {
             try context.prefetch(entity: entity, keys: keys[entity]!)
         }
+        // Stored objects whose to-many relationships the JSON replaces: load the current memberships of
+        // all of them at once, rather than one query per object when each is replaced.
+        guard mapping.hasRelationships, !mapping.description.identity.isEmpty else { return }
+        for relationshipDescription in mapping.description.relationships where relationshipDescription.isToMany {
+            guard let keyPath = mapping.description.codingKeyPaths[relationshipDescription.index],
+                let relationship = mapping.relationships[relationshipDescription.index]
+            else { continue }
+            var owners: [any EntityObject] = []
+            for element in elements where source.kind(element) == .object {
+                guard ((try? fieldNode(element, keyPath, .root)) ?? nil) != nil,
+                    let key = try? identityKey(mapping, element, .root),
+                    let owner = context.cachedObject(entity: mapping.index, key: key).object,
+                    owner.entityState.unloadedRelationships.contains(relationshipDescription.index)
+                else { continue }
+                owners.append(owner)
+            }
+            try context.loadToManyBatch(owners, relationship)
+        }
     }
 
     private func collectKeys(_ mapping: EntityMapping, _ node: Node, depth: Int, into keys: inout [Int: [Context.IdentityKey]]) {

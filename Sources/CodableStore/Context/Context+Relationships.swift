@@ -195,3 +195,55 @@ extension Context {
         }
     }
 }
+
+extension Context {
+    /// Loads one to-many relationship of many objects with one query per chunk of owners, instead of one
+    /// query per owner: what decoding a batch of stored objects needs before replacing their memberships.
+    func loadToManyBatch(_ owners: [any EntityObject], _ relationship: ResolvedRelationship) throws {
+        let field = relationship.description.index
+        let pending = owners.filter { $0.entityState.unloadedRelationships.contains(field) && $0.entityState.rowID != 0 }
+        if pending.isEmpty { return }
+        try flush()
+        let destination = model.mappings[relationship.destination]
+        let chunkSize = 256
+        let placeholders = Array(repeating: "?", count: chunkSize).joined(separator: ", ")
+        let sql: String
+        switch relationship.storage {
+        case .foreignKey:
+            return
+        case .inverseForeignKey(let column, let orderColumn):
+            let order = orderColumn.map { "\(quoteIdentifier($0)) IS NULL, \(quoteIdentifier($0)), " } ?? ""
+            sql = "SELECT \(quoteIdentifier(column)), \(destination.qualifiedColumnsSQL) FROM \(quoteIdentifier(destination.name)) "
+                + "WHERE \(quoteIdentifier(column)) IN (\(placeholders)) ORDER BY \(order)\"_pk\""
+        case .joinTable(let index, let ownerIsSource):
+            let join = model.joinTables[index]
+            let (mine, theirs) = ownerIsSource ? ("source", "target") : ("target", "source")
+            let order = ownerIsSource && join.hasPosition ? "j.\"position\" IS NULL, j.\"position\", " : ""
+            sql = "SELECT j.\"\(mine)\", \(destination.qualifiedColumnsSQL) FROM \(quoteIdentifier(destination.name)) "
+                + "JOIN \(quoteIdentifier(join.name)) AS j ON j.\"\(theirs)\" = \(quoteIdentifier(destination.name)).\"_pk\" "
+                + "WHERE j.\"\(mine)\" IN (\(placeholders)) ORDER BY \(order)j.rowid"
+        }
+        // Rows come with the owner's row id first; the entity's columns follow, shifted by one.
+        let statement = try connection.cachedStatement(sql: sql)
+        var start = 0
+        while start < pending.count {
+            let chunk = pending[start..<min(start + chunkSize, pending.count)]
+            for slot in 0..<chunkSize {
+                let owner = slot < chunk.count ? chunk[chunk.startIndex + slot] : chunk[chunk.endIndex - 1]
+                try statement.bind(owner.entityState.rowID, at: Int32(slot + 1))
+            }
+            var members: [Int64: [any EntityObject]] = [:]
+            defer { statement.reset() }
+            while try statement.step() {
+                let ownerRow = statement.int64(at: 0)
+                members[ownerRow, default: []].append(try object(for: destination, statement: statement, columnOffset: 1))
+            }
+            statement.reset()
+            for owner in chunk where owner.entityState.unloadedRelationships.contains(field) {
+                owner.entityState.unloadedRelationships.remove(field)
+                relationship.description.setMany(owner, members[owner.entityState.rowID] ?? [])
+            }
+            start += chunkSize
+        }
+    }
+}

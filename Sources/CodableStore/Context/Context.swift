@@ -220,10 +220,11 @@ public final class Context {
 
     /// The object for the current row of `statement`: the registered one if the row is already in memory
     /// (its in-memory state wins), or a new one created with `init(row:)`.
-    func object(for mapping: EntityMapping, statement: Statement) throws -> any EntityObject {
-        let rowID = statement.int64(at: 0)
+    func object(for mapping: EntityMapping, statement: Statement, columnOffset: Int32 = 0) throws -> any EntityObject {
+        let rowID = statement.int64(at: columnOffset)
         if let existing = registries[mapping.index][rowID] { return existing }
-        let object = try mapping.description.type.init(row: EntityRow(statement: statement, mapping: mapping))
+        let object = try mapping.description.type.init(
+            row: EntityRow(statement: statement, mapping: mapping, columnOffset: columnOffset))
         let state = object.entityState
         state.context = self
         state.entityIndex = mapping.index
@@ -232,7 +233,7 @@ public final class Context {
         for case let relationship? in mapping.relationships {
             let field = relationship.description.index
             if case .foreignKey = relationship.storage {
-                let column = mapping.columnOfField[field]
+                let column = mapping.columnOfField[field] + columnOffset
                 if !statement.isNull(at: column) {
                     state.unloadedRelationships.insert(field)
                     state.foreignKeys[field] = statement.int64(at: column)

@@ -13,15 +13,19 @@ public struct EntityRow {
 
     private let source: Source
     let mapping: EntityMapping
+    /// Where the entity's columns start in the statement's result (after extra leading columns).
+    private let columnOffset: Int32
 
-    init(statement: Statement, mapping: EntityMapping) {
+    init(statement: Statement, mapping: EntityMapping, columnOffset: Int32 = 0) {
         self.source = .statement(statement)
         self.mapping = mapping
+        self.columnOffset = columnOffset
     }
 
     init(values: [SQLiteValue], mapping: EntityMapping) {
         self.source = .values(values)
         self.mapping = mapping
+        self.columnOffset = 0
     }
 
     /// Reads an attribute.
@@ -29,7 +33,7 @@ public struct EntityRow {
         do {
             switch source {
             case .statement(let statement):
-                return try V.read(from: statement, at: mapping.columnOfField[field])
+                return try V.read(from: statement, at: mapping.columnOfField[field] + columnOffset)
             case .values(let values):
                 return try V(sqliteValue: values[field])
             }

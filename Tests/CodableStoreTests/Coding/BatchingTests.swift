@@ -1,0 +1,57 @@
+import CodableStore
+import Foundation
+import Testing
+
+/// Decoding arrays must cost a small constant number of lookup queries, not one per element.
+@Suite struct BatchingTests {
+    /// `count` issues with nested users (50 distinct, as objects or bare ids) and labels (20 distinct, mixed).
+    static func payload(count: Int, firstID: Int = 0) -> Data {
+        let elements = (0..<count).map { i -> String in
+            let id = firstID + i
+            let user = i % 2 == 0 ? #"{"id": \#(i % 50), "login": "user\#(i % 50)"}"# : "\(i % 50)"
+            let labels = i % 3 == 0 ? #"[{"id": \#(i % 20), "name": "label\#(i % 20)"}, \#((i + 1) % 20)]"# : "[\(i % 20)]"
+            return #"{"id": \#(id), "number": \#(id), "title": "issue \#(id)", "user": \#(user), "labels": \#(labels)}"#
+        }
+        return Data("[\(elements.joined(separator: ","))]".utf8)
+    }
+
+    private func selects(_ log: StatementLog) -> [String] {
+        log.all.filter { $0.hasPrefix("SELECT") }
+    }
+
+    @Test func decodingAThousandIssuesRunsAConstantNumberOfLookups() throws {
+        let log = StatementLog()
+        let store = try Store(path: TestStore.temporaryPath(), entities: issueEntities, options: .init(statementObserver: log.observer))
+        // Stubs created for labels referenced by id before their object appears need a name: Topic.name has a default.
+        log.reset()
+        try store.write { _ = try StoreDecoder().decode([Issue].self, from: Self.payload(count: 1_000), into: $0) }
+        let first = selects(log)
+        // Identity lookups: 4 chunks of 256 issues, 1 for users, 1 for topics; plus one max(_pk) per entity.
+        let lookups = first.filter { $0.contains(" IN (") }
+        #expect(lookups.count == 6, "\(lookups)")
+        #expect(first.count == 9, "\(first.count) SELECTs: \(first)")
+        #expect(try store.read { try $0.count(Issue.self) } == 1_000)
+        #expect(try store.read { try $0.count(User.self) } == 50)
+        #expect(try store.read { try $0.count(Topic.self) } == 20)
+
+        // Re-decoding the same stored objects: memberships are loaded in batches too.
+        log.reset()
+        try store.write { _ = try StoreDecoder().decode([Issue].self, from: Self.payload(count: 1_000), into: $0) }
+        let second = selects(log)
+        #expect(second.count <= 16, "\(second.count) SELECTs: \(second.prefix(20))")
+        #expect(log.writes.isEmpty, "\(log.writes.prefix(5))")
+    }
+
+    @Test func lookupsDoNotGrowWithTheNumberOfElements() throws {
+        func count(_ elements: Int) throws -> Int {
+            let log = StatementLog()
+            let store = try Store.inMemory(entities: issueEntities, options: .init(statementObserver: log.observer))
+            try store.write { _ = try StoreDecoder().decode([Issue].self, from: Self.payload(count: elements), into: $0) }
+            return selects(log).count
+        }
+        let small = try count(200)
+        let large = try count(2_000)
+        // Only the number of 256-key chunks of the issues themselves grows (1 → 8).
+        #expect(large - small <= 7, "200 elements: \(small) SELECTs, 2000 elements: \(large)")
+    }
+}
