@@ -43,18 +43,26 @@ protocol JSONRecordView {
     func byteOffset(_ node: Node) -> Int?
 }
 
-/// A JSON value captured as a tree: used when entities are decoded through a foreign decoder (which only
-/// offers Codable containers), and for small documents.
-enum JSONTree: Sendable, Equatable {
+/// A JSON value as a tree: what the ``EntityDecodingHooks/prepareForDecoding(_:)`` hook rewrites, and what
+/// entities are captured as when they are decoded through a foreign decoder.
+///
+/// ```swift
+/// static func prepareForDecoding(_ json: inout JSONValue) throws {
+///     if case .string(let id)? = json["id"], let number = Int(id) { json["id"] = .number(String(number)) }
+/// }
+/// ```
+/// Numbers keep their text, so integers beyond 64 bits and exact decimals survive; object members keep their
+/// order.
+public enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     /// The number's text, so that integers beyond 64 bits and exact decimals survive.
     case number(String)
     case string(String)
-    case array([JSONTree])
-    case object([(String, JSONTree)])
+    case array([JSONValue])
+    case object([(String, JSONValue)])
 
-    static func == (lhs: JSONTree, rhs: JSONTree) -> Bool {
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): true
         case (.bool(let a), .bool(let b)): a == b
@@ -67,20 +75,44 @@ enum JSONTree: Sendable, Equatable {
     }
 }
 
-extension JSONTree: Decodable {
+extension JSONValue {
+    /// The member with this key of an object (the last one if repeated); setting appends or replaces it,
+    /// setting nil removes it. Nil for non-objects.
+    public subscript(key: String) -> JSONValue? {
+        get {
+            guard case .object(let members) = self else { return nil }
+            return members.last { $0.0 == key }?.1
+        }
+        set {
+            guard case .object(var members) = self else { return }
+            members.removeAll { $0.0 == key }
+            if let newValue { members.append((key, newValue)) }
+            self = .object(members)
+        }
+    }
+
+    /// The string, if this is a string.
+    public var stringValue: String? { if case .string(let value) = self { value } else { nil } }
+    /// The number's text, if this is a number.
+    public var numberText: String? { if case .number(let value) = self { value } else { nil } }
+    /// A number made from an integer.
+    public static func integer(_ value: some BinaryInteger) -> JSONValue { .number(String(value)) }
+}
+
+extension JSONValue: Decodable {
     /// Captures whatever JSON value a decoder is positioned on.
-    init(from decoder: any Decoder) throws {
+    public init(from decoder: any Decoder) throws {
         if let container = try? decoder.container(keyedBy: AnyKey.self) {
-            var members: [(String, JSONTree)] = []
+            var members: [(String, JSONValue)] = []
             for key in container.allKeys.sorted(by: { $0.stringValue < $1.stringValue }) {
-                members.append((key.stringValue, try container.decode(JSONTree.self, forKey: key)))
+                members.append((key.stringValue, try container.decode(JSONValue.self, forKey: key)))
             }
             self = .object(members)
             return
         }
         if var container = try? decoder.unkeyedContainer() {
-            var elements: [JSONTree] = []
-            while !container.isAtEnd { elements.append(try container.decode(JSONTree.self)) }
+            var elements: [JSONValue] = []
+            while !container.isAtEnd { elements.append(try container.decode(JSONValue.self)) }
             self = .array(elements)
             return
         }
@@ -113,10 +145,10 @@ struct AnyKey: CodingKey {
 }
 
 /// A whole tree as a record view; nodes are the subtrees.
-struct JSONTreeView: JSONRecordView {
-    let root: JSONTree
+struct JSONValueView: JSONRecordView {
+    let root: JSONValue
 
-    func kind(_ node: JSONTree) -> JSONKind {
+    func kind(_ node: JSONValue) -> JSONKind {
         switch node {
         case .null: .null
         case .bool: .bool
@@ -126,19 +158,19 @@ struct JSONTreeView: JSONRecordView {
         case .object: .object
         }
     }
-    func bool(_ node: JSONTree) -> Bool { if case .bool(let value) = node { value } else { false } }
-    func string(_ node: JSONTree) -> String { if case .string(let value) = node { value } else { "" } }
-    func numberText(_ node: JSONTree) -> String { if case .number(let value) = node { value } else { "" } }
-    func int64(_ node: JSONTree) -> Int64? { Int64(numberText(node)) }
-    func uint64(_ node: JSONTree) -> UInt64? { UInt64(numberText(node)) }
-    func double(_ node: JSONTree) -> Double? { Double(numberText(node)).flatMap { $0.isFinite ? $0 : nil } }
-    func elements(_ node: JSONTree) -> [JSONTree] { if case .array(let value) = node { value } else { [] } }
-    func member(_ node: JSONTree, key: String) -> JSONTree? {
+    func bool(_ node: JSONValue) -> Bool { if case .bool(let value) = node { value } else { false } }
+    func string(_ node: JSONValue) -> String { if case .string(let value) = node { value } else { "" } }
+    func numberText(_ node: JSONValue) -> String { if case .number(let value) = node { value } else { "" } }
+    func int64(_ node: JSONValue) -> Int64? { Int64(numberText(node)) }
+    func uint64(_ node: JSONValue) -> UInt64? { UInt64(numberText(node)) }
+    func double(_ node: JSONValue) -> Double? { Double(numberText(node)).flatMap { $0.isFinite ? $0 : nil } }
+    func elements(_ node: JSONValue) -> [JSONValue] { if case .array(let value) = node { value } else { [] } }
+    func member(_ node: JSONValue, key: String) -> JSONValue? {
         guard case .object(let members) = node else { return nil }
         return members.last { $0.0 == key }?.1
     }
-    func members(_ node: JSONTree) -> [(key: String, value: JSONTree)] {
+    func members(_ node: JSONValue) -> [(key: String, value: JSONValue)] {
         if case .object(let members) = node { members.map { (key: $0.0, value: $0.1) } } else { [] }
     }
-    func byteOffset(_ node: JSONTree) -> Int? { nil }
+    func byteOffset(_ node: JSONValue) -> Int? { nil }
 }

@@ -33,13 +33,13 @@ public struct Many<Element: EntityObject>: RandomAccessCollection, Decodable {
                     codingPath: decoder.codingPath,
                     debugDescription: "Many<\(Element.self)> upserts into a store context: decode it with StoreDecoder, or put a ContextReference in userInfo[.codableStoreContext]"))
         }
-        let tree = try JSONTree(from: decoder)
+        let tree = try JSONValue(from: decoder)
         var path = CodingPathNode.root
         for key in decoder.codingPath {
             if let index = key.intValue, key.stringValue.hasPrefix("Index ") { path = path.appending(index: index) } else { path = path.appending(key.stringValue) }
         }
         let session = DecodingSession(context: reference.context, options: reference.options)
-        let impl = StoreDecoderImpl(source: JSONTreeView(root: tree), node: tree, path: path, session: session)
+        let impl = StoreDecoderImpl(source: JSONValueView(root: tree), node: tree, path: path, session: session)
         elements = try impl.decodeEntityArray(Element.self)
     }
 }

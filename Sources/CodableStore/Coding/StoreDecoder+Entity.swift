@@ -7,11 +7,19 @@ extension StoreDecoderImpl {
     }
 
     /// Upserts one entity from a JSON object.
-    func decodeEntity(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> any EntityObject {
+    func decodeEntity(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode, prepared: Bool = false) throws
+        -> any EntityObject
+    {
         switch source.kind(node) {
         case .object: break
         case .null: throw valueNotFound(mapping.description.type, path)
         default: throw typeMismatch([String: Any].self, node, path)
+        }
+        if !prepared, let preparing = mapping.description.type as? any EntityJSONPreparing.Type {
+            var json = materialize(node)
+            try preparing.prepareForDecoding(&json)
+            let prepared = StoreDecoderImpl<JSONValueView>(source: JSONValueView(root: json), node: json, path: path, session: session)
+            return try prepared.decodeEntity(mapping, json, path, prepared: true)
         }
         let description = mapping.description
         var existing: (any EntityObject)?
@@ -22,12 +30,28 @@ extension StoreDecoderImpl {
         let object: any EntityObject
         if let existing {
             object = existing
-            try applyAttributes(to: object, mapping, node, path)
         } else {
             object = try createEntity(mapping, node, path, stubIdentity: nil)
         }
-        if mapping.hasRelationships { try applyRelationships(to: object, mapping, node, path) }
+        if let custom = object as? any EntityCustomDecoding {
+            try with(node: node, path: path) { try custom.initialize(from: self) }
+        } else {
+            if existing != nil { try applyAttributes(to: object, mapping, node, path) { _ in true } }
+            if mapping.hasRelationships { try applyRelationships(to: object, mapping, node, path) { _ in true } }
+        }
         return object
+    }
+
+    /// The JSON value at `node` as a tree.
+    func materialize(_ node: Node) -> JSONValue {
+        switch source.kind(node) {
+        case .null: .null
+        case .bool: .bool(source.bool(node))
+        case .number: .number(source.numberText(node))
+        case .string: .string(source.string(node))
+        case .array: .array(source.elements(node).map(materialize))
+        case .object: .object(source.members(node).map { ($0.key, materialize($0.value)) })
+        }
     }
 
     // MARK: - Fields
@@ -123,9 +147,11 @@ extension StoreDecoderImpl {
     }
 
     /// Applies the attributes present in the JSON object to an existing object; equal values change nothing.
-    func applyAttributes(to object: any EntityObject, _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws {
+    func applyAttributes(
+        to object: any EntityObject, _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode, _ include: (String) -> Bool
+    ) throws {
         let description = mapping.description
-        for attribute in description.attributes {
+        for attribute in description.attributes where include(attribute.name) {
             guard let keyPath = description.codingKeyPaths[attribute.index],
                 let (valueNode, valuePath) = try fieldNode(node, keyPath, path)
             else { continue }
@@ -135,9 +161,11 @@ extension StoreDecoderImpl {
 
     // MARK: - Relationships
 
-    func applyRelationships(to object: any EntityObject, _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws {
+    func applyRelationships(
+        to object: any EntityObject, _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode, _ include: (String) -> Bool
+    ) throws {
         let description = mapping.description
-        for relationshipDescription in description.relationships {
+        for relationshipDescription in description.relationships where include(relationshipDescription.name) {
             guard let keyPath = description.codingKeyPaths[relationshipDescription.index],
                 let (valueNode, valuePath) = try fieldNode(node, keyPath, path),
                 let relationship = mapping.relationships[relationshipDescription.index]
@@ -326,9 +354,18 @@ extension StoreDecoderImpl {
 /// foreign decoder).
 protocol EntityDecodingHandle {
     func decodeEntityArray<Element: EntityObject>(_ type: Element.Type) throws -> [Element]
+    func applyFields(to object: any EntityObject, _ include: (String) -> Bool) throws
 }
 
 extension StoreDecoderImpl: EntityDecodingHandle {
+    /// The default decoding of the fields `include` accepts, from the JSON object the decoder is on.
+    func applyFields(to object: any EntityObject, _ include: (String) -> Bool) throws {
+        let mapping = try context.model.mapping(of: object)
+        guard source.kind(node) == .object else { throw typeMismatch([String: Any].self, node, path) }
+        try applyAttributes(to: object, mapping, node, path, include)
+        if mapping.hasRelationships { try applyRelationships(to: object, mapping, node, path, include) }
+    }
+
     func decodeEntityArray<Element: EntityObject>(_ type: Element.Type) throws -> [Element] {
         try decodeEntityArray(try context.model.mapping(for: Element.self), node, path).map {
             unsafeDowncast($0, to: Element.self)

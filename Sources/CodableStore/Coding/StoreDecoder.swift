@@ -128,8 +128,8 @@ public final class StoreDecoder: @unchecked Sendable {
     ///   ``StoreError`` for store failures, and a JSON syntax error for malformed JSON. A malformed document
     ///   changes nothing in the context.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data, into context: Context) throws -> T {
-        let tree = try JSONDecoder().decode(JSONTree.self, from: data)
-        return try decode(type, from: JSONTreeView(root: tree), into: context)
+        let tree = try JSONDecoder().decode(JSONValue.self, from: data)
+        return try decode(type, from: JSONValueView(root: tree), into: context)
     }
 
     func decode<T: Decodable, Source: JSONRecordView>(_ type: T.Type, from source: Source, into context: Context) throws -> T {
