@@ -89,3 +89,48 @@ enum ISO8601 {
         return era * 146_097 + dayOfEra - 719_468
     }
 }
+
+extension ISO8601 {
+    /// `2015-06-05T09:52:26Z`, or with fractional seconds (up to microseconds, trailing zeros dropped) when
+    /// the time has them: `2015-06-05T09:52:26.25Z`.
+    static func string(secondsSince1970 value: Double) -> String {
+        var seconds = value.rounded(.down)
+        var micros = Int(((value - seconds) * 1_000_000).rounded())
+        if micros == 1_000_000 {
+            seconds += 1
+            micros = 0
+        }
+        let total = Int(seconds)
+        var days = total / 86_400
+        var rest = total % 86_400
+        if rest < 0 {
+            rest += 86_400
+            days -= 1
+        }
+        let (year, month, day) = civilFromDays(days)
+        func pad(_ value: Int, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        var text = "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(rest / 3600, 2)):\(pad(rest % 3600 / 60, 2)):\(pad(rest % 60, 2))"
+        if micros > 0 {
+            var fraction = pad(micros, 6)
+            while fraction.hasSuffix("0") { fraction.removeLast() }
+            text += "." + fraction
+        }
+        return text + "Z"
+    }
+
+    /// The inverse of `daysFromCivil` (Howard Hinnant's civil_from_days).
+    static func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthPrime = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthPrime + 2) / 5 + 1
+        let month = monthPrime < 10 ? monthPrime + 3 : monthPrime - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}

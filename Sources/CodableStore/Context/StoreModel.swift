@@ -230,6 +230,8 @@ final class EntityMapping: Sendable {
     let insertColumnCount: Int
     /// Identity column names.
     let identityColumns: [String]
+    /// The fields' JSON keys as a tree, for the encoder.
+    let encodingPlan: [EncodingPlanNode]
 
     init(index: Int, description: EntityDescription, relationships: [ResolvedRelationship?], orderColumns: [String]) {
         self.index = index
@@ -269,5 +271,6 @@ final class EntityMapping: Sendable {
             "INSERT INTO \(table) (" + selected.map(quoteIdentifier).joined(separator: ", ") + ") VALUES ("
             + Array(repeating: "?", count: selected.count).joined(separator: ", ") + ")"
         self.identityColumns = description.identity.map { description.fields[$0].name }
+        self.encodingPlan = EncodingPlanNode.plan(for: description)
     }
 }

@@ -103,6 +103,8 @@ public final class AttributeDescription: Sendable {
     /// Decodes the attribute from a decoder positioned on its JSON value and assigns it to the object,
     /// marking the field changed only if the value differs.
     let decodeAndAssign: @Sendable (AnyObject, any Decoder) throws -> Void
+    /// Encodes the object's value of the attribute into an encoder's single value.
+    let encodeValue: @Sendable (AnyObject, any Encoder) throws -> Void
 
     init<Root: EntityObject, V: AttributeValue>(
         name: String,
@@ -129,6 +131,7 @@ public final class AttributeDescription: Sendable {
             set(unsafeDowncast(object, to: Root.self), try V.read(from: statement, at: column))
         }
         self.decodeSQLiteValue = { decoder in try V.decodeAttribute(from: decoder).sqliteValue }
+        self.encodeValue = { object, encoder in try get(unsafeDowncast(object, to: Root.self)).encodeAttribute(to: encoder) }
         self.decodeAndAssign = { object, decoder in
             let root = unsafeDowncast(object, to: Root.self)
             let value = try V.decodeAttribute(from: decoder)
