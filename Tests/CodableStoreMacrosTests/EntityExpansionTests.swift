@@ -113,9 +113,13 @@ import Testing
                     self._country = try row.value(3, as: Country?.self)
                     self._tags = try row.value(4, as: [Tag].self)
                 }
+
+                public required convenience init(from decoder: any Decoder) throws {
+                    throw _$EntityDecoding.unsupportedDecoder(Person.self, decoder)
+                }
             }
 
-            extension Person: CodableStore.EntityObject {}
+            extension Person: CodableStore.EntityObject, Decodable {}
             """#
         )
     }
@@ -177,9 +181,13 @@ import Testing
                 required init(row: EntityRow) throws {
                     self._value = try row.value(0, as: Int.self)
                 }
+
+                required convenience init(from decoder: any Decoder) throws {
+                    throw _$EntityDecoding.unsupportedDecoder(Cache.self, decoder)
+                }
             }
 
-            extension Cache: CodableStore.EntityObject {}
+            extension Cache: CodableStore.EntityObject, Decodable {}
             """
         )
     }
@@ -221,9 +229,13 @@ import Testing
                 required init(row: EntityRow) throws {
                     self._text = try row.value(0, as: String.self)
                 }
+
+                required convenience init(from decoder: any Decoder) throws {
+                    throw _$EntityDecoding.unsupportedDecoder(Note.self, decoder)
+                }
             }
 
-            extension Note: CodableStore.EntityObject {}
+            extension Note: CodableStore.EntityObject, Decodable {}
             """
         )
     }
@@ -267,6 +279,10 @@ import Testing
                     self._id = try row.value(0, as: Int.self)
                 }
 
+                public required convenience init(from decoder: any Decoder) throws {
+                    throw _$EntityDecoding.unsupportedDecoder(Base.self, decoder)
+                }
+
                 public init() {}
             }
             package final class Shared {
@@ -297,12 +313,16 @@ import Testing
                     self._id = try row.value(0, as: Int.self)
                 }
 
+                package required convenience init(from decoder: any Decoder) throws {
+                    throw _$EntityDecoding.unsupportedDecoder(Shared.self, decoder)
+                }
+
                 package init() {}
             }
 
-            extension Base: CodableStore.EntityObject {}
+            extension Base: CodableStore.EntityObject, Decodable {}
 
-            extension Shared: CodableStore.EntityObject {}
+            extension Shared: CodableStore.EntityObject, Decodable {}
             """
         )
     }
@@ -348,9 +368,13 @@ import Testing
                 required init(row: EntityRow) throws {
                     self._name = try row.value(0, as: String.self)
                 }
+
+                required convenience init(from decoder: any Decoder) throws {
+                    throw _$EntityDecoding.unsupportedDecoder(Event.self, decoder)
+                }
             }
 
-            extension Event: CodableStore.EntityObject {}
+            extension Event: CodableStore.EntityObject, Decodable {}
             """
         )
     }
@@ -410,10 +434,14 @@ import Testing
                     self._fontSize = try row.value(1, as: Int?.self)
                 }
 
+                required convenience init(from decoder: any Decoder) throws {
+                    throw _$EntityDecoding.unsupportedDecoder(Settings.self, decoder)
+                }
+
                 init() {}
             }
 
-            extension Settings: CodableStore.EntityObject {}
+            extension Settings: CodableStore.EntityObject, Decodable {}
             """
         )
     }
@@ -575,10 +603,14 @@ import Testing
                     self._members = try row.value(6, as: Set<Tag>.self)
                 }
 
+                required convenience init(from decoder: any Decoder) throws {
+                    throw _$EntityDecoding.unsupportedDecoder(Mixed.self, decoder)
+                }
+
                 init() {}
             }
 
-            extension Mixed: CodableStore.EntityObject {}
+            extension Mixed: CodableStore.EntityObject, Decodable {}
             """
         )
     }
@@ -619,8 +651,14 @@ import Testing
                     self._id = try row.value(0, as: Int.self)
                 }
 
+                required convenience init(from decoder: any Decoder) throws {
+                    throw _$EntityDecoding.unsupportedDecoder(Item.self, decoder)
+                }
+
                 init() {}
             }
+
+            extension Item: Decodable {}
             """
         )
     }
@@ -661,11 +699,231 @@ import Testing
                     self._default = try row.value(0, as: Bool.self)
                 }
 
+                required convenience init(from decoder: any Decoder) throws {
+                    throw _$EntityDecoding.unsupportedDecoder(Rule.self, decoder)
+                }
+
                 init() {}
             }
 
-            extension Rule: CodableStore.EntityObject {}
+            extension Rule: CodableStore.EntityObject, Decodable {}
             """
+        )
+    }
+
+    @Test func codingKeysEnumIsRegisteredWithEveryCaseInOrder() {
+        assertExpansion(
+            #"""
+            @Entity final class Person {
+                var id: Int
+                var name: String
+                var country: String?
+                enum CodingKeys: String, EntityCodingKey {
+                    case id = "person_id", name
+                    case country = "origin.country"
+                }
+                init(id: Int, name: String) { self.id = id; self.name = name }
+            }
+            """#,
+            expandedSource: #"""
+            final class Person {
+                var id: Int {
+                    @storageRestrictions(initializes: _id)
+                    init(initialValue) {
+                        _id = initialValue
+                    }
+                    get {
+                        _$EntityAccess.get(self, 0, _id) { $0._id = $1 }
+                    }
+                    set {
+                        _$EntityAccess.set(self, 0, _id, newValue) { $0._id = $1 }
+                    }
+                }
+
+                private var _id: Int
+                var name: String {
+                    @storageRestrictions(initializes: _name)
+                    init(initialValue) {
+                        _name = initialValue
+                    }
+                    get {
+                        _$EntityAccess.get(self, 1, _name) { $0._name = $1 }
+                    }
+                    set {
+                        _$EntityAccess.set(self, 1, _name, newValue) { $0._name = $1 }
+                    }
+                }
+
+                private var _name: String
+                var country: String? {
+                    @storageRestrictions(initializes: _country)
+                    init(initialValue) {
+                        _country = initialValue
+                    }
+                    get {
+                        _$EntityAccess.get(self, 2, _country) { $0._country = $1 }
+                    }
+                    set {
+                        _$EntityAccess.set(self, 2, _country, newValue) { $0._country = $1 }
+                    }
+                }
+
+                private var _country: String?
+                enum CodingKeys: String, EntityCodingKey {
+                    case id = "person_id", name
+                    case country = "origin.country"
+                }
+                init(id: Int, name: String) { self.id = id; self.name = name }
+
+                let entityState = EntityState()
+
+                static let entityDescription: EntityDescription = {
+                    var builder = EntityDescriptionBuilder<Person>(name: "Person")
+                    builder.field("id", \Person.id, as: Int.self, get: { $0._id }, set: { $0._id = $1 })
+                    builder.field("name", \Person.name, as: String.self, get: { $0._name }, set: { $0._name = $1 })
+                    builder.field("country", \Person.country, as: String?.self, get: { $0._country }, set: { $0._country = $1 })
+                    builder.codingKeys(Person.CodingKeys.self, fields: [("id", .id), ("name", .name), ("country", .country)])
+                    return builder.build(identity: nil)
+                }()
+
+                required init(row: EntityRow) throws {
+                    self._id = try row.value(0, as: Int.self)
+                    self._name = try row.value(1, as: String.self)
+                    self._country = try row.value(2, as: String?.self)
+                }
+
+                required convenience init(from decoder: any Decoder) throws {
+                    throw _$EntityDecoding.unsupportedDecoder(Person.self, decoder)
+                }
+            }
+
+            extension Person: CodableStore.EntityObject, Decodable {}
+            """#
+        )
+    }
+
+    @Test func codingKeysCaseNamesAreListedWithoutBackquotes() {
+        let expanded = expandedSource(
+            """
+            @Entity final class Rule {
+                var `default`: Bool = false
+                var name: String = ""
+                enum CodingKeys: String, EntityCodingKey {
+                    case `default` = "is_default"
+                    case name
+                }
+            }
+            """
+        )
+        #expect(
+            expanded.contains(
+                #"    builder.codingKeys(Rule.CodingKeys.self, fields: [("default", .default), ("name", .name)])"#
+                    + "\n        return builder.build(identity: nil)"
+            )
+        )
+    }
+
+    @Test func classWithoutCodingKeysRegistersNoCodingKeys() {
+        let expanded = expandedSource(
+            """
+            @Entity final class Plain {
+                var id: Int = 0
+                struct Keys {}
+            }
+            """
+        )
+        #expect(!expanded.contains("builder.codingKeys"))
+    }
+
+    @Test func declaredCodableConformanceLeavesOnlyEntityObjectToAdd() {
+        assertExpansion(
+            #"""
+            @Entity final class Tag: Codable {
+                var name: String = ""
+            }
+            """#,
+            expandedSource: #"""
+            final class Tag: Codable {
+                var name: String {
+                    @storageRestrictions(initializes: _name)
+                    init(initialValue) {
+                        _name = initialValue
+                    }
+                    get {
+                        _$EntityAccess.get(self, 0, _name) { $0._name = $1 }
+                    }
+                    set {
+                        _$EntityAccess.set(self, 0, _name, newValue) { $0._name = $1 }
+                    }
+                }
+
+                private var _name: String = ""
+
+                let entityState = EntityState()
+
+                static let entityDescription: EntityDescription = {
+                    var builder = EntityDescriptionBuilder<Tag>(name: "Tag")
+                    builder.field("name", \Tag.name, as: String.self, default: { "" }, get: { $0._name }, set: { $0._name = $1 })
+                    return builder.build(identity: nil)
+                }()
+
+                required init(row: EntityRow) throws {
+                    self._name = try row.value(0, as: String.self)
+                }
+
+                required convenience init(from decoder: any Decoder) throws {
+                    throw _$EntityDecoding.unsupportedDecoder(Tag.self, decoder)
+                }
+
+                init() {}
+            }
+
+            extension Tag: CodableStore.EntityObject {}
+            """#
+        )
+    }
+
+    @Test(arguments: ["Decodable", "Swift.Decodable", "Swift.Codable"])
+    func declaredDecodableConformanceIsNotRepeated(conformance: String) {
+        let expanded = expandedSource(
+            """
+            @Entity final class Tag: \(conformance) {
+                var name: String = ""
+            }
+            """
+        )
+        #expect(expanded.hasSuffix("\n\nextension Tag: CodableStore.EntityObject {}"))
+    }
+
+    @Test func declaredEncodableConformanceStillGetsDecodable() {
+        let expanded = expandedSource(
+            """
+            @Entity final class Tag: Encodable {
+                var name: String = ""
+            }
+            """
+        )
+        #expect(expanded.hasSuffix("\n\nextension Tag: CodableStore.EntityObject, Decodable {}"))
+    }
+
+    @Test func internalClassGetsDecoderInitializerWithoutAccessModifier() {
+        let expanded = expandedSource(
+            """
+            @Entity class Memo {
+                var text: String = ""
+            }
+            """
+        )
+        #expect(
+            expanded.contains(
+                """
+
+                    required convenience init(from decoder: any Decoder) throws {
+                        throw _$EntityDecoding.unsupportedDecoder(Memo.self, decoder)
+                    }
+
+                """
+            )
         )
     }
 }

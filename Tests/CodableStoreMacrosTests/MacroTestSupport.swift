@@ -9,7 +9,7 @@ import Testing
 /// All three macros, so expansions are checked end to end: `@Entity` adds `@_EntityField`
 /// attributes, which the test harness then expands as well.
 let entityMacroSpecs: [String: MacroSpec] = [
-    "Entity": MacroSpec(type: EntityMacro.self, conformances: ["EntityObject"]),
+    "Entity": MacroSpec(type: EntityMacro.self, conformances: ["EntityObject", "Decodable"]),
     "_EntityField": MacroSpec(type: EntityFieldMacro.self),
     "Transient": MacroSpec(type: TransientMacro.self),
 ]
