@@ -39,7 +39,8 @@ public struct Many<Element: EntityObject>: RandomAccessCollection, Decodable {
             if let index = key.intValue, key.stringValue.hasPrefix("Index ") { path = path.appending(index: index) } else { path = path.appending(key.stringValue) }
         }
         let session = DecodingSession(context: reference.context, options: reference.options)
-        let impl = StoreDecoderImpl(source: JSONValueView(root: tree), node: tree, path: path, session: session)
+        let tape = try JSONTape.parse(tree.jsonBytes())
+        let impl = StoreDecoderImpl(source: JSONTapeView(tape: tape), node: tape.root, path: path, session: session)
         elements = try impl.decodeEntityArray(Element.self)
     }
 }

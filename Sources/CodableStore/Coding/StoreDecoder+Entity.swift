@@ -18,8 +18,9 @@ extension StoreDecoderImpl {
         if !prepared, let preparing = mapping.description.type as? any EntityJSONPreparing.Type {
             var json = materialize(node)
             try preparing.prepareForDecoding(&json)
-            let prepared = StoreDecoderImpl<JSONValueView>(source: JSONValueView(root: json), node: json, path: path, session: session)
-            return try prepared.decodeEntity(mapping, json, path, prepared: true)
+            let tape = try JSONTape.parse(json.jsonBytes())
+            let prepared = StoreDecoderImpl(source: JSONTapeView(tape: tape), node: tape.root, path: path, session: session)
+            return try prepared.decodeEntity(mapping, tape.root, path, prepared: true)
         }
         let description = mapping.description
         var existing: (any EntityObject)?
@@ -79,6 +80,15 @@ extension StoreDecoderImpl {
     /// The identity values of the JSON object, converted to the identity attributes' types.
     func identityKey(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> Context.IdentityKey {
         let description = mapping.description
+        if description.identity.count == 1, case .attribute(let attribute) = description.fields[description.identity[0]] {
+            guard let keyPath = description.codingKeyPaths[attribute.index],
+                let (valueNode, valuePath) = try fieldNode(node, keyPath, path),
+                source.kind(valueNode) != .null
+            else {
+                throw missingIdentity(mapping, node, path)
+            }
+            return Context.IdentityKey(single: try with(node: valueNode, path: valuePath) { try attribute.decodeSQLiteValue(self) })
+        }
         var values: [SQLiteValue] = []
         values.reserveCapacity(description.identity.count)
         for field in description.identity {
@@ -204,7 +214,8 @@ extension StoreDecoderImpl {
     /// Whether a JSON object holds nothing but the destination's identity: a reference written as an object.
     private func isReferenceObject(_ mapping: EntityMapping, _ node: Node) -> Bool {
         let identity = mapping.description.identity
-        guard !identity.isEmpty else { return false }
+        // Most nested objects carry more than their identity: decide without reading the keys.
+        guard !identity.isEmpty, source.tape.count(of: node) == identity.count else { return false }
         let members = source.members(node)
         guard members.count == identity.count else { return false }
         let keys = Set(identity.compactMap { mapping.description.codingKeyPaths[$0]?.first })
@@ -263,7 +274,7 @@ extension StoreDecoderImpl {
                         codingPath: path.path,
                         debugDescription: "Expected a reference to \(mapping.name) as an object or an array of its \(attributes.count) identity values but found \(source.kind(node).foundationDescription) instead."))
             }
-            return Context.IdentityKey([try with(node: node, path: path) { try attributes[0].decodeSQLiteValue(self) }])
+            return Context.IdentityKey(single: try with(node: node, path: path) { try attributes[0].decodeSQLiteValue(self) })
         }
     }
 

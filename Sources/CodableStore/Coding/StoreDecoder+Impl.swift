@@ -3,14 +3,16 @@ import Foundation
 /// The decoder object: it is the `Decoder` and its own `SingleValueDecodingContainer`; keyed and unkeyed
 /// containers are nested structs. One object is reused while descending (`with(node:path:)`), a new one is
 /// made only for `superDecoder()` and for containers that escape.
-final class StoreDecoderImpl<Source: JSONRecordView>: Decoder, SingleValueDecodingContainer {
-    typealias Node = Source.Node
-    let source: Source
+final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
+    // Concrete, not generic over the JSON representation: a generic decoder spent a third of its time
+    // instantiating generic metadata at run time. Trees (hooks, foreign decoders) are turned into tapes.
+    typealias Node = JSONTape.Index
+    let source: JSONTapeView
     var node: Node
     var path: CodingPathNode
     let session: DecodingSession
 
-    init(source: Source, node: Node, path: CodingPathNode, session: DecodingSession) {
+    init(source: JSONTapeView, node: Node, path: CodingPathNode, session: DecodingSession) {
         self.source = source
         self.node = node
         self.path = path
@@ -89,20 +91,21 @@ final class StoreDecoderImpl<Source: JSONRecordView>: Decoder, SingleValueDecodi
 
     /// Decodes a value of any type at `node`, with fast paths for entities, dates, data, URLs and decimals.
     func unwrap<T: Decodable>(_ node: Node, as type: T.Type, path: CodingPathNode) throws -> T {
+        // Metatype comparisons are cheap; protocol casts look up conformances: test the common types first.
+        if T.self == String.self { return try unwrapString(node, path) as! T }
+        if T.self == Int.self { return try unwrapInteger(node, path) as Int as! T }
+        if T.self == Date.self { return try unwrapDate(node, path) as! T }
+        if T.self == Double.self { return try unwrapFloatingPoint(node, path) as Double as! T }
+        if T.self == Bool.self { return try unwrapBool(node, path) as! T }
+        if T.self == Data.self { return try unwrapData(node, path) as! T }
+        if T.self == URL.self { return try unwrapURL(node, path) as! T }
+        if T.self == Decimal.self { return try unwrapDecimal(node, path) as! T }
         if let entityType = T.self as? any EntityObject.Type {
             return try decodeEntity(entityType, node, path) as! T
         }
         if let collectionType = T.self as? any EntityCollectionDecodable.Type {
             return try with(node: node, path: path) { try collectionType.decodeEntities(from: self) } as! T
         }
-        if T.self == Date.self { return try unwrapDate(node, path) as! T }
-        if T.self == Data.self { return try unwrapData(node, path) as! T }
-        if T.self == URL.self { return try unwrapURL(node, path) as! T }
-        if T.self == Decimal.self { return try unwrapDecimal(node, path) as! T }
-        if T.self == String.self { return try unwrapString(node, path) as! T }
-        if T.self == Int.self { return try unwrapInteger(node, path) as Int as! T }
-        if T.self == Double.self { return try unwrapFloatingPoint(node, path) as Double as! T }
-        if T.self == Bool.self { return try unwrapBool(node, path) as! T }
         return try with(node: node, path: path) { try T(from: self) }
     }
 

@@ -125,14 +125,21 @@ public final class StoreDecoder: @unchecked Sendable {
     /// from JSON, upserting the entities into `context`.
     ///
     /// - Throws: `DecodingError` for data that does not fit the types (with the coding path),
-    ///   ``StoreError`` for store failures, and a JSON syntax error for malformed JSON. A malformed document
-    ///   changes nothing in the context.
+    ///   ``StoreError`` for store failures, and ``JSONSyntaxError`` (byte offset, line, column, snippet) for
+    ///   malformed JSON. A malformed document changes nothing in the context.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data, into context: Context) throws -> T {
-        let tree = try JSONDecoder().decode(JSONValue.self, from: data)
-        return try decode(type, from: JSONValueView(root: tree), into: context)
+        // The whole document is parsed (strictly, with yajl) before anything is decoded: a malformed document
+        // changes nothing in the context.
+        let tape = try JSONTape.parse(data)
+        return try decode(type, from: JSONTapeView(tape: tape), into: context)
     }
 
-    func decode<T: Decodable, Source: JSONRecordView>(_ type: T.Type, from source: Source, into context: Context) throws -> T {
+    /// Decodes from a record of a ``JSONRecordStream`` (the streaming importer's path).
+    public func decode<T: Decodable>(_ type: T.Type, from record: JSONRecord, into context: Context) throws -> T {
+        try decode(type, from: JSONTapeView(tape: record.tape), into: context)
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, from source: JSONTapeView, into context: Context) throws -> T {
         let session = DecodingSession(context: context, options: options)
         let impl = StoreDecoderImpl(source: source, node: source.root, path: .root, session: session)
         return try impl.unwrap(source.root, as: T.self, path: .root)

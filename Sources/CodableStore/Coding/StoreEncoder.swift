@@ -107,13 +107,19 @@ struct EntityEncodingBox: Encodable {
     let via: ResolvedRelationshipReference?
 
     func encode(to encoder: any Encoder) throws {
+        // Opening the existential once, in a generic function, also sidesteps a SIL optimizer crash (CSE of
+        // repeated `type(of:)` on the existential) in Swift 6.3.1 release builds.
+        try encode(object, to: encoder)
+    }
+
+    private func encode<Object: EntityObject>(_ object: Object, to encoder: any Encoder) throws {
         let state = encoder.userInfo[.codableStoreEncoding] as? EncodingState ?? EncodingState(relationships: .nestedObjects)
         guard let context = object.entityState.context else {
             throw EncodingError.invalidValue(
                 object,
                 EncodingError.Context(
                     codingPath: encoder.codingPath,
-                    debugDescription: "\(type(of: object)) is not held by a context: encode objects inside store.read or store.write"))
+                    debugDescription: "\(Object.self) is not held by a context: encode objects inside store.read or store.write"))
         }
         let mapping = try context.model.mapping(of: object)
         let identifier = ObjectIdentifier(object)

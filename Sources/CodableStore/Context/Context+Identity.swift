@@ -3,8 +3,29 @@
 extension Context {
     /// The identity values of one object: one value for a single identity, several for a composite one.
     struct IdentityKey: Hashable {
-        let values: [SQLiteValue]
-        init(_ values: [SQLiteValue]) { self.values = values }
+        // A single identity value is stored inline: no array to allocate, hash or compare per lookup.
+        private let first: SQLiteValue
+        private let rest: [SQLiteValue]?
+
+        init(_ values: [SQLiteValue]) {
+            self.first = values.first ?? .null
+            self.rest = values.count > 1 ? Array(values.dropFirst()) : nil
+        }
+
+        init(single value: SQLiteValue) {
+            self.first = value
+            self.rest = nil
+        }
+
+        var count: Int { 1 + (rest?.count ?? 0) }
+
+        var values: [SQLiteValue] { [first] + (rest ?? []) }
+
+        /// Calls `body` with each value, in identity order, without building an array.
+        func forEach(_ body: (SQLiteValue) throws -> Void) rethrows {
+            try body(first)
+            if let rest { for value in rest { try body(value) } }
+        }
     }
 
     /// Identity lookup state of one entity.
@@ -23,7 +44,11 @@ extension Context {
 
     /// The identity of an object, from its current attribute values.
     func identityKey(of object: any EntityObject, _ mapping: EntityMapping) -> IdentityKey {
-        IdentityKey(mapping.description.identity.map { field in
+        let identity = mapping.description.identity
+        if identity.count == 1, case .attribute(let attribute) = mapping.description.fields[identity[0]] {
+            return IdentityKey(single: attribute.value(of: object))
+        }
+        return IdentityKey(identity.map { field in
             guard case .attribute(let attribute) = mapping.description.fields[field] else { return .null }
             return attribute.value(of: object)
         })
@@ -64,7 +89,7 @@ extension Context {
         guard arity > 0 else { return }
         var pending: [IdentityKey] = []
         var seen = Set<IdentityKey>()
-        for key in keys where key.values.count == arity && seen.insert(key).inserted {
+        for key in keys where key.count == arity && seen.insert(key).inserted {
             if !cachedObject(entity: entity, key: key).isKnown { pending.append(key) }
         }
         if pending.isEmpty { return }
@@ -89,7 +114,7 @@ extension Context {
             var parameter: Int32 = 1
             for slot in 0..<rowsPerStatement {
                 let key = slot < chunk.count ? chunk[chunk.startIndex + slot] : chunk[chunk.endIndex - 1]
-                for value in key.values {
+                try key.forEach { value in
                     try statement.bind(value, at: parameter)
                     parameter += 1
                 }

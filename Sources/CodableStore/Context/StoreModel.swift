@@ -147,11 +147,13 @@ final class StoreModel: Sendable {
         return mappings[index]
     }
 
-    @inline(__always)
-    func mapping(of object: some EntityObject) throws(StoreError) -> EntityMapping {
+    /// The mapping of an object's entity. Takes an existential on purpose: a generic version, inlined where
+    /// existentials are opened repeatedly, crashed the Swift 6.3.1 SIL optimizer (CSE) in release builds.
+    func mapping(of object: any EntityObject) throws(StoreError) -> EntityMapping {
         let index = object.entityState.entityIndex
         if index >= 0 { return mappings[index] }
-        return try mapping(for: type(of: object))
+        let type: any EntityObject.Type = Swift.type(of: object)
+        return try mapping(for: type)
     }
 }
 

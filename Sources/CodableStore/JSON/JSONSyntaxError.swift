@@ -70,7 +70,7 @@ public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertib
     public func detailedDescription() -> String {
         let number = String(line)
         let gutter = String(repeating: " ", count: number.count)
-        var location = " --> line \(line):\(column) (byte \(byteOffset)"
+        var location = "--> line \(line):\(column) (byte \(byteOffset)"
         if let recordIndex { location += ", record \(recordIndex)" }
         location += ")"
         return [

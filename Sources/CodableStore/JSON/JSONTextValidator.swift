@@ -61,11 +61,19 @@ struct JSONTextValidator {
     private var sequenceLower: UInt8 = 0x80
     private var sequenceUpper: UInt8 = 0xBF
 
+    /// Set by the reader after each `yajl_parse` call. yajl's lexer then hands the first token of the next chunk
+    /// over from its own buffer (after every chunk it leaves its buffer "in use"), so a string that is the first
+    /// token of a chunk must be recorded too.
+    var nextTokenIsBuffered = false
+    private var recordNextString = false
+
     /// Whether the scanner is inside a string (possibly inside an escape or a UTF-8 sequence).
     var isInString: Bool { mode != .structural }
 
     mutating func reset() {
         mode = .structural
+        nextTokenIsBuffered = false
+        recordNextString = false
         lineFeedCount = 0
         lastLineFeedOffset = -1
         irregularStringStarts.removeAll(keepingCapacity: true)
@@ -99,6 +107,18 @@ struct JSONTextValidator {
         lastLineFeedOffset = -1
         let count = bytes.count
         guard count > 0 else { return nil }
+        if nextTokenIsBuffered {
+            if mode == .structural {
+                var index = 0
+                while index < count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+                if index < count {
+                    recordNextString = bytes[index] == UInt8(ascii: "\"")
+                    nextTokenIsBuffered = false
+                }
+            } else {
+                nextTokenIsBuffered = false
+            }
+        }
         let failure = scanBytes(bytes, base: base)
         if failure == nil, isInString {
             // The string continues in the next chunk: yajl will hand it over from its own buffer.
@@ -121,6 +141,10 @@ struct JSONTextValidator {
                         mode = .string
                         stringStart = base + index
                         stringRecorded = false
+                        if recordNextString {
+                            recordNextString = false
+                            recordIrregularString()
+                        }
                         index += 1
                         break
                     }

@@ -24,19 +24,19 @@ import Testing
         let store = try Store(path: TestStore.temporaryPath(), entities: issueEntities, options: .init(statementObserver: log.observer))
         // Stubs created for labels referenced by id before their object appears need a name: Topic.name has a default.
         log.reset()
-        try store.write { _ = try StoreDecoder().decode([Issue].self, from: Self.payload(count: 1_000), into: $0) }
+        try store.write { _ = try StoreDecoder().decode([GitIssue].self, from: Self.payload(count: 1_000), into: $0) }
         let first = selects(log)
         // Identity lookups: 4 chunks of 256 issues, 1 for users, 1 for topics; plus one max(_pk) per entity.
         let lookups = first.filter { $0.contains(" IN (") }
         #expect(lookups.count == 6, "\(lookups)")
         #expect(first.count == 9, "\(first.count) SELECTs: \(first)")
-        #expect(try store.read { try $0.count(Issue.self) } == 1_000)
+        #expect(try store.read { try $0.count(GitIssue.self) } == 1_000)
         #expect(try store.read { try $0.count(User.self) } == 50)
         #expect(try store.read { try $0.count(Topic.self) } == 20)
 
         // Re-decoding the same stored objects: memberships are loaded in batches too.
         log.reset()
-        try store.write { _ = try StoreDecoder().decode([Issue].self, from: Self.payload(count: 1_000), into: $0) }
+        try store.write { _ = try StoreDecoder().decode([GitIssue].self, from: Self.payload(count: 1_000), into: $0) }
         let second = selects(log)
         #expect(second.count <= 16, "\(second.count) SELECTs: \(second.prefix(20))")
         #expect(log.writes.isEmpty, "\(log.writes.prefix(5))")
@@ -46,7 +46,7 @@ import Testing
         func count(_ elements: Int) throws -> Int {
             let log = StatementLog()
             let store = try Store.inMemory(entities: issueEntities, options: .init(statementObserver: log.observer))
-            try store.write { _ = try StoreDecoder().decode([Issue].self, from: Self.payload(count: elements), into: $0) }
+            try store.write { _ = try StoreDecoder().decode([GitIssue].self, from: Self.payload(count: elements), into: $0) }
             return selects(log).count
         }
         let small = try count(200)

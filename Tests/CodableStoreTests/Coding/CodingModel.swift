@@ -7,7 +7,7 @@ enum IssueState: String, AttributeValue, Codable {
     case open, closed
 }
 
-@Entity final class Issue {
+@Entity final class GitIssue {
     var id: Int
     var number: Int
     var title: String
@@ -19,7 +19,7 @@ enum IssueState: String, AttributeValue, Codable {
     var user: User?
     var labels: [Topic] = []
 
-    static let identity = Identity(\Issue.id)
+    static let identity = Identity(\GitIssue.id)
 
     enum CodingKeys: String, EntityCodingKey {
         case id, number, title, state, body, user, labels, comments, score
@@ -36,7 +36,7 @@ enum IssueState: String, AttributeValue, Codable {
 @Entity final class User {
     var id: Int
     var login: String?
-    var issues: Set<Issue> = []
+    var issues: Set<GitIssue> = []
     static let identity = Identity(\User.id)
     init(id: Int) { self.id = id }
 }
@@ -44,7 +44,7 @@ enum IssueState: String, AttributeValue, Codable {
 @Entity final class Topic {
     var id: Int
     var name: String = ""
-    var issues: Set<Issue> = []
+    var issues: Set<GitIssue> = []
     static let identity = Identity(\Topic.id)
     init(id: Int) { self.id = id }
 }
@@ -68,8 +68,8 @@ enum IssueState: String, AttributeValue, Codable {
 
 /// A plain Decodable page wrapping entities.
 struct IssuePage: Decodable {
-    let results: Many<Issue>
+    let results: Many<GitIssue>
     let next: URL?
 }
 
-let issueEntities: [any EntityObject.Type] = [Issue.self, User.self, Topic.self, Place.self, Membership.self]
+let issueEntities: [any EntityObject.Type] = [GitIssue.self, User.self, Topic.self, Place.self, Membership.self]

@@ -4,7 +4,7 @@ import Testing
 
 private func decodeIssues(_ json: String, in store: Store, decoder: StoreDecoder = issueDecoder()) throws -> [Int] {
     try store.write { context in
-        try decoder.decode([Issue].self, from: Data(json.utf8), into: context).map(\.id)
+        try decoder.decode([GitIssue].self, from: Data(json.utf8), into: context).map(\.id)
     }
 }
 
@@ -19,20 +19,20 @@ func issueDecoder() -> StoreDecoder {
         let path = TestStore.temporaryPath()
         let store = try Store(path: path, entities: issueEntities)
         let ids = try store.write { context in
-            try issueDecoder().decode([Issue].self, from: try Fixture.data("decoding/issues.json"), into: context).map(\.id)
+            try issueDecoder().decode([GitIssue].self, from: try Fixture.data("decoding/issues.json"), into: context).map(\.id)
         }
         #expect(ids == [1, 2, 3])
         let raw = try RawDatabase(path)
-        #expect(try raw.rows("SELECT id, number, title, state, createdAt, comments, score, body FROM Issue ORDER BY id") == [
+        #expect(try raw.rows("SELECT id, number, title, state, createdAt, comments, score, body FROM GitIssue ORDER BY id") == [
             ["1", "10", "Crash on start", "open", "1433497946.0", "23", "21.86", "It crashes é 😀"],
             ["2", "11", "Slow import", "closed", "1433584800.25", "0", "3.5", "NULL"],
             ["3", "12", "Docs", "open", "NULL", "0", "NULL", "NULL"],
         ])
-        #expect(try raw.rows("SELECT i.id, u.login FROM Issue i JOIN User u ON u._pk = i.user ORDER BY i.id")
+        #expect(try raw.rows("SELECT i.id, u.login FROM GitIssue i JOIN User u ON u._pk = i.user ORDER BY i.id")
             == [["1", "ada"], ["2", "grace"], ["3", "ada"]])
         #expect(try raw.rows("SELECT id, name FROM Topic ORDER BY id") == [["1009", "bug"], ["1010", "crash"]])
         #expect(try raw.rows("""
-            SELECT i.id, t.id, j.position FROM Issue_labels j JOIN Issue i ON i._pk = j.source JOIN Topic t ON t._pk = j.target
+            SELECT i.id, t.id, j.position FROM GitIssue_labels j JOIN GitIssue i ON i._pk = j.source JOIN Topic t ON t._pk = j.target
             ORDER BY i.id, j.position
             """) == [["1", "1009", "0"], ["1", "1010", "1"], ["2", "1009", "0"]])
     }
@@ -42,20 +42,20 @@ func issueDecoder() -> StoreDecoder {
         let store = try Store(path: path, entities: issueEntities)
         _ = try decodeIssues(#"[{"id": 1, "number": 1, "title": "a", "body": "kept", "score": 2.5}]"#, in: store)
         try store.write { context in
-            let before = try #require(try context.object(Issue.self, identity: 1))
-            let after = try issueDecoder().decode(Issue.self, from: Data(#"{"id": 1, "title": "b", "score": null}"#.utf8), into: context)
+            let before = try #require(try context.object(GitIssue.self, identity: 1))
+            let after = try issueDecoder().decode(GitIssue.self, from: Data(#"{"id": 1, "title": "b", "score": null}"#.utf8), into: context)
             #expect(before === after)
         }
-        #expect(try RawDatabase(path).rows("SELECT count(*), title, number, body, score FROM Issue") == [["1", "b", "1", "kept", "NULL"]])
+        #expect(try RawDatabase(path).rows("SELECT count(*), title, number, body, score FROM GitIssue") == [["1", "b", "1", "kept", "NULL"]])
     }
 
     @Test func reDecodingTheSameDataWritesNothing() throws {
         let log = StatementLog()
         let store = try Store(path: TestStore.temporaryPath(), entities: issueEntities, options: .init(statementObserver: log.observer))
         let data = try Fixture.data("decoding/issues.json")
-        try store.write { _ = try issueDecoder().decode([Issue].self, from: data, into: $0) }
+        try store.write { _ = try issueDecoder().decode([GitIssue].self, from: data, into: $0) }
         log.reset()
-        try store.write { _ = try issueDecoder().decode([Issue].self, from: data, into: $0) }
+        try store.write { _ = try issueDecoder().decode([GitIssue].self, from: data, into: $0) }
         #expect(log.writes.isEmpty, "\(log.writes)")
     }
 
@@ -64,13 +64,13 @@ func issueDecoder() -> StoreDecoder {
         let store = try Store(path: path, entities: issueEntities)
         let same = try store.write { context in
             let issues = try issueDecoder().decode(
-                [Issue].self,
+                [GitIssue].self,
                 from: Data(#"[{"id": 5, "number": 1, "title": "first"}, {"id": 6, "number": 2, "title": "x"}, {"id": 5, "title": "second"}]"#.utf8),
                 into: context)
             return issues.map(\.id) == [5, 6, 5] && issues[0] === issues[2]
         }
         #expect(same)
-        #expect(try RawDatabase(path).rows("SELECT id, title FROM Issue ORDER BY id") == [["5", "second"], ["6", "x"]])
+        #expect(try RawDatabase(path).rows("SELECT id, title FROM GitIssue ORDER BY id") == [["5", "second"], ["6", "x"]])
     }
 
     @Test func relationshipsFromIdsMixedArraysNullsAndStubs() throws {
@@ -80,31 +80,31 @@ func issueDecoder() -> StoreDecoder {
         // Mixed: a bare id of a stored topic, a nested new one, a null element (skipped), an unknown id (stub).
         _ = try decodeIssues(#"[{"id": 1, "labels": [1, {"id": 2, "name": "two"}, null, 3], "user": 8}]"#, in: store)
         let raw = try RawDatabase(path)
-        #expect(try raw.rows("SELECT t.id, t.name, j.position FROM Issue_labels j JOIN Topic t ON t._pk = j.target ORDER BY j.position")
+        #expect(try raw.rows("SELECT t.id, t.name, j.position FROM GitIssue_labels j JOIN Topic t ON t._pk = j.target ORDER BY j.position")
             == [["1", "one", "0"], ["2", "two", "1"], ["3", "", "2"]])
-        #expect(try raw.rows("SELECT u.id, u.login FROM Issue i JOIN User u ON u._pk = i.user") == [["8", "NULL"]])
+        #expect(try raw.rows("SELECT u.id, u.login FROM GitIssue i JOIN User u ON u._pk = i.user") == [["8", "NULL"]])
         // null unlinks a to-one and empties a to-many; the targets stay.
         _ = try decodeIssues(#"[{"id": 1, "labels": null, "user": null}]"#, in: store)
-        #expect(try raw.rows("SELECT user FROM Issue") == [["NULL"]])
-        #expect(try raw.value("SELECT count(*) FROM Issue_labels") == "0")
+        #expect(try raw.rows("SELECT user FROM GitIssue") == [["NULL"]])
+        #expect(try raw.value("SELECT count(*) FROM GitIssue_labels") == "0")
         #expect(try raw.value("SELECT count(*) FROM Topic") == "3")
         // The ignore policy skips unknown references.
         let ignoring = issueDecoder()
         ignoring.unknownReferencePolicy = .ignore
         _ = try decodeIssues(#"[{"id": 1, "labels": [1, 99], "user": 99}]"#, in: store, decoder: ignoring)
-        #expect(try raw.rows("SELECT t.id FROM Issue_labels j JOIN Topic t ON t._pk = j.target") == [["1"]])
+        #expect(try raw.rows("SELECT t.id FROM GitIssue_labels j JOIN Topic t ON t._pk = j.target") == [["1"]])
         #expect(try raw.value("SELECT count(*) FROM User WHERE id = 99") == "0")
         // The append policy adds to the membership.
         let appending = issueDecoder()
         appending.toManyPolicy = .append
         _ = try decodeIssues(#"[{"id": 1, "labels": [2]}]"#, in: store, decoder: appending)
-        #expect(try raw.rows("SELECT t.id FROM Issue_labels j JOIN Topic t ON t._pk = j.target ORDER BY j.position") == [["1"], ["2"]])
+        #expect(try raw.rows("SELECT t.id FROM GitIssue_labels j JOIN Topic t ON t._pk = j.target ORDER BY j.position") == [["1"], ["2"]])
     }
 
     @Test func inversesAreConsistentAfterDecoding() throws {
         let store = try Store.inMemory(entities: issueEntities)
         try store.write { context in
-            let issues = try issueDecoder().decode([Issue].self, from: try Fixture.data("decoding/issues.json"), into: context)
+            let issues = try issueDecoder().decode([GitIssue].self, from: try Fixture.data("decoding/issues.json"), into: context)
             let ada = try #require(issues[0].user)
             #expect(ada.issues == [issues[0], issues[2]])
             #expect(issues[0].labels.map(\.id) == [1009, 1010])
@@ -152,7 +152,7 @@ func issueDecoder() -> StoreDecoder {
         }
         #expect(count == 2)
         #expect(next == URL(string: "https://api.example.com/issues?page=2"))
-        #expect(try store.read { try $0.count(Issue.self) } == 2)
+        #expect(try store.read { try $0.count(GitIssue.self) } == 2)
     }
 
     @Test func foundationJSONDecoderWithAContextReference() throws {

@@ -5,7 +5,7 @@ import Testing
 @Suite struct StoreEncoderTests {
     private func decodedStore(_ path: String) throws -> Store {
         let store = try Store(path: path, entities: issueEntities)
-        try store.write { _ = try issueDecoder().decode([Issue].self, from: try Fixture.data("decoding/issues.json"), into: $0) }
+        try store.write { _ = try issueDecoder().decode([GitIssue].self, from: try Fixture.data("decoding/issues.json"), into: $0) }
         return store
     }
 
@@ -20,7 +20,7 @@ import Testing
     @Test func entitiesEncodeWithNestedRelationshipsAndWithoutTheWayBack() throws {
         let store = try decodedStore(TestStore.temporaryPath())
         let json = try store.read { context in
-            String(decoding: try encoder().encode(try #require(try context.object(Issue.self, identity: 2))), as: UTF8.self)
+            String(decoding: try encoder().encode(try #require(try context.object(GitIssue.self, identity: 2))), as: UTF8.self)
         }
         #expect(json == #"{"body":null,"comments":0,"created_at":"2015-06-06T10:00:00.25Z","id":2,"labels":[{"id":1009,"name":"bug"}],"number":11,"score":3.5,"state":"closed","title":"Slow import","user":{"id":8,"login":"grace"}}"#)
     }
@@ -28,7 +28,7 @@ import Testing
     @Test func relationshipsAsIdentitiesAndKeyPathKeysAsNestedObjects() throws {
         let store = try decodedStore(TestStore.temporaryPath())
         let issue = try store.read { context in
-            String(decoding: try encoder(.identities).encode(try #require(try context.object(Issue.self, identity: 1))), as: UTF8.self)
+            String(decoding: try encoder(.identities).encode(try #require(try context.object(GitIssue.self, identity: 1))), as: UTF8.self)
         }
         #expect(issue.contains(#""labels":[1009,1010]"#))
         #expect(issue.contains(#""user":7"#))
@@ -46,32 +46,32 @@ import Testing
         let firstPath = TestStore.temporaryPath()
         let first = try decodedStore(firstPath)
         let exported = try first.read { context in
-            try encoder().encode(try context.fetch(Issue.self, orderBy: [.ascending(\.id)]))
+            try encoder().encode(try context.fetch(GitIssue.self, orderBy: [.ascending(\.id)]))
         }
         let secondPath = TestStore.temporaryPath()
         let second = try Store(path: secondPath, entities: issueEntities)
-        try second.write { _ = try issueDecoder().decode([Issue].self, from: exported, into: $0) }
+        try second.write { _ = try issueDecoder().decode([GitIssue].self, from: exported, into: $0) }
         for query in [
-            "SELECT id, number, title, state, createdAt, comments, score, body FROM Issue ORDER BY id",
-            "SELECT i.id, u.id, u.login FROM Issue i LEFT JOIN User u ON u._pk = i.user ORDER BY i.id",
+            "SELECT id, number, title, state, createdAt, comments, score, body FROM GitIssue ORDER BY id",
+            "SELECT i.id, u.id, u.login FROM GitIssue i LEFT JOIN User u ON u._pk = i.user ORDER BY i.id",
             "SELECT id, name FROM Topic ORDER BY id",
-            "SELECT i.id, t.id, j.position FROM Issue_labels j JOIN Issue i ON i._pk = j.source JOIN Topic t ON t._pk = j.target ORDER BY i.id, j.position",
+            "SELECT i.id, t.id, j.position FROM GitIssue_labels j JOIN GitIssue i ON i._pk = j.source JOIN Topic t ON t._pk = j.target ORDER BY i.id, j.position",
         ] {
             #expect(try RawDatabase(secondPath).rows(query) == RawDatabase(firstPath).rows(query), "\(query)")
         }
         // And re-encoding gives the same bytes.
-        let again = try second.read { context in try encoder().encode(try context.fetch(Issue.self, orderBy: [.ascending(\.id)])) }
+        let again = try second.read { context in try encoder().encode(try context.fetch(GitIssue.self, orderBy: [.ascending(\.id)])) }
         #expect(again == exported)
     }
 
     @Test func manyInsidePlainEncodableTypes() throws {
         struct Export: Encodable {
-            let issues: Many<Issue>
+            let issues: Many<GitIssue>
             let total: Int
         }
         let store = try decodedStore(TestStore.temporaryPath())
         let json = try store.read { context in
-            let issues = try context.fetch(Issue.self, where: \.id == 3)
+            let issues = try context.fetch(GitIssue.self, where: \.id == 3)
             return String(decoding: try encoder(.identities).encode(Export(issues: Many(issues), total: 1)), as: UTF8.self)
         }
         #expect(json == #"{"issues":[{"body":null,"comments":0,"created_at":null,"id":3,"labels":[],"number":12,"score":null,"state":"open","title":"Docs","user":7}],"total":1}"#)

@@ -1,4 +1,4 @@
-/// The kind of a JSON value.
+/// The kind of a JSON value, as the decoder names it in messages.
 enum JSONKind: Sendable {
     case null, bool, number, string, array, object
 
@@ -13,34 +13,6 @@ enum JSONKind: Sendable {
         case .object: "a dictionary"
         }
     }
-}
-
-/// Read access to one parsed JSON value (a document or one record of a dump): what the store decoder reads.
-///
-/// The decoder is generic over this protocol so that it reads the compact tape of the JSON layer directly on
-/// the fast path, and a captured tree when it runs under a foreign decoder (Foundation's `JSONDecoder`).
-protocol JSONRecordView {
-    associatedtype Node
-    var root: Node { get }
-    func kind(_ node: Node) -> JSONKind
-    func bool(_ node: Node) -> Bool
-    func string(_ node: Node) -> String
-    /// The number's text as written in the JSON (for exact conversions and messages).
-    func numberText(_ node: Node) -> String
-    /// The number as an `Int64`, if it is an integer that fits exactly.
-    func int64(_ node: Node) -> Int64?
-    /// The number as a `UInt64`, if it is a non-negative integer that fits exactly.
-    func uint64(_ node: Node) -> UInt64?
-    /// The number as a finite `Double`, if it has one.
-    func double(_ node: Node) -> Double?
-    /// The elements of an array, in order.
-    func elements(_ node: Node) -> [Node]
-    /// The member of an object with this key; the last one if the key is repeated.
-    func member(_ node: Node, key: String) -> Node?
-    /// The members of an object, in document order.
-    func members(_ node: Node) -> [(key: String, value: Node)]
-    /// Where the value starts in the source, for messages; nil when unknown.
-    func byteOffset(_ node: Node) -> Int?
 }
 
 /// A JSON value as a tree: what the ``EntityDecodingHooks/prepareForDecoding(_:)`` hook rewrites, and what
@@ -144,33 +116,53 @@ struct AnyKey: CodingKey {
     }
 }
 
-/// A whole tree as a record view; nodes are the subtrees.
-struct JSONValueView: JSONRecordView {
-    let root: JSONValue
+extension JSONValue {
+    /// The value as compact JSON text (UTF-8), to be parsed into a tape.
+    func jsonBytes() -> [UInt8] {
+        var output: [UInt8] = []
+        write(into: &output)
+        return output
+    }
 
-    func kind(_ node: JSONValue) -> JSONKind {
-        switch node {
-        case .null: .null
-        case .bool: .bool
-        case .number: .number
-        case .string: .string
-        case .array: .array
-        case .object: .object
+    private func write(into output: inout [UInt8]) {
+        switch self {
+        case .null: output += "null".utf8
+        case .bool(let value): output += (value ? "true" : "false").utf8
+        case .number(let text): output += text.utf8
+        case .string(let text): Self.writeString(text, into: &output)
+        case .array(let elements):
+            output.append(UInt8(ascii: "["))
+            for (offset, element) in elements.enumerated() {
+                if offset > 0 { output.append(UInt8(ascii: ",")) }
+                element.write(into: &output)
+            }
+            output.append(UInt8(ascii: "]"))
+        case .object(let members):
+            output.append(UInt8(ascii: "{"))
+            for (offset, (key, value)) in members.enumerated() {
+                if offset > 0 { output.append(UInt8(ascii: ",")) }
+                Self.writeString(key, into: &output)
+                output.append(UInt8(ascii: ":"))
+                value.write(into: &output)
+            }
+            output.append(UInt8(ascii: "}"))
         }
     }
-    func bool(_ node: JSONValue) -> Bool { if case .bool(let value) = node { value } else { false } }
-    func string(_ node: JSONValue) -> String { if case .string(let value) = node { value } else { "" } }
-    func numberText(_ node: JSONValue) -> String { if case .number(let value) = node { value } else { "" } }
-    func int64(_ node: JSONValue) -> Int64? { Int64(numberText(node)) }
-    func uint64(_ node: JSONValue) -> UInt64? { UInt64(numberText(node)) }
-    func double(_ node: JSONValue) -> Double? { Double(numberText(node)).flatMap { $0.isFinite ? $0 : nil } }
-    func elements(_ node: JSONValue) -> [JSONValue] { if case .array(let value) = node { value } else { [] } }
-    func member(_ node: JSONValue, key: String) -> JSONValue? {
-        guard case .object(let members) = node else { return nil }
-        return members.last { $0.0 == key }?.1
+
+    private static func writeString(_ text: String, into output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): output += "\\\"".utf8
+            case UInt8(ascii: "\\"): output += "\\\\".utf8
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                output += "\\u00".utf8
+                output.append(hex[Int(byte >> 4)])
+                output.append(hex[Int(byte & 0xF)])
+            default: output.append(byte)
+            }
+        }
+        output.append(UInt8(ascii: "\""))
     }
-    func members(_ node: JSONValue) -> [(key: String, value: JSONValue)] {
-        if case .object(let members) = node { members.map { (key: $0.0, value: $0.1) } } else { [] }
-    }
-    func byteOffset(_ node: JSONValue) -> Int? { nil }
 }

@@ -1,0 +1,265 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// One JSON value (a document or one record of a dump), stored compactly for random access by a decoder.
+///
+/// The design follows swift-foundation's `JSONMap`: no tree of objects, no dictionaries, no strings created until
+/// asked for. A tape is two contiguous buffers: an array of 16-byte nodes in document order (depth-first), and one
+/// byte buffer holding the decoded UTF-8 of every string and key and the text of every number. A container node
+/// knows its child count and where its subtree ends, so skipping a value is O(1); an object's children are its
+/// keys and values, alternating.
+///
+/// ```swift
+/// let tape = try JSONTape.parse(#"{"id": 7, "tags": ["a", "b"]}"#)
+/// let id = try tape.value(forKey: "id", in: tape.root).flatMap(tape.number(at:))?.int64()   // 7
+/// for tag in tape.elements(of: tape.value(forKey: "tags", in: tape.root)!) { print(tape.string(at: tag)!) }
+/// ```
+///
+/// - Duplicate keys are all kept, in document order (``members(of:)`` shows them); lookups return the **last**
+///   one, as `JSONDecoder` does. Objects without duplicates (checked while building) let lookups stop at the first
+///   match and start from a hint.
+/// - Every node keeps the byte offset of its value in the source (``byteOffset(of:)``), for error messages.
+/// - A tape is a value (copy-on-write). A ``JSONRecordStream`` reuses the same buffers for every record: memory
+///   stays at the size of the largest record, unless you keep a copy of a record's tape, which is safe (the stream
+///   then starts new buffers).
+/// - Limits: 4 GiB of source, of string bytes, and 4 billion values per tape.
+public struct JSONTape: Sendable, Equatable {
+    /// The position of a value in a tape. Only meaningful for the tape it came from.
+    public struct Index: Hashable, Comparable, Sendable, CustomStringConvertible {
+        public let position: Int
+
+        init(_ position: Int) {
+            self.position = position
+        }
+
+        public static func < (lhs: Index, rhs: Index) -> Bool { lhs.position < rhs.position }
+        public var description: String { "#\(position)" }
+    }
+
+    /// The kind of a JSON value.
+    public enum Kind: Sendable, Hashable, CustomStringConvertible {
+        case object, array, string, number, bool, null
+
+        public var description: String {
+            switch self {
+            case .object: return "an object"
+            case .array: return "an array"
+            case .string: return "a string"
+            case .number: return "a number"
+            case .bool: return "a boolean"
+            case .null: return "null"
+            }
+        }
+    }
+
+    /// A tape that exceeds the limits (4 GiB, 4 billion values).
+    public struct LimitError: Error, Sendable, CustomStringConvertible {
+        public var description: String { "JSON value too large for a tape (over 4 GiB or 4 billion values)" }
+    }
+
+    /// 16 bytes: `info` = kind (bits 0-3) | flags (bits 4-7) | key hash (bits 8-31);
+    /// `offset` = source offset relative to `baseOffset`;
+    /// strings, keys and numbers: `a` = start in `bytes`, `b` = length;
+    /// objects and arrays: `a` = index after the last node of the subtree, `b` = member or element count;
+    /// booleans: `a` = 0 or 1.
+    struct Node: Equatable, Sendable {
+        var info: UInt32
+        var offset: UInt32
+        var a: UInt32
+        var b: UInt32
+
+        @inline(__always) var kind: NodeKind { NodeKind(rawValue: info & 0xF)! }
+        @inline(__always) var keyHash: UInt32 { info >> 8 }
+    }
+
+    enum NodeKind: UInt32 {
+        case object, array, string, number, bool, null, key
+    }
+
+    /// Set on an object that has (or, beyond 64 members, may have) duplicate keys.
+    static let mayHaveDuplicateKeys: UInt32 = 1 << 4
+
+    var nodes: [Node] = []
+    var bytes: [UInt8] = []
+    /// The absolute source offset of the value (a record's offset in the dump); node offsets are relative to it.
+    public internal(set) var baseOffset = 0
+
+    /// An empty tape (no value).
+    public init() {}
+
+    /// Whether the tape holds no value.
+    public var isEmpty: Bool { nodes.isEmpty }
+
+    /// The number of values in the tape, keys included.
+    public var nodeCount: Int { nodes.count }
+
+    /// The top-level value.
+    public var root: Index {
+        precondition(!nodes.isEmpty, "JSONTape.root on an empty tape")
+        return Index(0)
+    }
+
+    // MARK: - Scalars
+
+    public func kind(of index: Index) -> Kind {
+        switch nodes[index.position].kind {
+        case .object: return .object
+        case .array: return .array
+        case .string, .key: return .string
+        case .number: return .number
+        case .bool: return .bool
+        case .null: return .null
+        }
+    }
+
+    public func isNull(_ index: Index) -> Bool { nodes[index.position].kind == .null }
+
+    public func bool(at index: Index) -> Bool? {
+        let node = nodes[index.position]
+        return node.kind == .bool ? node.a != 0 : nil
+    }
+
+    /// The string (or key) at `index`, decoded; nil for other kinds.
+    public func string(at index: Index) -> String? {
+        let node = nodes[index.position]
+        guard node.kind == .string || node.kind == .key else { return nil }
+        return bytes.withUnsafeBufferPointer { buffer in
+            String(decoding: UnsafeBufferPointer(rebasing: buffer[Int(node.a)..<Int(node.a + node.b)]), as: UTF8.self)
+        }
+    }
+
+    /// The number at `index`; nil for other kinds.
+    public func number(at index: Index) -> JSONNumber? {
+        let node = nodes[index.position]
+        guard node.kind == .number else { return nil }
+        return JSONNumber(unchecked: withBytes(of: node) { String(decoding: $0, as: UTF8.self) })
+    }
+
+    /// Calls `body` with the UTF-8 of a string or key, or the text of a number, without copying; nil for other kinds.
+    public func withUTF8<Result>(
+        at index: Index,
+        _ body: (UnsafeRawBufferPointer) throws -> Result
+    ) rethrows -> Result? {
+        let node = nodes[index.position]
+        switch node.kind {
+        case .string, .key, .number: return try withBytes(of: node, body)
+        default: return nil
+        }
+    }
+
+    @inline(__always)
+    func withBytes<Result>(of node: Node, _ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try bytes.withUnsafeBytes { buffer in
+            try body(UnsafeRawBufferPointer(rebasing: buffer[Int(node.a)..<Int(node.a + node.b)]))
+        }
+    }
+
+    /// The absolute byte offset of the value in the source.
+    public func byteOffset(of index: Index) -> Int {
+        baseOffset + Int(nodes[index.position].offset)
+    }
+
+    // MARK: - Containers
+
+    /// The number of members of an object or elements of an array; 0 for other kinds.
+    public func count(of index: Index) -> Int {
+        let node = nodes[index.position]
+        switch node.kind {
+        case .object, .array: return Int(node.b)
+        default: return 0
+        }
+    }
+
+    /// The position just after the value at `position` and everything inside it.
+    @inline(__always)
+    func subtreeEnd(_ position: Int) -> Int {
+        let node = nodes[position]
+        switch node.kind {
+        case .object, .array: return Int(node.a)
+        default: return position + 1
+        }
+    }
+
+    /// The elements of an array, in order (empty for other kinds).
+    public func elements(of index: Index) -> Elements {
+        let node = nodes[index.position]
+        guard node.kind == .array else { return Elements(tape: self, start: 0, end: 0) }
+        return Elements(tape: self, start: index.position + 1, end: Int(node.a))
+    }
+
+    /// The `n`th element of an array (O(n): elements have different sizes; iterate for sequential access).
+    public func element(_ n: Int, of index: Index) -> Index? {
+        guard n >= 0, n < count(of: index), kind(of: index) == .array else { return nil }
+        var position = index.position + 1
+        for _ in 0..<n { position = subtreeEnd(position) }
+        return Index(position)
+    }
+
+    /// The members of an object, in document order, duplicates included (empty for other kinds).
+    public func members(of index: Index) -> Members {
+        let node = nodes[index.position]
+        guard node.kind == .object else { return Members(tape: self, start: 0, end: 0) }
+        return Members(tape: self, start: index.position + 1, end: Int(node.a))
+    }
+
+    public struct Elements: Sequence {
+        let tape: JSONTape
+        let start: Int
+        let end: Int
+
+        public func makeIterator() -> Iterator { Iterator(tape: tape, position: start, end: end) }
+
+        public struct Iterator: IteratorProtocol {
+            let tape: JSONTape
+            var position: Int
+            let end: Int
+
+            public mutating func next() -> Index? {
+                guard position < end else { return nil }
+                let element = Index(position)
+                position = tape.subtreeEnd(position)
+                return element
+            }
+        }
+    }
+
+    public struct Members: Sequence {
+        let tape: JSONTape
+        let start: Int
+        let end: Int
+
+        public func makeIterator() -> Iterator { Iterator(tape: tape, position: start, end: end) }
+
+        public struct Iterator: IteratorProtocol {
+            let tape: JSONTape
+            var position: Int
+            let end: Int
+
+            public mutating func next() -> (key: Index, value: Index)? {
+                guard position < end else { return nil }
+                let member = (key: Index(position), value: Index(position + 1))
+                position = tape.subtreeEnd(position + 1)
+                return member
+            }
+        }
+    }
+
+    // MARK: - Parsing
+
+    /// Parses a whole (small) document into a tape. For dumps, use ``JSONRecordStream``.
+    public static func parse(_ bytes: some ContiguousBytes, maximumDepth: Int = 512) throws -> JSONTape {
+        let builder = JSONTapeBuilder()
+        let reader = JSONReader(options: .init(maximumDepth: maximumDepth), handler: builder)
+        try bytes.withUnsafeBytes { try reader.parse($0) }
+        try reader.finish()
+        return builder.tape
+    }
+
+    /// Parses a whole (small) document into a tape.
+    public static func parse(_ text: String, maximumDepth: Int = 512) throws -> JSONTape {
+        try parse(Array(text.utf8), maximumDepth: maximumDepth)
+    }
+}

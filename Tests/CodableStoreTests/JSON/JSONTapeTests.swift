@@ -1,0 +1,186 @@
+import Foundation
+import Testing
+
+@testable import CodableStore
+
+@Suite("JSON tape")
+struct JSONTapeTests {
+    static let issue = #"""
+        {"id": 41, "title": "Crash on \"save\"", "user": {"login": "ada", "id": 7},
+         "labels": [{"name": "bug"}, {"name": "ui"}], "closed": false, "milestone": null, "score": 2.5}
+        """#
+
+    @Test func kindsAndScalars() throws {
+        let tape = try JSONTape.parse(Self.issue)
+        let root = tape.root
+        #expect(tape.kind(of: root) == .object)
+        #expect(tape.count(of: root) == 7)
+        let title = try #require(tape.value(forKey: "title", in: root))
+        #expect(tape.kind(of: title) == .string)
+        #expect(tape.string(at: title) == #"Crash on "save""#)
+        #expect(try tape.value(forKey: "id", in: root).flatMap(tape.number(at:))?.int64() == 41)
+        #expect(tape.value(forKey: "closed", in: root).flatMap(tape.bool(at:)) == false)
+        #expect(tape.value(forKey: "milestone", in: root).map(tape.isNull) == true)
+        #expect(tape.value(forKey: "missing", in: root) == nil)
+        #expect(tape.string(at: root) == nil)
+        #expect(tape.bool(at: title) == nil)
+        // Lookups on something else than an object find nothing.
+        #expect(tape.value(forKey: "id", in: title) == nil)
+    }
+
+    @Test func nestedValuesAndPaths() throws {
+        let tape = try JSONTape.parse(Self.issue)
+        let user = try #require(tape.value(forKey: "user", in: tape.root))
+        let login = try #require(tape.value(forKey: JSONKey("login"), in: user))
+        #expect(tape.string(at: login) == "ada")
+        let labels = try #require(tape.value(forKey: "labels", in: tape.root))
+        #expect(tape.count(of: labels) == 2)
+        let names = tape.elements(of: labels).compactMap { tape.value(forKey: "name", in: $0).flatMap(tape.string(at:)) }
+        #expect(names == ["bug", "ui"])
+        let second = try #require(tape.element(1, of: labels))
+        let name = try #require(tape.value(forKey: "name", in: second))
+        #expect(tape.path(to: name) == [.key("labels"), .index(1), .key("name")])
+        #expect(tape.pathDescription(to: name) == "labels[1].name")
+        #expect(tape.pathDescription(to: tape.root) == "")
+        #expect(tape.element(2, of: labels) == nil)
+    }
+
+    @Test func membersInDocumentOrder() throws {
+        let tape = try JSONTape.parse(#"{"z": 1, "a": [1, {"x": 2}], "m": {}, "b": "s"}"#)
+        let keys = tape.members(of: tape.root).map { tape.string(at: $0.key)! }
+        #expect(keys == ["z", "a", "m", "b"])
+        let kinds = tape.members(of: tape.root).map { tape.kind(of: $0.value) }
+        #expect(kinds == [.number, .array, .object, .string])
+        #expect(Array(tape.members(of: tape.value(forKey: "m", in: tape.root)!)).isEmpty)
+        #expect(Array(tape.elements(of: tape.root)).isEmpty)
+    }
+
+    @Test func duplicateKeysLastWins() throws {
+        let tape = try JSONTape.parse(#"{"a": 1, "b": {"c": 1}, "a": [2], "c": 3, "a": "last"}"#)
+        #expect(tape.count(of: tape.root) == 5)
+        // All are kept, in order.
+        #expect(tape.members(of: tape.root).map { tape.string(at: $0.key)! } == ["a", "b", "a", "c", "a"])
+        #expect(tape.value(forKey: "a", in: tape.root).flatMap(tape.string(at:)) == "last")
+        var hint = JSONTape.LookupHint()
+        #expect(tape.value(forKey: "c", in: tape.root, hint: &hint).flatMap(tape.number(at:))?.text == "3")
+        #expect(tape.value(forKey: "a", in: tape.root, hint: &hint).flatMap(tape.string(at:)) == "last")
+        #expect(tape.jsonText(of: tape.root) == #"{"a":1,"b":{"c":1},"a":[2],"c":3,"a":"last"}"#)
+    }
+
+    @Test func duplicatesInLargeObjects() throws {
+        var members = (0..<100).map { "\"k\($0)\": \($0)" }
+        members.append(#""k3": "again""#)
+        let tape = try JSONTape.parse("{" + members.joined(separator: ",") + "}")
+        #expect(tape.value(forKey: "k3", in: tape.root).flatMap(tape.string(at:)) == "again")
+        #expect(tape.value(forKey: "k99", in: tape.root).flatMap(tape.number(at:))?.text == "99")
+    }
+
+    @Test func hintedLookupsFindTheSameValues() throws {
+        let keys = ["id", "title", "user", "labels", "closed", "milestone", "score", "nope"]
+        let tape = try JSONTape.parse(Self.issue)
+        var generator = SplitMix64(seed: 4)
+        for order in [keys, keys.reversed(), keys.shuffled(using: &generator)] {
+            var hint = JSONTape.LookupHint()
+            for key in order {
+                let jsonKey = JSONKey(key)
+                #expect(tape.value(forKey: jsonKey, in: tape.root, hint: &hint) == tape.value(forKey: key, in: tape.root))
+            }
+        }
+        // A hint from another object is ignored.
+        var hint = JSONTape.LookupHint()
+        let user = try #require(tape.value(forKey: "user", in: tape.root))
+        _ = tape.value(forKey: "login", in: user, hint: &hint)
+        #expect(tape.value(forKey: "id", in: tape.root, hint: &hint).flatMap(tape.number(at:))?.text == "41")
+    }
+
+    @Test func keyComparisonsWithoutStrings() throws {
+        let tape = try JSONTape.parse(#"{"name": 1, "naïve": 2, "": 3}"#)
+        let keys = tape.members(of: tape.root).map(\.key)
+        #expect(tape.key(keys[0], equals: "name"))
+        #expect(!tape.key(keys[0], equals: "names"))
+        #expect(tape.key(keys[1], equals: "naïve" as String))
+        #expect(tape.key(keys[1], equals: "naïve" as StaticString))
+        #expect(tape.key(keys[2], equals: ""))
+        #expect(tape.value(forKey: "", in: tape.root).flatMap(tape.number(at:))?.text == "3")
+        #expect(!tape.key(Array(tape.members(of: tape.root))[0].value, equals: "1"))
+    }
+
+    @Test func byteOffsets() throws {
+        let document = #"  {"a": [10, "x"], "b": null}"#
+        let tape = try JSONTape.parse(document)
+        #expect(tape.byteOffset(of: tape.root) == 2)
+        let array = try #require(tape.value(forKey: "a", in: tape.root))
+        #expect(tape.byteOffset(of: array) == 8)
+        #expect(tape.elements(of: array).map(tape.byteOffset(of:)) == [9, 13])
+        #expect(tape.members(of: tape.root).map { tape.byteOffset(of: $0.key) } == [3, 19])
+        #expect(tape.byteOffset(of: tape.value(forKey: "b", in: tape.root)!) == 24)
+    }
+
+    @Test func withUTF8GivesTheBytesWithoutCopying() throws {
+        let tape = try JSONTape.parse(#"["abc", 12.5e3, true]"#)
+        let elements = Array(tape.elements(of: tape.root))
+        #expect(tape.withUTF8(at: elements[0]) { Array($0) } == Array("abc".utf8))
+        #expect(tape.withUTF8(at: elements[1]) { String(decoding: $0, as: UTF8.self) } == "12.5e3")
+        #expect(tape.withUTF8(at: elements[2]) { _ in 1 } == nil)
+    }
+
+    @Test func jsonTextRoundTrips() throws {
+        let document = #"{"s":"a\"b\\c\n\u0001é😀","n":[-0.5e3,1,{}],"t":true,"f":false,"z":null,"e":[],"o":{"k":[[]]}}"#
+        let tape = try JSONTape.parse(document)
+        let text = tape.jsonText(of: tape.root)
+        #expect(text == #"{"s":"a\"b\\c\n\u0001é😀","n":[-0.5e3,1,{}],"t":true,"f":false,"z":null,"e":[],"o":{"k":[[]]}}"#)
+        #expect(try JSONTape.parse(text) == tape)
+        let scalar = try JSONTape.parse(" 12 ")
+        #expect(scalar.jsonText(of: scalar.root) == "12")
+        // Foundation agrees that it is JSON.
+        #expect((try? JSONSerialization.jsonObject(with: Data(text.utf8))) != nil)
+    }
+
+    @Test func reuseKeepsCapacityBounded() throws {
+        let builder = JSONTapeBuilder()
+        let reader = { () -> JSONReader in JSONReader(handler: builder) }
+        var nodeCapacity = 0
+        var byteCapacity = 0
+        for index in 0..<2_000 {
+            builder.reset(baseOffset: 0)
+            let record = #"{"id": \#(index), "name": "record \#(index)", "tags": ["a", "b", "c"], "n": null}"#
+            let parser = reader()
+            try Array(record.utf8).withUnsafeBytes { try parser.parse($0) }
+            try parser.finish()
+            #expect(builder.tape.value(forKey: "id", in: builder.tape.root).flatMap(builder.tape.number(at:))?.text == "\(index)")
+            let capacities = (builder.tape.nodes.capacity, builder.tape.bytes.capacity)
+            if index == 10 {
+                nodeCapacity = capacities.0
+                byteCapacity = capacities.1
+            } else if index > 10 {
+                #expect(capacities.0 == nodeCapacity)
+                #expect(capacities.1 == byteCapacity)
+            }
+        }
+        #expect(nodeCapacity < 64)
+        #expect(byteCapacity < 256)
+    }
+
+    @Test func aCopyKeptByTheCallerIsNotOverwritten() throws {
+        let builder = JSONTapeBuilder()
+        func build(_ text: String) throws {
+            builder.reset(baseOffset: 0)
+            let reader = JSONReader(handler: builder)
+            try Array(text.utf8).withUnsafeBytes { try reader.parse($0) }
+            try reader.finish()
+        }
+        try build(#"{"a": "first"}"#)
+        let kept = builder.tape
+        try build(#"{"a": "second"}"#)
+        #expect(kept.value(forKey: "a", in: kept.root).flatMap(kept.string(at:)) == "first")
+        #expect(builder.tape.value(forKey: "a", in: builder.tape.root).flatMap(builder.tape.string(at:)) == "second")
+    }
+
+    @Test func parseAcceptsContiguousBytes() throws {
+        let data = Data(#"{"a": [1]}"#.utf8)
+        let fromData = try JSONTape.parse(data)
+        let fromArray = try JSONTape.parse(Array(data))
+        #expect(fromData == fromArray)
+        #expect(throws: JSONSyntaxError.self) { try JSONTape.parse(Data()) }
+    }
+}
