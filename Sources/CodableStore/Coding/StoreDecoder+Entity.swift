@@ -34,6 +34,7 @@ extension StoreDecoderImpl {
         } else {
             object = try createEntity(mapping, node, path, stubIdentity: nil)
         }
+        if session.touched != nil { session.touched![mapping.index, default: []].insert(ObjectIdentifier(object)) }
         if let custom = object as? any EntityCustomDecoding {
             try with(node: node, path: path) { try custom.initialize(from: self) }
         } else {
@@ -299,22 +300,27 @@ extension StoreDecoderImpl {
 
     /// Looks up, with one query per entity, every identity that decoding these elements will need.
     func prefetchIdentities(_ mapping: EntityMapping, _ elements: [Node]) throws {
+        try Self.prefetch(mapping, elements.map { (self, $0) }, context: context)
+    }
+
+    /// Looks up every identity that decoding these values (possibly from different tapes, as the records of
+    /// an import batch are) will need, with one query per entity and chunk; then loads, in one query per
+    /// relationship, the current to-many memberships of the stored objects whose memberships will be replaced.
+    static func prefetch(_ mapping: EntityMapping, _ items: [(StoreDecoderImpl, Node)], context: Context) throws {
         var keys: [Int: [Context.IdentityKey]] = [:]
-        for element in elements { collectKeys(mapping, element, depth: 0, into: &keys) }
+        for (impl, node) in items { impl.collectKeys(mapping, node, depth: 0, into: &keys) }
         for entity in keys.keys.sorted() {
             try context.prefetch(entity: entity, keys: keys[entity]!)
         }
-        // Stored objects whose to-many relationships the JSON replaces: load the current memberships of
-        // all of them at once, rather than one query per object when each is replaced.
         guard mapping.hasRelationships, !mapping.description.identity.isEmpty else { return }
         for relationshipDescription in mapping.description.relationships where relationshipDescription.isToMany {
             guard let keyPath = mapping.description.codingKeyPaths[relationshipDescription.index],
                 let relationship = mapping.relationships[relationshipDescription.index]
             else { continue }
             var owners: [any EntityObject] = []
-            for element in elements where source.kind(element) == .object {
-                guard ((try? fieldNode(element, keyPath, .root)) ?? nil) != nil,
-                    let key = try? identityKey(mapping, element, .root),
+            for (impl, element) in items where impl.source.kind(element) == .object {
+                guard ((try? impl.fieldNode(element, keyPath, .root)) ?? nil) != nil,
+                    let key = try? impl.identityKey(mapping, element, .root),
                     let owner = context.cachedObject(entity: mapping.index, key: key).object,
                     owner.entityState.unloadedRelationships.contains(relationshipDescription.index)
                 else { continue }
@@ -324,7 +330,7 @@ extension StoreDecoderImpl {
         }
     }
 
-    private func collectKeys(_ mapping: EntityMapping, _ node: Node, depth: Int, into keys: inout [Int: [Context.IdentityKey]]) {
+    func collectKeys(_ mapping: EntityMapping, _ node: Node, depth: Int, into keys: inout [Int: [Context.IdentityKey]]) {
         guard depth < 16, source.kind(node) == .object else { return }
         let description = mapping.description
         if !description.identity.isEmpty, let key = try? identityKey(mapping, node, .root) {

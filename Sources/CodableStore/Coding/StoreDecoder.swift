@@ -152,6 +152,8 @@ final class DecodingSession {
     let options: StoreDecoder.Options
     /// Converted keys, per raw key, when a key strategy is set.
     var convertedKeys: [String: String] = [:]
+    /// When set, the objects decoded (per entity index), for the importer's "unchanged" count.
+    var touched: [Int: Set<ObjectIdentifier>]?
 
     init(context: Context, options: StoreDecoder.Options) {
         self.context = context

@@ -30,12 +30,18 @@ extension Context {
         }
         // Only now that everything is written does the in-memory state move on.
         for object in insertedObjects where object.entityState.status == .inserted {
-            object.entityState.status = .persistent
-            object.entityState.changedFields.removeAll()
+            let state = object.entityState
+            state.status = .persistent
+            state.changedFields.removeAll()
+            writeCounts[state.entityIndex, default: (0, 0)].inserted += 1
         }
         for object in updatedObjects {
-            object.entityState.isScheduledForUpdate = false
-            object.entityState.changedFields.removeAll()
+            let state = object.entityState
+            state.isScheduledForUpdate = false
+            if state.status == .persistent, !state.changedFields.isEmpty {
+                writeCounts[state.entityIndex, default: (0, 0)].updated += 1
+            }
+            state.changedFields.removeAll()
         }
         insertedObjects.removeAll(keepingCapacity: true)
         updatedObjects.removeAll(keepingCapacity: true)

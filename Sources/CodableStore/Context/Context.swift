@@ -69,6 +69,19 @@ public final class Context {
     /// The number of objects the context holds.
     public var registeredObjectCount: Int { registries.reduce(0) { $0 + $1.count } }
 
+    /// Rows written by this context's saves, per entity index: inserted, and updated (changed columns or
+    /// memberships). The importer reports them.
+    var writeCounts: [Int: (inserted: Int, updated: Int)] = [:]
+
+    /// Forgets every object the context holds, and every change not yet saved: what the importer does
+    /// between batches (after a save, to keep memory flat; after a rolled-back batch, to start over).
+    func reset() {
+        invalidate()
+        nextRowIDs = Array(repeating: nil, count: model.mappings.count)
+        deletedObjects.removeAll()
+        deferredError = nil
+    }
+
     /// Detaches every object when the context's closure ends.
     func invalidate() {
         for registry in registries {
@@ -83,6 +96,7 @@ public final class Context {
         insertedObjects = []
         updatedObjects = []
         linkChanges = []
+        deletedObjects = []
     }
 
     // MARK: - Insert

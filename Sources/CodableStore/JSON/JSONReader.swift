@@ -1,11 +1,11 @@
 import CYajl
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A strict (RFC 8259), streaming JSON push parser: chunks of bytes in, events out to a ``JSONEventHandler``.
@@ -60,11 +60,26 @@ public final class JSONReader {
     private static let snippetContext = 64
     private static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
 
+    /// What changes during a parse, behind a pointer: stored properties of a class are checked for exclusive
+    /// access at run time (`swift_beginAccess`) when a mutation calls out (an array append, a validator scan),
+    /// which is measurable at one event every few bytes. Memory behind a pointer is not checked; the computed
+    /// properties below give the rest of the reader the same syntax.
+    private struct State {
+        var validator = JSONTextValidator()
+        var containers: [Bool] = []
+        var history: [UInt8] = []
+    }
+
     public let options: Options
     private let handler: any JSONEventHandler
     private let callbacks: UnsafeMutablePointer<yajl_callbacks>
+    private let state: UnsafeMutablePointer<State>
     private var handle: OpaquePointer?
-    private var validator = JSONTextValidator()
+
+    private var validator: JSONTextValidator {
+        get { state.pointee.validator }
+        _modify { yield &state.pointee.validator }
+    }
 
     // The chunk being parsed: the part given to yajl, and the whole input (for snippets).
     private var chunkBase = 0
@@ -80,11 +95,17 @@ public final class JSONReader {
     private var cursorLineStart = 0
 
     // Source bytes before the current chunk: from the resume point (or the last `snippetContext` bytes).
-    private var history: [UInt8] = []
+    private var history: [UInt8] {
+        get { state.pointee.history }
+        _modify { yield &state.pointee.history }
+    }
     private var historyStart = 0
 
-    // Parser state, for diagnostics.
-    private var containers: [Bool] = []
+    // Parser state, for diagnostics: the open containers (`true` for an object) and what was read last.
+    private var containers: [Bool] {
+        get { state.pointee.containers }
+        _modify { yield &state.pointee.containers }
+    }
     private var lastEvent = LastEvent.none
     private var resumeOffset = 0
     private var zeroNumberEnd = -1
@@ -105,6 +126,8 @@ public final class JSONReader {
         self.handler = handler
         callbacks = .allocate(capacity: 1)
         callbacks.initialize(to: Self.makeCallbacks())
+        state = .allocate(capacity: 1)
+        state.initialize(to: State())
         handle = yajl_alloc(callbacks, nil, Unmanaged.passUnretained(self).toOpaque())
     }
 
@@ -112,6 +135,8 @@ public final class JSONReader {
         yajl_free(handle)
         callbacks.deinitialize(count: 1)
         callbacks.deallocate()
+        state.deinitialize(count: 1)
+        state.deallocate()
     }
 
     /// The number of bytes consumed so far (the absolute offset of the next byte).
@@ -525,7 +550,8 @@ public final class JSONReader {
             yajl_boolean: { context, value in withReader(context) { $0.onBool(value != 0) } },
             yajl_integer: nil,
             yajl_double: nil,
-            yajl_number: { context, text, length in withReader(context) { $0.onNumber(UnsafeRawPointer(text), length) } },
+            yajl_number: { context, text, length in withReader(context) { $0.onNumber(UnsafeRawPointer(text), length) }
+            },
             yajl_string: { context, text, length in withReader(context) { $0.onString(text, length, isKey: false) } },
             yajl_start_map: { context in withReader(context) { $0.onStartContainer(isObject: true) } },
             yajl_map_key: { context, text, length in withReader(context) { $0.onString(text, length, isKey: true) } },

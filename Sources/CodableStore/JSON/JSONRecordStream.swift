@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Splits a JSON dump of any size into records, one ``JSONTape`` at a time, in bounded memory.
@@ -253,7 +253,10 @@ final class RecordSplitter: JSONEventHandler {
         if phase == .seeking, depth == matched {
             let key = pathText[matched]
             let place = matched == 0 ? "the top-level object" : "'\(pathText[0..<matched].joined(separator: "."))'"
-            throw error("no key '\(key)' in \(place), expected the array of records at \(pathDescription(path.count))", at: offset)
+            throw error(
+                "no key '\(key)' in \(place), expected the array of records at \(pathDescription(path.count))",
+                at: offset
+            )
         }
         if phase == .done, depth < matched { matched = depth }
     }
@@ -276,7 +279,10 @@ final class RecordSplitter: JSONEventHandler {
         if phase == .seeking, depth == matched + 1 {
             keyMatched = true
         } else if depth <= matched {
-            throw error("duplicate key '\(pathText[depth - 1])' on the path to the records (\(pathDescription(path.count)))", at: offset)
+            throw error(
+                "duplicate key '\(pathText[depth - 1])' on the path to the records (\(pathDescription(path.count)))",
+                at: offset
+            )
         }
     }
 
@@ -334,7 +340,10 @@ final class RecordSplitter: JSONEventHandler {
                     phase = .records
                 } else {
                     guard kind == .object else {
-                        throw error("expected a top-level object with the records at \(pathDescription(path.count)), found \(kind)", at: offset)
+                        throw error(
+                            "expected a top-level object with the records at \(pathDescription(path.count)), found \(kind)",
+                            at: offset
+                        )
                     }
                 }
             } else if keyMatched {
@@ -342,7 +351,10 @@ final class RecordSplitter: JSONEventHandler {
                 matched += 1
                 if matched == path.count {
                     guard kind == .array else {
-                        throw error("expected an array of records at \(pathDescription(matched)), found \(kind)", at: offset)
+                        throw error(
+                            "expected an array of records at \(pathDescription(matched)), found \(kind)",
+                            at: offset
+                        )
                     }
                     phase = .records
                 } else {

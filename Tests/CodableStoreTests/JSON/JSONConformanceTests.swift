@@ -102,7 +102,9 @@ struct JSONConformanceTests {
         #expect(texts == ["123456789012345678901234567890", "-123456789012345678901234567890", "18446744073709551616"])
 
         let huge = try parseTape(try JSONFixture.bytes("json/pass/huge-exponent.json"))
-        #expect(huge.elements(of: huge.root).map { huge.number(at: $0)?.text } == ["1e400", "-1E+400", "1.5e999999999999"])
+        #expect(
+            huge.elements(of: huge.root).map { huge.number(at: $0)?.text } == ["1e400", "-1E+400", "1.5e999999999999"]
+        )
 
         let bounds = try parseTape(try JSONFixture.bytes("json/pass/int64-bounds.json"))
         let numbers = bounds.elements(of: bounds.root).compactMap { bounds.number(at: $0) }

@@ -77,7 +77,9 @@ struct JSONNumberTests {
     }
 
     @Test func doubleFailures() throws {
-        #expect(throws: JSONNumberError(text: "1e400", type: "Double", reason: .overflow)) { try number("1e400").double() }
+        #expect(throws: JSONNumberError(text: "1e400", type: "Double", reason: .overflow)) {
+            try number("1e400").double()
+        }
         #expect(throws: JSONNumberError(text: "-1.8e308", type: "Double", reason: .overflow)) {
             try number("-1.8e308").double()
         }
@@ -132,5 +134,21 @@ struct JSONNumberTests {
         #expect(try values[1].int64() == -1)
         #expect(try values[2].double() == 2.5)
         #expect(tape.number(at: tape.root) == nil)
+    }
+
+    @Test func conversionsStraightFromTheTape() throws {
+        let tape = try JSONTape.parse(#"[18446744073709551615, -128, 2.5, "7", 1e400]"#)
+        let values = Array(tape.elements(of: tape.root))
+        #expect(try tape.uint64(at: values[0]) == UInt64.max)
+        #expect(throws: JSONNumberError(text: "18446744073709551615", type: "Int64", reason: .overflow)) {
+            try tape.int64(at: values[0])
+        }
+        #expect(try tape.integer(at: values[1], as: Int8.self) == -128)
+        #expect(try tape.double(at: values[2]) == 2.5)
+        #expect(try tape.float(at: values[2]) == 2.5)
+        #expect(try tape.int64(at: values[3]) == nil)
+        #expect(throws: JSONNumberError(text: "1e400", type: "Double", reason: .overflow)) {
+            try tape.double(at: values[4])
+        }
     }
 }

@@ -101,7 +101,12 @@ struct JSONRecordStreamTests {
         )
         #expect(
             runAll(.array(atPath: "data.items"), #"{"items": []}"#).error
-                == .init(12, 1, 13, "no key 'data' in the top-level object, expected the array of records at 'data.items'")
+                == .init(
+                    12,
+                    1,
+                    13,
+                    "no key 'data' in the top-level object, expected the array of records at 'data.items'"
+                )
         )
     }
 
@@ -122,7 +127,10 @@ struct JSONRecordStreamTests {
             runAll(.array(atPath: "data"), #"[1]"#).error
                 == .init(0, 1, 1, "expected a top-level object with the records at 'data', found an array")
         )
-        #expect(runAll(.array, #"{"a": 1}"#).error == .init(0, 1, 1, "expected a top-level array of records, found an object"))
+        #expect(
+            runAll(.array, #"{"a": 1}"#).error
+                == .init(0, 1, 1, "expected a top-level array of records, found an object")
+        )
     }
 
     @Test func duplicateKeyOnThePath() {
@@ -163,9 +171,16 @@ struct JSONRecordStreamTests {
         #expect(runAll(.jsonLines, "\"abc\n").error == .init(4, 1, 5, "unexpected end of line in string", record: 0))
         // A bad line gives no record, even when its value is complete.
         #expect(runAll(.jsonLines, "1\n{} x\n3").records.map(\.json) == ["1"])
-        #expect(runAll(.jsonLines, "[1,\n").error == .init(3, 1, 4, "unexpected end of line, expected a value", record: 0))
-        #expect(runAll(.jsonLines, "1\n[1,").error == .init(5, 2, 4, "unexpected end of line, expected a value", record: 1))
-        #expect(runAll(.jsonLines, "1\n-").error == .init(3, 2, 2, "unexpected end of line, expected a digit after '-'", record: 1))
+        #expect(
+            runAll(.jsonLines, "[1,\n").error == .init(3, 1, 4, "unexpected end of line, expected a value", record: 0)
+        )
+        #expect(
+            runAll(.jsonLines, "1\n[1,").error == .init(5, 2, 4, "unexpected end of line, expected a value", record: 1)
+        )
+        #expect(
+            runAll(.jsonLines, "1\n-").error
+                == .init(3, 2, 2, "unexpected end of line, expected a digit after '-'", record: 1)
+        )
     }
 
     @Test func jsonLinesWithAByteOrderMark() {
@@ -207,7 +222,8 @@ struct JSONRecordStreamTests {
     }
 
     @Test func tapesAreReusedAndMemoryStaysFlat() throws {
-        let record = #"{"id": 1, "title": "a title of some length", "labels": [{"name": "bug"}, {"name": "ui"}], "body": "\#(String(repeating: "x", count: 200))"}"#
+        let record =
+            #"{"id": 1, "title": "a title of some length", "labels": [{"name": "bug"}, {"name": "ui"}], "body": "\#(String(repeating: "x", count: 200))"}"#
         let chunk = Array(Array(repeating: record, count: 100).joined(separator: ",").utf8)
         let stream = JSONRecordStream(mode: .array)
         var capacities = Set<[Int]>()
@@ -242,7 +258,9 @@ struct JSONRecordStreamTests {
     }
 
     @Test func readsFilesInChunks() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("json-stream-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "json-stream-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("dump.json")

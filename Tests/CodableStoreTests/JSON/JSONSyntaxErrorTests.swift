@@ -11,7 +11,10 @@ struct JSONSyntaxErrorTests {
         #expect(error.line == 3)
         #expect(error.column == 17)
         #expect(error.reason == "unexpected character '}', expected a value")
-        #expect(error.description == "JSON syntax error at line 3, column 17 (byte 33): unexpected character '}', expected a value")
+        #expect(
+            error.description
+                == "JSON syntax error at line 3, column 17 (byte 33): unexpected character '}', expected a value"
+        )
         #expect(
             error.detailedDescription() == """
                 error: unexpected character '}', expected a value
@@ -86,7 +89,10 @@ struct JSONSyntaxErrorTests {
         let document = "[\n1,\n2,\n3 4]"
         for chunking in Chunking.all {
             let error = try #require(syntaxError(Array(document.utf8), chunking: chunking))
-            #expect(ErrorSummary(error) == .init(10, 4, 3, "unexpected character '4', expected ',' or ']'"), "\(chunking)")
+            #expect(
+                ErrorSummary(error) == .init(10, 4, 3, "unexpected character '4', expected ',' or ']'"),
+                "\(chunking)"
+            )
         }
     }
 

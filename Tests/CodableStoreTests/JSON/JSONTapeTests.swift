@@ -35,7 +35,9 @@ struct JSONTapeTests {
         #expect(tape.string(at: login) == "ada")
         let labels = try #require(tape.value(forKey: "labels", in: tape.root))
         #expect(tape.count(of: labels) == 2)
-        let names = tape.elements(of: labels).compactMap { tape.value(forKey: "name", in: $0).flatMap(tape.string(at:)) }
+        let names = tape.elements(of: labels).compactMap {
+            tape.value(forKey: "name", in: $0).flatMap(tape.string(at:))
+        }
         #expect(names == ["bug", "ui"])
         let second = try #require(tape.element(1, of: labels))
         let name = try #require(tape.value(forKey: "name", in: second))
@@ -83,7 +85,9 @@ struct JSONTapeTests {
             var hint = JSONTape.LookupHint()
             for key in order {
                 let jsonKey = JSONKey(key)
-                #expect(tape.value(forKey: jsonKey, in: tape.root, hint: &hint) == tape.value(forKey: key, in: tape.root))
+                #expect(
+                    tape.value(forKey: jsonKey, in: tape.root, hint: &hint) == tape.value(forKey: key, in: tape.root)
+                )
             }
         }
         // A hint from another object is ignored.
@@ -128,7 +132,9 @@ struct JSONTapeTests {
         let document = #"{"s":"a\"b\\c\n\u0001é😀","n":[-0.5e3,1,{}],"t":true,"f":false,"z":null,"e":[],"o":{"k":[[]]}}"#
         let tape = try JSONTape.parse(document)
         let text = tape.jsonText(of: tape.root)
-        #expect(text == #"{"s":"a\"b\\c\n\u0001é😀","n":[-0.5e3,1,{}],"t":true,"f":false,"z":null,"e":[],"o":{"k":[[]]}}"#)
+        #expect(
+            text == #"{"s":"a\"b\\c\n\u0001é😀","n":[-0.5e3,1,{}],"t":true,"f":false,"z":null,"e":[],"o":{"k":[[]]}}"#
+        )
         #expect(try JSONTape.parse(text) == tape)
         let scalar = try JSONTape.parse(" 12 ")
         #expect(scalar.jsonText(of: scalar.root) == "12")
@@ -147,7 +153,10 @@ struct JSONTapeTests {
             let parser = reader()
             try Array(record.utf8).withUnsafeBytes { try parser.parse($0) }
             try parser.finish()
-            #expect(builder.tape.value(forKey: "id", in: builder.tape.root).flatMap(builder.tape.number(at:))?.text == "\(index)")
+            #expect(
+                builder.tape.value(forKey: "id", in: builder.tape.root).flatMap(builder.tape.number(at:))?.text
+                    == "\(index)"
+            )
             let capacities = (builder.tape.nodes.capacity, builder.tape.bytes.capacity)
             if index == 10 {
                 nodeCapacity = capacities.0

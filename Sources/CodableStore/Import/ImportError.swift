@@ -1,0 +1,59 @@
+/// An import that stopped: where in the input, and why.
+///
+/// `description` is one line: `record 41 (line 43, column 3, byte 21503) at [41].user.id: Expected to decode
+/// Int but found a string instead.` The underlying error (`DecodingError`, ``JSONSyntaxError``,
+/// ``StoreError``, ``SQLiteError``) is ``underlyingError``.
+public struct ImportError: Error, Sendable, CustomStringConvertible {
+    /// The record's index in the dump, when the failure is in a record.
+    public var recordIndex: Int?
+    /// The byte offset of the failure (a syntax error) or of the record's start.
+    public var byteOffset: Int?
+    public var line: Int?
+    public var column: Int?
+    /// Where in the record decoding failed (`[41].user.id`).
+    public var codingPath: String?
+    /// What went wrong.
+    public var reason: String
+    public var underlyingError: any Error
+
+    public var description: String {
+        var location: [String] = []
+        if let line { location.append("line \(line)") }
+        if let column { location.append("column \(column)") }
+        if let byteOffset { location.append("byte \(byteOffset)") }
+        var text = recordIndex.map { "record \($0)" } ?? "input"
+        if !location.isEmpty { text += " (" + location.joined(separator: ", ") + ")" }
+        if let codingPath { text += " at \(codingPath)" }
+        return text + ": " + reason
+    }
+
+    /// Describes an error of a record: the reason and coding path of a `DecodingError`, the location of a
+    /// syntax error, the message of a store error.
+    static func describe(_ error: any Error) -> (reason: String, codingPath: String?) {
+        func render(_ path: [any CodingKey]) -> String? {
+            guard !path.isEmpty else { return nil }
+            var text = ""
+            for key in path {
+                if key is IndexKey, let index = key.intValue { text += "[\(index)]" } else { text += (text.isEmpty ? "" : ".") + key.stringValue }
+            }
+            return text
+        }
+        switch error {
+        case let error as DecodingError:
+            switch error {
+            case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
+                return (context.debugDescription, render(context.codingPath))
+            case .keyNotFound(let key, let context):
+                return (context.debugDescription, render(context.codingPath + [CodingKeys(stringValue: key.stringValue)]))
+            @unknown default:
+                return ("\(error)", nil)
+            }
+        case let error as StoreError:
+            return (error.message, render(error.codingPath))
+        case let error as JSONSyntaxError:
+            return (error.reason, nil)
+        default:
+            return ("\(error)", nil)
+        }
+    }
+}

@@ -1,0 +1,82 @@
+/// How ``Store/importJSON(_:from:options:)`` reads and writes a dump.
+public struct ImportOptions: @unchecked Sendable {
+    // @unchecked: `decoder` is a StoreDecoder, whose options are set before the import and only read during it.
+
+    /// Where the records are in the input.
+    public enum Layout: Sendable, Equatable {
+        /// A top-level JSON array of records.
+        case array
+        /// The array at a key path inside a wrapper object: `.array(at: "data.items")`.
+        case arrayAt(String)
+        /// JSON Lines: one record per line.
+        case jsonLines
+    }
+
+    /// What a record that cannot be decoded does to the import.
+    public enum FailurePolicy: String, Sendable, Codable {
+        /// Stop at the first bad record; nothing of the failed transaction is kept (with
+        /// ``commitEveryBatch``, the batches committed before it are).
+        case stop
+        /// Leave bad records out and list each one in the report; the rest is imported.
+        case skip
+    }
+
+    public var layout: Layout
+    /// Records decoded and saved together: identities of a batch are looked up with a few queries.
+    public var batchSize: Int
+    public var failurePolicy: FailurePolicy
+    /// Commit after every batch instead of once at the end. An interrupted import keeps the committed batches
+    /// and can simply be run again: upsert makes it idempotent.
+    public var commitEveryBatch: Bool
+    /// The decoder, with its strategies (dates, keys, references).
+    public var decoder: StoreDecoder
+    /// Called after every batch with the bytes and records read so far.
+    public var progress: (@Sendable (ImportProgress) -> Void)?
+
+    public init(
+        layout: Layout = .array,
+        batchSize: Int = 1_000,
+        failurePolicy: FailurePolicy = .stop,
+        commitEveryBatch: Bool = false,
+        decoder: StoreDecoder = StoreDecoder(),
+        progress: (@Sendable (ImportProgress) -> Void)? = nil
+    ) {
+        self.layout = layout
+        self.batchSize = max(1, batchSize)
+        self.failurePolicy = failurePolicy
+        self.commitEveryBatch = commitEveryBatch
+        self.decoder = decoder
+        self.progress = progress
+    }
+}
+
+/// Where an import reads from.
+public enum ImportSource: Sendable {
+    /// A file.
+    case file(String)
+    /// Standard input (`-` on the command line).
+    case standardInput
+    /// An open file descriptor, which is not closed.
+    case fileDescriptor(Int32)
+}
+
+/// How far an import has come.
+public struct ImportProgress: Sendable {
+    /// Bytes of input parsed so far.
+    public var bytesRead: Int
+    /// The size of the input, when it is a regular file.
+    public var totalBytes: Int?
+    /// Records read so far.
+    public var recordsRead: Int
+    /// Seconds since the import started.
+    public var elapsed: Double
+
+    /// Records per second so far.
+    public var recordsPerSecond: Double { elapsed > 0 ? Double(recordsRead) / elapsed : 0 }
+
+    /// Seconds left, estimated from the bytes read, when the total is known.
+    public var estimatedSecondsLeft: Double? {
+        guard let totalBytes, bytesRead > 0, elapsed > 0 else { return nil }
+        return elapsed * Double(totalBytes - bytesRead) / Double(bytesRead)
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+
+/// What an import did: records read, imported and skipped, and rows written per entity.
+///
+/// Encoding shape (`codable-store import --json`): an object with the fields below; `entities` maps entity
+/// names to their counts; `skippedRecords` lists each skipped record.
+public struct ImportReport: Sendable, Codable, Equatable {
+    /// Rows written for one entity.
+    public struct EntityCounts: Sendable, Codable, Equatable {
+        /// Rows inserted (new objects, stubs included).
+        public var inserted = 0
+        /// Rows updated because a decoded value differed (counted once per batch that changed the object).
+        public var updated = 0
+        /// Objects decoded whose values were all already stored: nothing written (counted once per batch).
+        public var unchanged = 0
+    }
+
+    /// A record left out under the skip policy.
+    public struct SkippedRecord: Sendable, Codable, Equatable {
+        /// The record's index in the dump (0-based).
+        public var index: Int
+        /// Where the record starts.
+        public var byteOffset: Int
+        public var line: Int
+        public var column: Int
+        /// Where in the record decoding failed (`[41].user.id`), if it did.
+        public var codingPath: String?
+        /// Why.
+        public var reason: String
+    }
+
+    public var recordsRead = 0
+    public var recordsImported = 0
+    public var recordsSkipped = 0
+    public var bytesRead = 0
+    /// Per entity name.
+    public var entities: [String: EntityCounts] = [:]
+    public var skippedRecords: [SkippedRecord] = []
+    /// Wall-clock seconds.
+    public var duration = 0.0
+
+    public var recordsPerSecond: Double { duration > 0 ? Double(recordsRead) / duration : 0 }
+    public var megabytesPerSecond: Double { duration > 0 ? Double(bytesRead) / 1_048_576 / duration : 0 }
+
+    public init() {}
+
+    /// A short human-readable summary.
+    public var summary: String {
+        var lines = [
+            "read \(recordsRead) records (\(String(format: "%.1f", Double(bytesRead) / 1_048_576)) MiB) in "
+                + String(format: "%.2f s: %.0f records/s, %.1f MiB/s", duration, recordsPerSecond, megabytesPerSecond),
+            "imported \(recordsImported), skipped \(recordsSkipped)",
+        ]
+        for name in entities.keys.sorted() {
+            let counts = entities[name]!
+            lines.append("  \(name): \(counts.inserted) inserted, \(counts.updated) updated, \(counts.unchanged) unchanged")
+        }
+        for record in skippedRecords {
+            lines.append("  skipped record \(record.index) (line \(record.line), column \(record.column), byte \(record.byteOffset))"
+                + (record.codingPath.map { " at \($0)" } ?? "") + ": \(record.reason)")
+        }
+        return lines.joined(separator: "\n")
+    }
+}

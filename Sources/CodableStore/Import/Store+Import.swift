@@ -1,0 +1,235 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+extension Store {
+    /// Imports a dump of records of one entity (an array, an array inside a wrapper object, or JSON Lines)
+    /// with upsert, in bounded memory whatever the size of the input.
+    ///
+    /// ```swift
+    /// let decoder = StoreDecoder()
+    /// decoder.dateDecodingStrategy = .iso8601
+    /// let report = try store.importJSON(Issue.self, from: .file("issues.json"), options: .init(decoder: decoder))
+    /// print(report.summary)
+    /// ```
+    ///
+    /// The input is read in 64 KiB chunks and parsed by the JSON layer one record at a time; records are
+    /// grouped in batches of ``ImportOptions/batchSize``; the identities of a batch (nested objects and bare
+    /// references included) are resolved with a few queries; each batch is saved, then forgotten, so memory
+    /// stays flat. The whole import is one transaction (all or nothing) unless
+    /// ``ImportOptions/commitEveryBatch`` is set.
+    ///
+    /// - Throws: ``ImportError`` with the record index, position and coding path of the failure (stop policy,
+    ///   or a syntax error: a malformed document is never partly imported unless batches are committed).
+    public func importJSON<T: EntityObject>(
+        _ type: T.Type, from source: ImportSource, options: ImportOptions = ImportOptions()
+    ) throws -> ImportReport {
+        let mapping = try model.mapping(for: T.self)
+        let model = self.model
+        return try withWriterConnection { connection in
+            try Importer(connection: connection, model: model, mapping: mapping, options: options).run(source)
+        }
+    }
+}
+
+/// One import run: the read loop, batches, transactions and the report.
+private final class Importer {
+    let connection: Connection
+    let model: StoreModel
+    let mapping: EntityMapping
+    let options: ImportOptions
+    let context: Context
+    var report = ImportReport()
+    var batch: [JSONRecord] = []
+    let clock = ContinuousClock()
+    let start: ContinuousClock.Instant
+    var totalBytes: Int?
+    var bytesRead = 0
+
+    init(connection: Connection, model: StoreModel, mapping: EntityMapping, options: ImportOptions) {
+        self.connection = connection
+        self.model = model
+        self.mapping = mapping
+        self.options = options
+        self.context = Context(connection: connection, model: model, isReadOnly: false)
+        self.start = clock.now
+        batch.reserveCapacity(options.batchSize)
+    }
+
+    var elapsed: Double {
+        let duration = clock.now - start
+        return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    func run(_ source: ImportSource) throws -> ImportReport {
+        let descriptor: Int32
+        var path: String?
+        switch source {
+        case .file(let file):
+            descriptor = open(file, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                let code = errno
+                throw ImportError(reason: "cannot open '\(file)': \(String(cString: strerror(code)))", underlyingError: JSONRecordStream.ReadError(path: file, operation: "open", code: code))
+            }
+            path = file
+        case .standardInput:
+            descriptor = 0
+        case .fileDescriptor(let given):
+            descriptor = given
+        }
+        defer { if path != nil { close(descriptor) } }
+        var status = stat()
+        if fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG { totalBytes = Int(status.st_size) }
+
+        let mode: JSONRecordStream.Mode =
+            switch options.layout {
+            case .array: .array
+            case .arrayAt(let keyPath): .array(atPath: keyPath)
+            case .jsonLines: .jsonLines
+            }
+        let stream = JSONRecordStream(mode: mode)
+        if !options.commitEveryBatch { try connection.execute(sql: "BEGIN IMMEDIATE TRANSACTION") }
+        do {
+            let chunkSize = JSONRecordStream.defaultChunkSize
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+            defer { buffer.deallocate() }
+            while true {
+                let count = read(descriptor, buffer.baseAddress, chunkSize)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    let code = errno
+                    throw ImportError(reason: "cannot read input: \(String(cString: strerror(code)))", underlyingError: JSONRecordStream.ReadError(path: path, operation: "read", code: code))
+                }
+                if count == 0 { break }
+                try stream.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { record in try self.add(record) }
+                bytesRead = stream.byteOffset
+            }
+            try stream.finish { record in try self.add(record) }
+            bytesRead = stream.byteOffset
+            try processBatch()
+            if !options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
+        } catch {
+            connection.rollbackIgnoringErrors()
+            context.reset()
+            throw Self.importError(error)
+        }
+        context.reset()
+        report.bytesRead = bytesRead
+        report.duration = elapsed
+        return report
+    }
+
+    static func importError(_ error: any Error) -> ImportError {
+        if let error = error as? ImportError { return error }
+        if let syntax = error as? JSONSyntaxError {
+            return ImportError(
+                recordIndex: syntax.recordIndex, byteOffset: syntax.byteOffset, line: syntax.line, column: syntax.column,
+                reason: syntax.reason, underlyingError: syntax)
+        }
+        let (reason, codingPath) = ImportError.describe(error)
+        return ImportError(codingPath: codingPath, reason: reason, underlyingError: error)
+    }
+
+    func add(_ record: borrowing JSONRecord) throws {
+        report.recordsRead += 1
+        batch.append(copy record)
+        if batch.count >= options.batchSize {
+            try processBatch()
+        }
+    }
+
+    private struct SkipRecord: Error {
+        let position: Int
+        let error: any Error
+    }
+
+    /// Decodes and saves the current batch, leaving out (and reporting) records that fail under the skip
+    /// policy: a failing record rolls the batch back, and the batch is decoded again without it.
+    func processBatch() throws {
+        guard !batch.isEmpty else { return }
+        if options.commitEveryBatch { try connection.execute(sql: "BEGIN IMMEDIATE TRANSACTION") }
+        var excluded = Set<Int>()
+        while true {
+            var touched: [Int: Int] = [:]
+            let before = context.writeCounts
+            do {
+                try connection.inSavepoint(named: "codablestore_batch") {
+                    let session = DecodingSession(context: context, options: options.decoder.options)
+                    session.touched = [:]
+                    var items: [(StoreDecoderImpl, JSONTape.Index)] = []
+                    var positions: [Int] = []
+                    for (position, record) in batch.enumerated() where !excluded.contains(position) {
+                        let impl = StoreDecoderImpl(
+                            source: JSONTapeView(tape: record.tape), node: record.tape.root,
+                            path: CodingPathNode.root.appending(index: record.index), session: session)
+                        items.append((impl, record.tape.root))
+                        positions.append(position)
+                    }
+                    try StoreDecoderImpl.prefetch(mapping, items, context: context)
+                    for ((impl, root), position) in zip(items, positions) {
+                        do {
+                            _ = try impl.decodeEntity(mapping, root, impl.path)
+                        } catch {
+                            if options.failurePolicy == .skip { throw SkipRecord(position: position, error: error) }
+                            throw locate(error, batch[position])
+                        }
+                    }
+                    touched = (session.touched ?? [:]).mapValues(\.count)
+                    try context.flush()
+                }
+            } catch let skip as SkipRecord {
+                context.reset()
+                context.writeCounts = before
+                excluded.insert(skip.position)
+                let record = batch[skip.position]
+                let (reason, codingPath) = ImportError.describe(skip.error)
+                report.skippedRecords.append(
+                    ImportReport.SkippedRecord(
+                        index: record.index, byteOffset: record.byteOffset, line: record.line, column: record.column,
+                        codingPath: codingPath, reason: reason))
+                report.recordsSkipped += 1
+                continue
+            }
+            // Rows written by this batch, and objects decoded without a write.
+            for (entity, counts) in context.writeCounts {
+                let previous = before[entity] ?? (0, 0)
+                let name = model.mappings[entity].name
+                report.entities[name, default: .init()].inserted += counts.inserted - previous.inserted
+                report.entities[name, default: .init()].updated += counts.updated - previous.updated
+            }
+            // Objects decoded with nothing to write: decoded objects minus rows written (stubs, inserted
+            // without being decoded, make this a lower bound).
+            for (entity, decoded) in touched {
+                let name = model.mappings[entity].name
+                let written = (context.writeCounts[entity]?.inserted ?? 0) - (before[entity]?.inserted ?? 0)
+                    + (context.writeCounts[entity]?.updated ?? 0) - (before[entity]?.updated ?? 0)
+                report.entities[name, default: .init()].unchanged += max(0, decoded - written)
+            }
+            report.recordsImported += batch.count - excluded.count
+            break
+        }
+        context.reset()
+        batch.removeAll(keepingCapacity: true)
+        if options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
+        options.progress?(ImportProgress(bytesRead: bytesRead, totalBytes: totalBytes, recordsRead: report.recordsRead, elapsed: elapsed))
+    }
+
+    /// An error of a record, with the record's position.
+    func locate(_ error: any Error, _ record: JSONRecord) -> ImportError {
+        let (reason, codingPath) = ImportError.describe(error)
+        return ImportError(
+            recordIndex: record.index, byteOffset: record.byteOffset, line: record.line, column: record.column,
+            codingPath: codingPath, reason: reason, underlyingError: error)
+    }
+}
+

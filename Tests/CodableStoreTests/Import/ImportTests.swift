@@ -1,0 +1,146 @@
+import CodableStore
+import Foundation
+import Testing
+
+@Suite struct ImportTests {
+    static func dump(count: Int, jsonLines: Bool = false, wrapped: Bool = false, duplicates: Double = 0.1) throws -> String {
+        var generator = IssueDumpGenerator(seed: 7, duplicateFraction: duplicates)
+        var bytes: [UInt8] = []
+        if wrapped { bytes += #"{"meta": {"page": 1, "ignored": [1, {"a": null}]}, "data": {"items": "#.utf8 }
+        if jsonLines {
+            generator.writeLines(count: count) { bytes += $0 }
+        } else {
+            generator.writeArray(count: count) { bytes += $0 }
+        }
+        if wrapped { bytes += #"}, "next": "https://example.com/page/2"}"#.utf8 }
+        let path = TestStore.temporaryPath(jsonLines ? "dump.jsonl" : "dump.json")
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    static func options(_ layout: ImportOptions.Layout = .array, batchSize: Int = 100, policy: ImportOptions.FailurePolicy = .stop) -> ImportOptions {
+        ImportOptions(layout: layout, batchSize: batchSize, failurePolicy: policy, decoder: issueDecoder())
+    }
+
+    /// Everything the store holds, as text, for comparing stores.
+    static func contents(_ path: String) throws -> [[String]] {
+        let raw = try RawDatabase(path)
+        return try raw.rows("SELECT id, number, title, state, createdAt, comments, score, body FROM GitIssue ORDER BY id")
+            + raw.rows("SELECT i.id, u.id, u.login FROM GitIssue i JOIN User u ON u._pk = i.user ORDER BY i.id")
+            + raw.rows("SELECT id, name FROM Topic ORDER BY id")
+            + raw.rows("SELECT i.id, t.id, j.position FROM GitIssue_labels j JOIN GitIssue i ON i._pk = j.source JOIN Topic t ON t._pk = j.target ORDER BY i.id, t.id")
+    }
+
+    @Test func sameContentsWholeInBatchesOfOneWithAPathOrAsJSONLines() throws {
+        let count = 300
+        var results: [[[String]]] = []
+        for (dump, layout, batchSize) in [
+            (try Self.dump(count: count), ImportOptions.Layout.array, 1_000),
+            (try Self.dump(count: count), .array, 1),
+            (try Self.dump(count: count, wrapped: true), .arrayAt("data.items"), 37),
+            (try Self.dump(count: count, jsonLines: true), .jsonLines, 100),
+        ] {
+            let path = TestStore.temporaryPath()
+            let store = try Store(path: path, entities: issueEntities)
+            let report = try store.importJSON(GitIssue.self, from: .file(dump), options: Self.options(layout, batchSize: batchSize))
+            #expect(report.recordsRead == count)
+            #expect(report.recordsImported == count)
+            results.append(try Self.contents(path))
+        }
+        #expect(results[0].count > count)
+        for result in results.dropFirst() { #expect(result == results[0]) }
+    }
+
+    /// A dump without repeated ids: a repeated id carries other values, which a re-import writes again
+    /// when its occurrences fall in different batches (see the next test).
+    @Test func reImportChangesNothingAndReportsEverythingUnchanged() throws {
+        let dump = try Self.dump(count: 200, duplicates: 0)
+        let path = TestStore.temporaryPath()
+        let log = StatementLog()
+        let store = try Store(path: path, entities: issueEntities, options: .init(statementObserver: log.observer))
+        let first = try store.importJSON(GitIssue.self, from: .file(dump), options: Self.options())
+        let issues = Int(try RawDatabase(path).value("SELECT count(*) FROM GitIssue"))!
+        #expect(first.entities["GitIssue"]?.inserted == issues)
+        let before = try Self.contents(path)
+        log.reset()
+        let second = try store.importJSON(GitIssue.self, from: .file(dump), options: Self.options())
+        #expect(log.writes.isEmpty, "\(log.writes.prefix(3))")
+        #expect(try Self.contents(path) == before)
+        #expect(second.entities["GitIssue"]?.inserted == 0)
+        #expect(second.entities["GitIssue"]?.updated == 0)
+        #expect((second.entities["GitIssue"]?.unchanged ?? 0) >= issues)
+    }
+
+    @Test func reImportOfADumpWithRepeatedIdsEndsInTheSameStore() throws {
+        let dump = try Self.dump(count: 300)
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: issueEntities)
+        _ = try store.importJSON(GitIssue.self, from: .file(dump), options: Self.options(batchSize: 50))
+        let before = try Self.contents(path)
+        #expect(Int(try RawDatabase(path).value("SELECT count(*) FROM GitIssue"))! < 300)
+        _ = try store.importJSON(GitIssue.self, from: .file(dump), options: Self.options(batchSize: 50))
+        #expect(try Self.contents(path) == before)
+    }
+
+    @Test(arguments: [
+        ("truncated", #"[{"id": 1, "number": 1, "title": "a"}, {"id": 2, "num"#, 1, "unexpected end"),
+        ("malformed", "[{\"id\": 1, \"number\": 1, \"title\": \"a\"},\n {\"id\": 2, \"number\": 2 \"title\": \"b\"}]", 2, ""),
+        ("wrong type", "[{\"id\": 1, \"number\": 1, \"title\": \"a\"},\n {\"id\": 2, \"number\": \"two\", \"title\": \"b\"}]", 2, "Expected to decode Int but found a string instead."),
+    ])
+    func badInputIsAClearErrorAndLeavesTheStoreAsBefore(name: String, json: String, line: Int, reason: String) throws {
+        let dump = TestStore.temporaryPath("bad.json")
+        try Data(json.utf8).write(to: URL(fileURLWithPath: dump))
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: issueEntities)
+        try store.write { try $0.insert(GitIssue(id: 99, number: 99, title: "kept")) }
+        let error = try #require(throws: ImportError.self) {
+            _ = try store.importJSON(GitIssue.self, from: .file(dump), options: Self.options(batchSize: 1))
+        }
+        #expect(error.line == line, "\(error)")
+        #expect(error.column != nil)
+        if !reason.isEmpty { #expect(error.reason.contains(reason), "\(error)") }
+        if name == "wrong type" {
+            #expect(error.recordIndex == 1)
+            #expect(error.codingPath == "[1].number")
+            #expect(error.description == "record 1 (line 2, column 2, byte 40) at [1].number: Expected to decode Int but found a string instead.")
+        }
+        #expect(try RawDatabase(path).rows("SELECT id, title FROM GitIssue") == [["99", "kept"]])
+    }
+
+    @Test func theSkipPolicyImportsTheRestAndListsTheBadRecords() throws {
+        let json = """
+            [{"id": 1, "number": 1, "title": "a"},
+             {"id": 2, "number": "two", "title": "b"},
+             {"id": 3, "number": 3, "title": "c", "user": {"login": "no id"}},
+             {"id": 4, "number": 4, "title": "d"}]
+            """
+        let dump = TestStore.temporaryPath("skip.json")
+        try Data(json.utf8).write(to: URL(fileURLWithPath: dump))
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: issueEntities)
+        let report = try store.importJSON(GitIssue.self, from: .file(dump), options: Self.options(batchSize: 10, policy: .skip))
+        #expect(report.recordsRead == 4)
+        #expect(report.recordsImported == 2)
+        #expect(report.recordsSkipped == 2)
+        #expect(report.skippedRecords.map(\.index) == [1, 2])
+        #expect(report.skippedRecords[0].codingPath == "[1].number")
+        #expect(report.skippedRecords[0].line == 2)
+        #expect(report.skippedRecords[1].reason.contains("has no identity"))
+        #expect(try RawDatabase(path).rows("SELECT id FROM GitIssue ORDER BY id") == [["1"], ["4"]])
+        #expect(try RawDatabase(path).value("SELECT count(*) FROM User") == "0")
+    }
+
+    @Test func progressIsReportedPerBatch() throws {
+        let dump = try Self.dump(count: 250)
+        let store = try Store.inMemory(entities: issueEntities)
+        let seen = StatementLog()
+        var options = Self.options(batchSize: 100)
+        options.progress = { progress in seen.observer("\(progress.recordsRead) \(progress.bytesRead) \(progress.totalBytes ?? -1)") }
+        _ = try store.importJSON(GitIssue.self, from: .file(dump), options: options)
+        let lines = seen.all
+        #expect(lines.count == 3)
+        #expect(lines.last?.hasPrefix("250 ") == true)
+        let size = try FileManager.default.attributesOfItem(atPath: dump)[.size] as! Int
+        #expect(lines.last == "250 \(size) \(size)")
+    }
+}
