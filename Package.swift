@@ -6,11 +6,16 @@ let package = Package(
     name: "CodableStore",
     platforms: [.macOS(.v14)],
     products: [
-        .library(name: "CodableStore", targets: ["CodableStore"])
+        .library(name: "CodableStore", targets: ["CodableStore"]),
+        .executable(name: "codable-store", targets: ["codable-store"]),
     ],
     dependencies: [
         // Pinned: 602.0.0 prints spurious plugin errors with the 6.3 compiler.
-        .package(url: "https://github.com/swiftlang/swift-syntax", exact: "603.0.1")
+        .package(url: "https://github.com/swiftlang/swift-syntax", exact: "603.0.1"),
+        // The CLI's argument parsing.
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Logging of imports and saves, through the application's chosen backend.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .systemLibrary(
@@ -33,11 +38,25 @@ let package = Package(
         ),
         .target(
             name: "CodableStore",
-            dependencies: ["CSQLite", "CYajl", "CodableStoreMacros"]
+            dependencies: [
+                "CSQLite", "CYajl", "CodableStoreMacros",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "codable-store",
+            dependencies: [
+                "CodableStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .testTarget(
             name: "CodableStoreTests",
             dependencies: ["CodableStore", "CSQLite"]
+        ),
+        .testTarget(
+            name: "CodableStoreCLITests",
+            dependencies: ["codable-store", "CodableStore"]
         ),
         .testTarget(
             name: "CodableStoreMacrosTests",

@@ -118,6 +118,7 @@ private final class Importer {
             bytesRead = stream.byteOffset
             try processBatch()
             if !options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
+            options.progress?(ImportProgress(bytesRead: bytesRead, totalBytes: totalBytes, recordsRead: report.recordsRead, elapsed: elapsed))
         } catch {
             connection.rollbackIgnoringErrors()
             context.reset()

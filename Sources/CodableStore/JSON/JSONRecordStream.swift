@@ -44,8 +44,10 @@ public final class JSONRecordStream {
         public static let array = Mode(storage: .array(path: []))
 
         /// The records are the array at `path` (keys separated by `separator`) inside a wrapper object.
+        /// An empty `path` is the top-level array.
         public static func array(atPath path: String, separator: Character = ".") -> Mode {
-            array(atKeys: path.split(separator: separator, omittingEmptySubsequences: false).map(String.init))
+            guard !path.isEmpty else { return .array }
+            return array(atKeys: path.split(separator: separator, omittingEmptySubsequences: false).map(String.init))
         }
 
         /// The records are the array at the key path `keys` inside a wrapper object (`[]` for a top-level array).

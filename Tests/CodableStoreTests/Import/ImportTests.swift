@@ -138,7 +138,7 @@ import Testing
         options.progress = { progress in seen.observer("\(progress.recordsRead) \(progress.bytesRead) \(progress.totalBytes ?? -1)") }
         _ = try store.importJSON(GitIssue.self, from: .file(dump), options: options)
         let lines = seen.all
-        #expect(lines.count == 3)
+        #expect(lines.count == 4)  // after each of the 3 batches, and at the end
         #expect(lines.last?.hasPrefix("250 ") == true)
         let size = try FileManager.default.attributesOfItem(atPath: dump)[.size] as! Int
         #expect(lines.last == "250 \(size) \(size)")

@@ -1,0 +1,123 @@
+import ArgumentParser
+import CodableStore
+import Foundation
+
+struct ImportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Import a dump into a store, upserting by identity.",
+        discussion: """
+            Shows a progress bar on a terminal (bytes, records, rate, ETA) and a plain progress line otherwise, on \
+            standard error; prints the report on standard output. Exits with 0 on success, 1 on failure with a \
+            one-line error that says where in the input.
+            """
+    )
+
+    @Argument(help: "The model of the dump: issues.")
+    var model: ModelName
+
+    @Argument(help: "The dump file, or - for standard input.")
+    var input: String
+
+    @Option(help: "The SQLite store (created if missing).")
+    var store: String
+
+    @Option(help: "The key path of the records' array inside a wrapper object, such as data.items.")
+    var at: String?
+
+    @Flag(help: "The input is JSON Lines.")
+    var jsonl = false
+
+    @Option(help: "Records per batch.")
+    var batchSize = 1_000
+
+    @Option(help: "What a bad record does: stop (default, nothing kept) or skip (imported without it, listed in the report).")
+    var onError: ImportOptions.FailurePolicy = .stop
+
+    @Flag(help: "Commit every batch (an interrupted import keeps what was committed and can be run again).")
+    var commitEveryBatch = false
+
+    @Flag(help: "Print the report as one JSON object.")
+    var json = false
+
+    func validate() throws {
+        if at != nil && jsonl { throw ValidationError("--at and --jsonl cannot be used together") }
+        guard batchSize > 0 else { throw ValidationError("--batch-size must be positive") }
+    }
+
+    func run() throws {
+        let progress = ProgressDisplay(isTerminal: isatty(2) == 1)
+        let options = ImportOptions(
+            layout: jsonl ? .jsonLines : at.map { .arrayAt($0) } ?? .array,
+            batchSize: batchSize,
+            failurePolicy: onError,
+            commitEveryBatch: commitEveryBatch,
+            decoder: ReferenceCoding.decoder(),
+            progress: { progress.show($0) }
+        )
+        let report: ImportReport
+        do {
+            let database = try Store(path: store, entities: [Issue.self, User.self, Label.self])
+            report = try database.importJSON(Issue.self, from: input == "-" ? .standardInput : .file(input), options: options)
+        } catch {
+            progress.finish()
+            printError("error: \(error)")
+            throw ExitCode.failure
+        }
+        progress.finish()
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        } else {
+            print(report.summary)
+        }
+    }
+}
+
+extension ImportOptions.FailurePolicy: ExpressibleByArgument {}
+
+/// The progress bar (terminal) or progress lines (pipes and files), on standard error.
+final class ProgressDisplay: @unchecked Sendable {
+    // @unchecked: the importer calls `show` on the importing thread only.
+    let isTerminal: Bool
+    private var lastLine = Date.distantPast
+    private var shown = false
+
+    init(isTerminal: Bool) {
+        self.isTerminal = isTerminal
+    }
+
+    func show(_ progress: ImportProgress) {
+        let now = Date()
+        // A terminal is redrawn 10 times a second at most; a log gets a line every 5 seconds.
+        guard now.timeIntervalSince(lastLine) >= (isTerminal ? 0.1 : 5) else { return }
+        lastLine = now
+        let megabytes = Double(progress.bytesRead) / 1_048_576
+        var text = String(format: "%.1f MiB, %d records, %.0f records/s", megabytes, progress.recordsRead, progress.recordsPerSecond)
+        var fraction: Double?
+        if let total = progress.totalBytes, total > 0 {
+            fraction = min(1, Double(progress.bytesRead) / Double(total))
+            text = String(format: "%.1f/%.1f MiB, ", megabytes, Double(total) / 1_048_576)
+                + String(format: "%d records, %.0f records/s", progress.recordsRead, progress.recordsPerSecond)
+            if let left = progress.estimatedSecondsLeft { text += String(format: ", ETA %.0f s", left) }
+        }
+        if isTerminal {
+            var bar = ""
+            if let fraction {
+                let width = 30
+                let filled = Int(fraction * Double(width))
+                bar = "[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled) + "] "
+                    + String(format: "%3.0f%% ", fraction * 100)
+            }
+            FileHandle.standardError.write(Data(("\r\u{1B}[2K" + bar + text).utf8))
+            shown = true
+        } else {
+            FileHandle.standardError.write(Data(("progress: " + text + "\n").utf8))
+        }
+    }
+
+    func finish() {
+        if isTerminal, shown { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}

@@ -1,0 +1,139 @@
+import CodableStore
+import Foundation
+import Testing
+
+/// Runs the built `codable-store` binary and checks its output, exit code and the store it writes.
+enum CLI {
+    /// The products directory: the test bundle's folder, where SwiftPM also puts the executable.
+    static let binary: URL = {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        if directory.pathExtension == "xctest" { directory.deleteLastPathComponent() }
+        return directory.appendingPathComponent("codable-store")
+    }()
+
+    static let fixtures = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures")
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static func run(_ arguments: [String], stdin: Data? = nil) throws -> Result {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        let input = Pipe()
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(stdin) }
+        try input.fileHandleForWriting.close()
+        let outData = output.fileHandleForReading.readDataToEndOfFile()
+        let errData = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    static func temporaryDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("codablestore-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+}
+
+@Suite(.serialized) struct CLITests {
+    @Test func importOfTheBundledFixturePrintsAReportAndFillsTheStore() throws {
+        let directory = try CLI.temporaryDirectory()
+        let store = directory.appendingPathComponent("issues.sqlite").path
+        let result = try CLI.run(["import", "issues", CLI.fixtures.appendingPathComponent("issues-1k.json").path, "--store", store, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try JSONDecoder().decode(ImportReport.self, from: Data(result.stdout.utf8))
+        #expect(report.recordsRead == 1_000)
+        #expect(report.recordsImported == 1_000)
+        #expect(result.stderr.contains("progress:"))  // not a terminal: plain progress lines
+        let issues = report.entities["Issue"]?.inserted ?? 0
+        #expect(issues > 800 && issues < 1_000)  // 10% of the records repeat an earlier id
+        // Re-import: nothing inserted.
+        let again = try CLI.run(["import", "issues", CLI.fixtures.appendingPathComponent("issues-1k.json").path, "--store", store, "--json"])
+        let second = try JSONDecoder().decode(ImportReport.self, from: Data(again.stdout.utf8))
+        #expect(second.entities["Issue"]?.inserted == 0)
+    }
+
+    @Test func generateImportFromStandardInputAndExportRoundTrip() throws {
+        let directory = try CLI.temporaryDirectory()
+        let dump = directory.appendingPathComponent("dump.jsonl").path
+        #expect(try CLI.run(["generate", "issues", "--count", "120", "--seed", "3", "--jsonl", "-o", dump]).status == 0)
+        let store = directory.appendingPathComponent("a.sqlite").path
+        let imported = try CLI.run(["import", "issues", "-", "--jsonl", "--store", store, "--batch-size", "7"], stdin: try Data(contentsOf: URL(fileURLWithPath: dump)))
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.stdout.contains("read 120 records"))
+        let exported = directory.appendingPathComponent("export.json").path
+        #expect(try CLI.run(["export", "issues", "--store", store, "-o", exported]).status == 0)
+        // Importing the export into a new store and exporting again gives the same bytes.
+        let second = directory.appendingPathComponent("b.sqlite").path
+        #expect(try CLI.run(["import", "issues", exported, "--store", second]).status == 0)
+        let again = try CLI.run(["export", "issues", "--store", second])
+        #expect(again.stdout == String(decoding: try Data(contentsOf: URL(fileURLWithPath: exported)), as: UTF8.self) + "\n")
+    }
+
+    @Test func aBadDumpIsAOneLineErrorWithItsLocationAndExitCode1() throws {
+        let directory = try CLI.temporaryDirectory()
+        let dump = directory.appendingPathComponent("bad.json")
+        try Data("[{\"id\": 1, \"number\": 1, \"title\": \"a\", \"state\": \"open\"},\n {\"id\": 2,, }]".utf8).write(to: dump)
+        let result = try CLI.run(["import", "issues", dump.path, "--store", directory.appendingPathComponent("s.sqlite").path])
+        #expect(result.status == 1)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1)
+        #expect(lines.first?.hasPrefix("error: record 1 (line 2, column") == true, "\(result.stderr)")
+    }
+
+    @Test func invalidOptionsAreUsageErrors() throws {
+        let result = try CLI.run(["import", "issues", "x.json", "--store", "s.sqlite", "--jsonl", "--at", "data"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("--at and --jsonl cannot be used together"))
+    }
+
+    /// An import killed mid-way (SIGKILL) leaves a database that passes `PRAGMA integrity_check`, and a rerun
+    /// completes it.
+    @Test func anImportKilledMidWayLeavesAConsistentStoreThatARerunCompletes() throws {
+        let directory = try CLI.temporaryDirectory()
+        let dump = directory.appendingPathComponent("big.json").path
+        #expect(try CLI.run(["generate", "issues", "--count", "60000", "-o", dump]).status == 0)
+        let store = directory.appendingPathComponent("killed.sqlite").path
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["import", "issues", dump, "--store", store, "--commit-every-batch", "--batch-size", "500"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Kill it once some batches are committed.
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            usleep(50_000)
+            if let size = try? FileManager.default.attributesOfItem(atPath: store + "-wal")[.size] as? Int, size > 2_000_000 { break }
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        let check = try Connection(path: store)
+        #expect(try check.scalar(sql: "PRAGMA integrity_check") == .text("ok"))
+        let partial = try check.scalar(sql: "SELECT count(*) FROM Issue")
+        guard case .integer(let count)? = partial else { Issue.record("no count"); return }
+        #expect(count > 0)
+        let rerun = try CLI.run(["import", "issues", dump, "--store", store, "--commit-every-batch", "--json"])
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        let complete = try CLI.run(["import", "issues", dump, "--store", store + "-fresh.sqlite", "--json"])
+        let a = try Connection(path: store).rows(sql: "SELECT id, title, comments FROM Issue ORDER BY id")
+        let b = try Connection(path: store + "-fresh.sqlite").rows(sql: "SELECT id, title, comments FROM Issue ORDER BY id")
+        #expect(complete.status == 0)
+        #expect(a == b)
+    }
+}
