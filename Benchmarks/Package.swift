@@ -12,6 +12,10 @@ let package = Package(
         // The raw baseline talks to libsqlite3 directly, not through CodableStore's wrapper.
         .systemLibrary(name: "CSQLiteBenchmark", providers: [.apt(["libsqlite3-dev"])]),
         .executableTarget(
+            name: "ImportBenchmarks",
+            dependencies: [.product(name: "CodableStore", package: "main"), "CSQLiteBenchmark"]
+        ),
+        .executableTarget(
             name: "CodecBenchmarks",
             dependencies: [.product(name: "CodableStore", package: "main")]
         ),

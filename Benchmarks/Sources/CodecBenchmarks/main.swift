@@ -138,7 +138,7 @@ if let contender = option("--contender") {
 
 // Parent mode: generate the dump once, then run each contender R times in child processes.
 if !FileManager.default.fileExists(atPath: dumpPath) {
-    FileManager.default.createFile(atPath: dumpPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: dumpPath, contents: nil)
     let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dumpPath))
     var generator = IssueDumpGenerator(seed: 42, duplicateFraction: 0.1)
     try generator.writeArray(count: count) { try handle.write(contentsOf: $0) }

@@ -1,3 +1,5 @@
+import Logging
+
 /// How ``Store/importJSON(_:from:options:)`` reads and writes a dump.
 public struct ImportOptions: @unchecked Sendable {
     // @unchecked: `decoder` is a StoreDecoder, whose options are set before the import and only read during it.
@@ -32,6 +34,9 @@ public struct ImportOptions: @unchecked Sendable {
     public var decoder: StoreDecoder
     /// Called after every batch with the bytes and records read so far.
     public var progress: (@Sendable (ImportProgress) -> Void)?
+    /// Where the import logs: start and end at info, batches at debug, skipped records at warning,
+    /// failures at error. Silent by default.
+    public var logger: Logger
 
     public init(
         layout: Layout = .array,
@@ -39,8 +44,10 @@ public struct ImportOptions: @unchecked Sendable {
         failurePolicy: FailurePolicy = .stop,
         commitEveryBatch: Bool = false,
         decoder: StoreDecoder = StoreDecoder(),
-        progress: (@Sendable (ImportProgress) -> Void)? = nil
+        progress: (@Sendable (ImportProgress) -> Void)? = nil,
+        logger: Logger = Logger(label: "CodableStore.import", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
+        self.logger = logger
         self.layout = layout
         self.batchSize = max(1, batchSize)
         self.failurePolicy = failurePolicy

@@ -1,3 +1,5 @@
+import Logging
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -98,6 +100,12 @@ private final class Importer {
             case .jsonLines: .jsonLines
             }
         let stream = JSONRecordStream(mode: mode)
+        options.logger.info(
+            "import started",
+            metadata: [
+                "entity": "\(mapping.name)", "input": "\(path ?? "standard input")", "layout": "\(mode)",
+                "batchSize": "\(options.batchSize)", "failurePolicy": "\(options.failurePolicy.rawValue)",
+            ])
         if !options.commitEveryBatch { try connection.execute(sql: "BEGIN IMMEDIATE TRANSACTION") }
         do {
             let chunkSize = JSONRecordStream.defaultChunkSize
@@ -122,11 +130,19 @@ private final class Importer {
         } catch {
             connection.rollbackIgnoringErrors()
             context.reset()
-            throw Self.importError(error)
+            let importError = Self.importError(error)
+            options.logger.error("import failed", metadata: ["error": "\(importError)"])
+            throw importError
         }
         context.reset()
         report.bytesRead = bytesRead
         report.duration = elapsed
+        options.logger.info(
+            "import finished",
+            metadata: [
+                "records": "\(report.recordsRead)", "imported": "\(report.recordsImported)",
+                "skipped": "\(report.recordsSkipped)", "seconds": "\(report.duration)",
+            ])
         return report
     }
 
@@ -199,6 +215,8 @@ private final class Importer {
                         index: record.index, byteOffset: record.byteOffset, line: record.line, column: record.column,
                         codingPath: codingPath, reason: reason))
                 report.recordsSkipped += 1
+                options.logger.warning(
+                    "record skipped", metadata: ["record": "\(record.index)", "line": "\(record.line)", "reason": "\(reason)"])
                 continue
             }
             // Rows written by this batch, and objects decoded without a write.
@@ -222,6 +240,7 @@ private final class Importer {
         context.reset()
         batch.removeAll(keepingCapacity: true)
         if options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
+        options.logger.debug("batch saved", metadata: ["records": "\(report.recordsRead)", "bytes": "\(bytesRead)"])
         options.progress?(ImportProgress(bytesRead: bytesRead, totalBytes: totalBytes, recordsRead: report.recordsRead, elapsed: elapsed))
     }
 

@@ -1,17 +1,17 @@
 import CYajl
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Musl)
-    import Musl
+import Musl
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 /// A strict (RFC 8259), streaming JSON push parser: chunks of bytes in, events out to a ``JSONEventHandler``.
 ///
 /// It drives yajl 2.1 with every `allow_*` option off and fixes what yajl gets wrong (see
-/// ``JSONTextValidator``): form feed and vertical tab are not whitespace; UTF-8 is validated strictly (no overlong
+/// `JSONTextValidator`): form feed and vertical tab are not whitespace; UTF-8 is validated strictly (no overlong
 /// forms, no encoded surrogates, nothing above U+10FFFF) with state carried across chunks; `\u` surrogate escapes
 /// must pair; unescaped control characters are rejected; numbers are handed on as their exact text (yajl's integer
 /// and double callbacks are never used, so `1e400`, `-9223372036854775808` and 30-digit integers all arrive intact);

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Musl)
-    import Musl
+import Musl
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 /// Splits a JSON dump of any size into records, one ``JSONTape`` at a time, in bounded memory.
@@ -23,8 +23,8 @@
 /// Modes:
 /// - ``Mode/array``: the document is an array of records (`[{…}, {…}]`).
 /// - ``Mode/array(atPath:separator:)``: the records are the array at a key path in a wrapper object
-///   (`{"data": {"items": [{…}, {…}]}, "next": …}`). A missing path, a value that is not an array at the path, or a
-///   key of the path that appears twice is an error.
+///   (`{"data": {"items": [{…}, {…}]}, "next": …}`). A missing path, a value that is not an array at the path,
+///   or a key of the path that appears twice is an error.
 /// - ``Mode/jsonLines``: one value per line (`\n` or `\r\n`); blank lines are skipped.
 ///
 /// A syntax error inside (or in place of) record N is a ``JSONSyntaxError`` whose ``JSONSyntaxError/recordIndex``
@@ -342,10 +342,9 @@ final class RecordSplitter: JSONEventHandler {
                     phase = .records
                 } else {
                     guard kind == .object else {
-                        throw error(
-                            "expected a top-level object with the records at \(pathDescription(path.count)), found \(kind)",
-                            at: offset
-                        )
+                        let path = pathDescription(path.count)
+                        let reason = "expected a top-level object with the records at \(path), found \(kind)"
+                        throw error(reason, at: offset)
                     }
                 }
             } else if keyMatched {

@@ -1,0 +1,268 @@
+import CSQLiteBenchmark
+import CodableStore
+import Foundation
+
+// Imports generated dumps of the reference workload (issue + nested user + 0-3 labels, ~520 bytes per record,
+// 10% repeated ids) into a new store, then again into the same store (re-import), and compares with a baseline
+// written here: Foundation JSONDecoder into plain structs, then raw sqlite3 prepared upserts of the same rows.
+// Each run is a child process, so peak RSS is measured per contender.
+//
+//   swift run -c release ImportBenchmarks [--counts 100000,1000000]
+
+@Entity final class Issue {
+    var id: Int
+    var number: Int
+    var title: String
+    var state: String
+    var createdAt: Date
+    var updatedAt: Date
+    var comments: Int
+    var score: Double
+    var body: String?
+    var user: User?
+    var labels: Set<Label> = []
+    static let identity = Identity(\Issue.id)
+    enum CodingKeys: String, EntityCodingKey {
+        case id, number, title, state, comments, score, body, user, labels
+        case createdAt = "created_at", updatedAt = "updated_at"
+    }
+    init(id: Int, number: Int, title: String, state: String, createdAt: Date, updatedAt: Date, comments: Int, score: Double) {
+        self.id = id
+        self.number = number
+        self.title = title
+        self.state = state
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.comments = comments
+        self.score = score
+    }
+}
+
+@Entity final class User {
+    var id: Int
+    var login: String?
+    var issues: Set<Issue> = []
+    static let identity = Identity(\User.id)
+    init(id: Int) { self.id = id }
+}
+
+@Entity final class Label {
+    var id: Int
+    var name: String?
+    var issues: Set<Issue> = []
+    static let identity = Identity(\Label.id)
+    init(id: Int) { self.id = id }
+}
+
+struct PlainIssue: Decodable {
+    let id: Int
+    let number: Int
+    let title: String
+    let state: String
+    let created_at: Date
+    let updated_at: Date
+    let comments: Int
+    let score: Double
+    let body: String?
+    let user: PlainUser
+    let labels: [PlainLabel]
+}
+
+struct PlainUser: Decodable {
+    let id: Int
+    let login: String
+}
+
+struct PlainLabel: Decodable {
+    let id: Int
+    let name: String
+}
+
+func option(_ name: String) -> String? {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+
+func peakRSSMiB() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+    else { return 0 }
+    return (Double(line.split(separator: " ").dropFirst().first.map(String.init) ?? "0") ?? 0) / 1024
+}
+
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+func check(_ code: Int32, _ db: OpaquePointer?, _ what: String) {
+    guard code == SQLITE_OK || code == SQLITE_DONE || code == SQLITE_ROW else {
+        fatalError("\(what): \(String(cString: sqlite3_errmsg(db)))")
+    }
+}
+
+/// The baseline: JSONDecoder, then prepared upserts in one transaction, same schema and pragmas as the store.
+func baseline(dump: String, store: String) throws -> Int {
+    let data = try Data(contentsOf: URL(fileURLWithPath: dump))
+    let decoder = JSONDecoder()
+    decoder.dateDecodingStrategy = .iso8601
+    let issues = try decoder.decode([PlainIssue].self, from: data)
+    var db: OpaquePointer?
+    check(sqlite3_open(store, &db), db, "open")
+    defer { sqlite3_close(db) }
+    let setup = """
+        PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -16384;
+        CREATE TABLE User (_pk INTEGER PRIMARY KEY, id INTEGER NOT NULL, login TEXT);
+        CREATE UNIQUE INDEX User_identity ON User (id);
+        CREATE TABLE Label (_pk INTEGER PRIMARY KEY, id INTEGER NOT NULL, name TEXT);
+        CREATE UNIQUE INDEX Label_identity ON Label (id);
+        CREATE TABLE Issue (_pk INTEGER PRIMARY KEY, id INTEGER NOT NULL, number INTEGER NOT NULL, title TEXT NOT NULL,
+          state TEXT NOT NULL, createdAt REAL NOT NULL, updatedAt REAL NOT NULL, comments INTEGER NOT NULL, score REAL NOT NULL,
+          body TEXT, user INTEGER REFERENCES User(_pk) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED);
+        CREATE UNIQUE INDEX Issue_identity ON Issue (id);
+        CREATE INDEX Issue_user ON Issue (user);
+        CREATE TABLE Issue_labels (source INTEGER NOT NULL REFERENCES Issue(_pk) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED,
+          target INTEGER NOT NULL REFERENCES Label(_pk) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, position INTEGER,
+          UNIQUE (source, target));
+        CREATE INDEX Issue_labels_target ON Issue_labels (target);
+        BEGIN IMMEDIATE;
+        """
+    check(sqlite3_exec(db, setup, nil, nil, nil), db, "setup")
+    func prepare(_ sql: String) -> OpaquePointer? {
+        var statement: OpaquePointer?
+        check(sqlite3_prepare_v2(db, sql, -1, &statement, nil), db, sql)
+        return statement
+    }
+    let transient = _benchmark_sqlite_transient()
+    let upsertUser = prepare("INSERT INTO User (id, login) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET login = excluded.login RETURNING _pk")
+    let upsertLabel = prepare("INSERT INTO Label (id, name) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET name = excluded.name RETURNING _pk")
+    let upsertIssue = prepare("""
+        INSERT INTO Issue (id, number, title, state, createdAt, updatedAt, comments, score, body, user) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (id) DO UPDATE SET number = excluded.number, title = excluded.title, state = excluded.state,
+          createdAt = excluded.createdAt, updatedAt = excluded.updatedAt, comments = excluded.comments, score = excluded.score,
+          body = excluded.body, user = excluded.user RETURNING _pk
+        """)
+    let clearLabels = prepare("DELETE FROM Issue_labels WHERE source = ?")
+    let link = prepare("INSERT OR IGNORE INTO Issue_labels (source, target) VALUES (?, ?)")
+    func step(_ statement: OpaquePointer?) -> Int64 {
+        check(sqlite3_step(statement), db, "step")
+        let value = sqlite3_column_int64(statement, 0)
+        sqlite3_reset(statement)
+        return value
+    }
+    for issue in issues {
+        sqlite3_bind_int64(upsertUser, 1, Int64(issue.user.id))
+        sqlite3_bind_text(upsertUser, 2, issue.user.login, -1, transient)
+        let user = step(upsertUser)
+        sqlite3_bind_int64(upsertIssue, 1, Int64(issue.id))
+        sqlite3_bind_int64(upsertIssue, 2, Int64(issue.number))
+        sqlite3_bind_text(upsertIssue, 3, issue.title, -1, transient)
+        sqlite3_bind_text(upsertIssue, 4, issue.state, -1, transient)
+        sqlite3_bind_double(upsertIssue, 5, issue.created_at.timeIntervalSince1970)
+        sqlite3_bind_double(upsertIssue, 6, issue.updated_at.timeIntervalSince1970)
+        sqlite3_bind_int64(upsertIssue, 7, Int64(issue.comments))
+        sqlite3_bind_double(upsertIssue, 8, issue.score)
+        if let body = issue.body { sqlite3_bind_text(upsertIssue, 9, body, -1, transient) } else { sqlite3_bind_null(upsertIssue, 9) }
+        sqlite3_bind_int64(upsertIssue, 10, user)
+        let row = step(upsertIssue)
+        sqlite3_bind_int64(clearLabels, 1, row)
+        check(sqlite3_step(clearLabels), db, "clear")
+        sqlite3_reset(clearLabels)
+        for label in issue.labels {
+            sqlite3_bind_int64(upsertLabel, 1, Int64(label.id))
+            sqlite3_bind_text(upsertLabel, 2, label.name, -1, transient)
+            let target = step(upsertLabel)
+            sqlite3_bind_int64(link, 1, row)
+            sqlite3_bind_int64(link, 2, target)
+            check(sqlite3_step(link), db, "link")
+            sqlite3_reset(link)
+        }
+    }
+    for statement in [upsertUser, upsertLabel, upsertIssue, clearLabels, link] { sqlite3_finalize(statement) }
+    check(sqlite3_exec(db, "COMMIT", nil, nil, nil), db, "commit")
+    return issues.count
+}
+
+/// Child mode: one contender; prints "seconds peakRSS records".
+if let contender = option("--contender"), let dump = option("--dump"), let store = option("--store") {
+    let clock = ContinuousClock()
+    let start = clock.now
+    var records = 0
+    switch contender {
+    case "baseline":
+        records = try baseline(dump: dump, store: store)
+    case "import":
+        let database = try Store(path: store, entities: [Issue.self, User.self, Label.self])
+        let decoder = StoreDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        records = try database.importJSON(Issue.self, from: .file(dump), options: ImportOptions(decoder: decoder)).recordsRead
+    default:
+        fatalError("unknown contender")
+    }
+    print(seconds(clock.now - start), peakRSSMiB(), records)
+    exit(0)
+}
+
+func run(_ contender: String, dump: String, store: String) throws -> (seconds: Double, rss: Double) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    process.arguments = ["--contender", contender, "--dump", dump, "--store", store]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    let fields = output.split(separator: " ").map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) }
+    guard process.terminationStatus == 0, fields.count == 3 else { fatalError("\(contender) failed: \(output)") }
+    return (Double(fields[0])!, Double(fields[1])!)
+}
+
+/// The stores must hold the same rows: the benchmark measures equal work.
+func digest(_ path: String) -> String {
+    var db: OpaquePointer?
+    sqlite3_open(path, &db)
+    defer { sqlite3_close(db) }
+    var parts: [String] = []
+    for sql in [
+        "SELECT count(*), sum(id), sum(comments), sum(length(title)), sum(length(body)) FROM Issue",
+        "SELECT count(*), sum(id) FROM User", "SELECT count(*), sum(id) FROM Label",
+        "SELECT count(*), sum(i.id * l.id % 1000) FROM Issue_labels j JOIN Issue i ON i._pk = j.source JOIN Label l ON l._pk = j.target",
+    ] {
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(db, sql, -1, &statement, nil)
+        if sqlite3_step(statement) == SQLITE_ROW {
+            parts.append((0..<sqlite3_column_count(statement)).map { String(cString: sqlite3_column_text(statement, $0)) }.joined(separator: ","))
+        }
+        sqlite3_finalize(statement)
+    }
+    return parts.joined(separator: " | ")
+}
+
+let counts = (option("--counts") ?? "100000,1000000").split(separator: ",").compactMap { Int($0) }
+let directory = FileManager.default.temporaryDirectory.appendingPathComponent("codablestore-import-bench")
+try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+for count in counts {
+    let dump = directory.appendingPathComponent("issues-\(count).json").path
+    if !FileManager.default.fileExists(atPath: dump) {
+        _ = FileManager.default.createFile(atPath: dump, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dump))
+        var generator = IssueDumpGenerator(seed: 42, duplicateFraction: 0.1)
+        try generator.writeArray(count: count) { try handle.write(contentsOf: $0) }
+        try handle.close()
+    }
+    let megabytes = Double((try FileManager.default.attributesOfItem(atPath: dump)[.size] as? Int) ?? 0) / 1_048_576
+    let stores = (0..<2).map { directory.appendingPathComponent("store-\(count)-\($0).sqlite").path }
+    for store in stores {
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: store + suffix) }
+    }
+    print("\(count) records, \(String(format: "%.1f", megabytes)) MiB")
+    let base = try run("baseline", dump: dump, store: stores[0])
+    let first = try run("import", dump: dump, store: stores[1])
+    precondition(digest(stores[0]) == digest(stores[1]), "stores differ:\n\(digest(stores[0]))\n\(digest(stores[1]))")
+    let again = try run("import", dump: dump, store: stores[1])
+    for (name, result) in [("JSONDecoder + raw sqlite3", base), ("importJSON (new store)", first), ("importJSON (re-import)", again)] {
+        print(String(format: "  %-28@ %7.2f s  %9.0f records/s  %6.1f MB/s  peak RSS %7.1f MiB", name as NSString, result.seconds,
+                     Double(count) / result.seconds, megabytes / result.seconds, result.rss))
+    }
+    print(String(format: "  speed-up over the baseline: %.2fx (target >= 2.5x at 1M); re-import/import: %.2fx", base.seconds / first.seconds, again.seconds / first.seconds))
+}
