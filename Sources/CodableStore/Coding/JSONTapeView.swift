@@ -18,14 +18,18 @@ struct JSONTapeView {
     func bool(_ node: JSONTape.Index) -> Bool { tape.bool(at: node) ?? false }
     func string(_ node: JSONTape.Index) -> String { tape.string(at: node) ?? "" }
     func numberText(_ node: JSONTape.Index) -> String { tape.number(at: node)?.description ?? "" }
-    func int64(_ node: JSONTape.Index) -> Int64? { try? tape.number(at: node)?.int64() }
-    func uint64(_ node: JSONTape.Index) -> UInt64? { try? tape.number(at: node)?.uint64() }
+    // Conversions read the number's bytes in the tape: no String is made.
+    func int64(_ node: JSONTape.Index) -> Int64? { (try? tape.int64(at: node)) ?? nil }
+    func uint64(_ node: JSONTape.Index) -> UInt64? { (try? tape.uint64(at: node)) ?? nil }
     func double(_ node: JSONTape.Index) -> Double? {
-        guard let value = try? tape.number(at: node)?.double(), value.isFinite else { return nil }
+        guard let value = (try? tape.double(at: node)) ?? nil, value.isFinite else { return nil }
         return value
     }
     func elements(_ node: JSONTape.Index) -> [JSONTape.Index] { Array(tape.elements(of: node)) }
     func member(_ node: JSONTape.Index, key: String) -> JSONTape.Index? { tape.value(forKey: key, in: node) }
+    func member(_ node: JSONTape.Index, key: JSONKey, hint: inout JSONTape.LookupHint) -> JSONTape.Index? {
+        tape.value(forKey: key, in: node, hint: &hint)
+    }
     func members(_ node: JSONTape.Index) -> [(key: String, value: JSONTape.Index)] {
         tape.members(of: node).map { (key: tape.string(at: $0.key) ?? "", value: $0.value) }
     }

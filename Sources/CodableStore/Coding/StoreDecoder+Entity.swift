@@ -1,3 +1,5 @@
+import Foundation
+
 /// Decoding entities: identity lookup, upsert, relationships, batches.
 extension StoreDecoderImpl {
     var context: Context { session.context }
@@ -78,29 +80,70 @@ extension StoreDecoderImpl {
         return (current, currentPath)
     }
 
+    /// A field's value in a JSON object, with the path to it built only when an error needs it.
+    struct FieldValue {
+        let node: Node
+        let parent: CodingPathNode
+        let key: String?
+        var path: CodingPathNode { key.map { parent.appending($0) } ?? parent }
+    }
+
+    /// The value of field `index` in a JSON object, or nil when its key (or a key on its key path) is missing.
+    /// Single keys are looked up with precomputed hashes, continuing from the previous lookup (`hint`).
+    func field(
+        _ object: Node, _ mapping: EntityMapping, _ index: Int, _ path: CodingPathNode, _ hint: inout JSONTape.LookupHint
+    ) throws -> FieldValue? {
+        guard let keys = mapping.jsonKeys[index] else { return nil }
+        if keys.count == 1, case .useDefaultKeys = session.options.keyDecodingStrategy {
+            guard let node = source.member(object, key: keys[0], hint: &hint) else { return nil }
+            return FieldValue(node: node, parent: path, key: keys[0].string)
+        }
+        guard let keyPath = mapping.description.codingKeyPaths[index],
+            let (node, fullPath) = try fieldNode(object, keyPath, path)
+        else { return nil }
+        return FieldValue(node: node, parent: fullPath, key: nil)
+    }
+
+    /// Decodes an attribute's JSON value as stored. Common types are read straight from the tape; others go
+    /// through their `Decodable` conformance.
+    func decodeAttributeValue(_ attribute: AttributeDescription, _ value: FieldValue) throws -> SQLiteValue {
+        let node = value.node
+        let fastKind = attribute.fastKind
+        if fastKind == .other {
+            return try with(node: node, path: value.path) { try attribute.decodeSQLiteValue(self) }
+        }
+        if source.kind(node) == .null {
+            if attribute.isOptional { return .null }
+            throw valueNotFound(attribute.valueType, value.path)
+        }
+        switch fastKind {
+        case .int: return .integer(Int64(try unwrapInteger(node, value.path) as Int))
+        case .double: return .real(try unwrapFloatingPoint(node, value.path) as Double)
+        case .string: return .text(try unwrapString(node, value.path))
+        case .bool: return .integer(try unwrapBool(node, value.path) ? 1 : 0)
+        case .date: return .real(try unwrapDate(node, value.path).timeIntervalSince1970)
+        case .other: return try with(node: node, path: value.path) { try attribute.decodeSQLiteValue(self) }
+        }
+    }
+
     /// The identity values of the JSON object, converted to the identity attributes' types.
     func identityKey(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> Context.IdentityKey {
         let description = mapping.description
+        var hint = JSONTape.LookupHint()
         if description.identity.count == 1, case .attribute(let attribute) = description.fields[description.identity[0]] {
-            guard let keyPath = description.codingKeyPaths[attribute.index],
-                let (valueNode, valuePath) = try fieldNode(node, keyPath, path),
-                source.kind(valueNode) != .null
-            else {
+            guard let value = try field(node, mapping, attribute.index, path, &hint), source.kind(value.node) != .null else {
                 throw missingIdentity(mapping, node, path)
             }
-            return Context.IdentityKey(single: try with(node: valueNode, path: valuePath) { try attribute.decodeSQLiteValue(self) })
+            return Context.IdentityKey(single: try decodeAttributeValue(attribute, value))
         }
         var values: [SQLiteValue] = []
         values.reserveCapacity(description.identity.count)
-        for field in description.identity {
-            guard case .attribute(let attribute) = description.fields[field] else { continue }
-            guard let keyPath = description.codingKeyPaths[field],
-                let (valueNode, valuePath) = try fieldNode(node, keyPath, path),
-                source.kind(valueNode) != .null
-            else {
+        for index in description.identity {
+            guard case .attribute(let attribute) = description.fields[index] else { continue }
+            guard let value = try field(node, mapping, index, path, &hint), source.kind(value.node) != .null else {
                 throw missingIdentity(mapping, node, path)
             }
-            values.append(try with(node: valueNode, path: valuePath) { try attribute.decodeSQLiteValue(self) })
+            values.append(try decodeAttributeValue(attribute, value))
         }
         return Context.IdentityKey(values)
     }
@@ -126,14 +169,15 @@ extension StoreDecoderImpl {
     ) throws -> any EntityObject {
         let description = mapping.description
         var values = Array(repeating: SQLiteValue.null, count: description.fields.count)
+        var hint = JSONTape.LookupHint()
         for attribute in description.attributes {
             if let stubIdentity, let position = description.identity.firstIndex(of: attribute.index) {
                 values[attribute.index] = stubIdentity.values[position]
                 continue
             }
             let keyPath = description.codingKeyPaths[attribute.index]
-            if let node, let keyPath, let (valueNode, valuePath) = try fieldNode(node, keyPath, path) {
-                values[attribute.index] = try with(node: valueNode, path: valuePath) { try attribute.decodeSQLiteValue(self) }
+            if let node, let value = try field(node, mapping, attribute.index, path, &hint) {
+                values[attribute.index] = try decodeAttributeValue(attribute, value)
             } else if let defaultValue = attribute.defaultValue {
                 values[attribute.index] = defaultValue
             } else if !attribute.isOptional {
@@ -162,11 +206,18 @@ extension StoreDecoderImpl {
         to object: any EntityObject, _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode, _ include: (String) -> Bool
     ) throws {
         let description = mapping.description
+        var hint = JSONTape.LookupHint()
         for attribute in description.attributes where include(attribute.name) {
-            guard let keyPath = description.codingKeyPaths[attribute.index],
-                let (valueNode, valuePath) = try fieldNode(node, keyPath, path)
-            else { continue }
-            try with(node: valueNode, path: valuePath) { try attribute.decodeAndAssign(object, self) }
+            guard let value = try field(node, mapping, attribute.index, path, &hint) else { continue }
+            if attribute.fastKind == .other {
+                try with(node: value.node, path: value.path) { try attribute.decodeAndAssign(object, self) }
+                continue
+            }
+            let new = try decodeAttributeValue(attribute, value)
+            if attribute.value(of: object) != new {
+                try attribute.writeValue(object, new)
+                object.entityState.didChange(object, attribute.index)
+            }
         }
     }
 
@@ -176,11 +227,13 @@ extension StoreDecoderImpl {
         to object: any EntityObject, _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode, _ include: (String) -> Bool
     ) throws {
         let description = mapping.description
+        var hint = JSONTape.LookupHint()
         for relationshipDescription in description.relationships where include(relationshipDescription.name) {
-            guard let keyPath = description.codingKeyPaths[relationshipDescription.index],
-                let (valueNode, valuePath) = try fieldNode(node, keyPath, path),
+            guard let value = try field(node, mapping, relationshipDescription.index, path, &hint),
                 let relationship = mapping.relationships[relationshipDescription.index]
             else { continue }
+            let valueNode = value.node
+            let valuePath = value.path
             let destination = context.model.mappings[relationship.destination]
             let kind = source.kind(valueNode)
             if relationshipDescription.kind == .toOne {
@@ -261,7 +314,7 @@ extension StoreDecoderImpl {
             }
             var values: [SQLiteValue] = []
             for (offset, (attribute, element)) in zip(attributes, elements).enumerated() {
-                values.append(try with(node: element, path: path.appending(index: offset)) { try attribute.decodeSQLiteValue(self) })
+                values.append(try decodeAttributeValue(attribute, FieldValue(node: element, parent: path.appending(index: offset), key: nil)))
             }
             return Context.IdentityKey(values)
         case .array:
@@ -275,7 +328,7 @@ extension StoreDecoderImpl {
                         codingPath: path.path,
                         debugDescription: "Expected a reference to \(mapping.name) as an object or an array of its \(attributes.count) identity values but found \(source.kind(node).foundationDescription) instead."))
             }
-            return Context.IdentityKey(single: try with(node: node, path: path) { try attributes[0].decodeSQLiteValue(self) })
+            return Context.IdentityKey(single: try decodeAttributeValue(attributes[0], FieldValue(node: node, parent: path, key: nil)))
         }
     }
 

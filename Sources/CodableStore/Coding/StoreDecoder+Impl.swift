@@ -125,20 +125,20 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
     }
 
     @inline(__always)
-    private func check(_ node: Node, _ kind: JSONKind, _ type: Any.Type, _ path: CodingPathNode) throws {
+    private func check(_ node: Node, _ kind: JSONKind, _ type: Any.Type, _ path: @autoclosure () -> CodingPathNode) throws {
         let found = source.kind(node)
         if found == kind { return }
-        if found == .null { throw valueNotFound(type, path) }
-        throw typeMismatch(type, node, path)
+        if found == .null { throw valueNotFound(type, path()) }
+        throw typeMismatch(type, node, path())
     }
 
-    func unwrapBool(_ node: Node, _ path: CodingPathNode) throws -> Bool {
-        try check(node, .bool, Bool.self, path)
+    func unwrapBool(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> Bool {
+        try check(node, .bool, Bool.self, path())
         return source.bool(node)
     }
 
-    func unwrapString(_ node: Node, _ path: CodingPathNode) throws -> String {
-        try check(node, .string, String.self, path)
+    func unwrapString(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> String {
+        try check(node, .string, String.self, path())
         return source.string(node)
     }
 
@@ -147,8 +147,8 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
             DecodingError.Context(codingPath: path.path, debugDescription: "Parsed JSON number <\(text)> does not fit in \(type)."))
     }
 
-    func unwrapInteger<T: FixedWidthInteger>(_ node: Node, _ path: CodingPathNode) throws -> T {
-        try check(node, .number, T.self, path)
+    func unwrapInteger<T: FixedWidthInteger>(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> T {
+        try check(node, .number, T.self, path())
         if T.isSigned, let value = source.int64(node) {
             if let exact = T(exactly: value) { return exact }
         } else if !T.isSigned, let value = source.uint64(node) {
@@ -157,10 +157,10 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
             // `1e2` is the integer 100, as JSONDecoder reads it.
             return exact
         }
-        throw numberDoesNotFit(source.numberText(node), T.self, path)
+        throw numberDoesNotFit(source.numberText(node), T.self, path())
     }
 
-    func unwrapFloatingPoint<T: BinaryFloatingPoint & LosslessStringConvertible>(_ node: Node, _ path: CodingPathNode) throws -> T {
+    func unwrapFloatingPoint<T: BinaryFloatingPoint & LosslessStringConvertible>(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> T {
         let kind = source.kind(node)
         if kind == .string, case .convertFromString(let positive, let negative, let nan) = session.options.nonConformingFloatDecodingStrategy {
             let text = source.string(node)
@@ -168,74 +168,74 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
             if text == negative { return -.infinity }
             if text == nan { return .nan }
         }
-        try check(node, .number, T.self, path)
+        try check(node, .number, T.self, path())
         guard let value = source.double(node) else {
-            throw numberDoesNotFit(source.numberText(node), T.self, path)
+            throw numberDoesNotFit(source.numberText(node), T.self, path())
         }
         let converted = T(value)
         if converted.isInfinite {
-            throw numberDoesNotFit(source.numberText(node), T.self, path)
+            throw numberDoesNotFit(source.numberText(node), T.self, path())
         }
         return converted
     }
 
-    func unwrapDecimal(_ node: Node, _ path: CodingPathNode) throws -> Decimal {
-        try check(node, .number, Decimal.self, path)
+    func unwrapDecimal(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> Decimal {
+        try check(node, .number, Decimal.self, path())
         let text = source.numberText(node)
         guard let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
-            throw numberDoesNotFit(text, Decimal.self, path)
+            throw numberDoesNotFit(text, Decimal.self, path())
         }
         return value
     }
 
-    func unwrapURL(_ node: Node, _ path: CodingPathNode) throws -> URL {
-        let text = try unwrapString(node, path)
+    func unwrapURL(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> URL {
+        let text = try unwrapString(node, path())
         guard let url = URL(string: text) else {
-            throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: path.path, debugDescription: "Invalid URL string."))
+            throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: path().path, debugDescription: "Invalid URL string."))
         }
         return url
     }
 
-    func unwrapDate(_ node: Node, _ path: CodingPathNode) throws -> Date {
+    func unwrapDate(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> Date {
         switch session.options.dateDecodingStrategy {
         case .deferredToDate:
-            return Date(timeIntervalSinceReferenceDate: try unwrapFloatingPoint(node, path) as Double)
+            return Date(timeIntervalSinceReferenceDate: try unwrapFloatingPoint(node, path()) as Double)
         case .secondsSince1970:
-            return Date(timeIntervalSince1970: try unwrapFloatingPoint(node, path) as Double)
+            return Date(timeIntervalSince1970: try unwrapFloatingPoint(node, path()) as Double)
         case .millisecondsSince1970:
-            return Date(timeIntervalSince1970: (try unwrapFloatingPoint(node, path) as Double) / 1000)
+            return Date(timeIntervalSince1970: (try unwrapFloatingPoint(node, path()) as Double) / 1000)
         case .iso8601:
-            let text = try unwrapString(node, path)
+            let text = try unwrapString(node, path())
             guard let seconds = ISO8601.secondsSince1970(text) else {
                 throw DecodingError.dataCorrupted(
-                    DecodingError.Context(codingPath: path.path, debugDescription: "Expected date string to be ISO8601-formatted."))
+                    DecodingError.Context(codingPath: path().path, debugDescription: "Expected date string to be ISO8601-formatted."))
             }
             return Date(timeIntervalSince1970: seconds)
         case .formatted(let formatter):
-            let text = try unwrapString(node, path)
+            let text = try unwrapString(node, path())
             guard let date = formatter.date(from: text) else {
                 throw DecodingError.dataCorrupted(
-                    DecodingError.Context(codingPath: path.path, debugDescription: "Date string does not match format expected by formatter."))
+                    DecodingError.Context(codingPath: path().path, debugDescription: "Date string does not match format expected by formatter."))
             }
             return date
         case .custom(let decode):
-            return try with(node: node, path: path) { try decode(self) }
+            return try with(node: node, path: path()) { try decode(self) }
         }
     }
 
-    func unwrapData(_ node: Node, _ path: CodingPathNode) throws -> Data {
+    func unwrapData(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> Data {
         switch session.options.dataDecodingStrategy {
         case .base64:
-            let text = try unwrapString(node, path)
+            let text = try unwrapString(node, path())
             guard let data = Data(base64Encoded: text) else {
                 throw DecodingError.dataCorrupted(
-                    DecodingError.Context(codingPath: path.path, debugDescription: "Encountered Data is not valid Base64."))
+                    DecodingError.Context(codingPath: path().path, debugDescription: "Encountered Data is not valid Base64."))
             }
             return data
         case .deferredToData:
-            return try with(node: node, path: path) { try Data(from: self) }
+            return try with(node: node, path: path()) { try Data(from: self) }
         case .custom(let decode):
-            return try with(node: node, path: path) { try decode(self) }
+            return try with(node: node, path: path()) { try decode(self) }
         }
     }
 

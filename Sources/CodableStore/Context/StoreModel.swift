@@ -234,6 +234,8 @@ final class EntityMapping: Sendable {
     let identityColumns: [String]
     /// The fields' JSON keys as a tree, for the encoder.
     let encodingPlan: [EncodingPlanNode]
+    /// The fields' JSON key paths with precomputed hashes, for the decoder's lookups.
+    let jsonKeys: [[JSONKey]?]
 
     init(index: Int, description: EntityDescription, relationships: [ResolvedRelationship?], orderColumns: [String]) {
         self.index = index
@@ -274,5 +276,6 @@ final class EntityMapping: Sendable {
             + Array(repeating: "?", count: selected.count).joined(separator: ", ") + ")"
         self.identityColumns = description.identity.map { description.fields[$0].name }
         self.encodingPlan = EncodingPlanNode.plan(for: description)
+        self.jsonKeys = description.codingKeyPaths.map { path in path?.map { JSONKey($0) } }
     }
 }

@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// The schema of one entity: its fields (attributes and relationships) and its identity.
 ///
 /// Built once per entity type, by the code ``Entity()`` generates or by hand with ``EntityDescriptionBuilder``.
@@ -105,6 +111,23 @@ public final class AttributeDescription: Sendable {
     let decodeAndAssign: @Sendable (AnyObject, any Decoder) throws -> Void
     /// Encodes the object's value of the attribute into an encoder's single value.
     let encodeValue: @Sendable (AnyObject, any Encoder) throws -> Void
+    /// The common types the decoder reads straight from the JSON, without going through `Decoder`.
+    let fastKind: FastKind
+
+    enum FastKind: Sendable {
+        case int, double, string, bool, date, other
+    }
+
+    private static func fastKind<V>(of type: V.Type) -> FastKind {
+        switch type {
+        case is Int.Type, is Int?.Type: .int
+        case is Double.Type, is Double?.Type: .double
+        case is String.Type, is String?.Type: .string
+        case is Bool.Type, is Bool?.Type: .bool
+        case is Date.Type, is Date?.Type: .date
+        default: .other
+        }
+    }
 
     init<Root: EntityObject, V: AttributeValue>(
         name: String,
@@ -120,6 +143,7 @@ public final class AttributeDescription: Sendable {
         self.isOptional = V.isOptional
         self.defaultValue = defaultValue?.sqliteValue
         self.valueType = V.self
+        self.fastKind = Self.fastKind(of: V.self)
         self.bindValue = { object, statement, parameter in
             try get(unsafeDowncast(object, to: Root.self)).bind(to: statement, at: parameter)
         }
