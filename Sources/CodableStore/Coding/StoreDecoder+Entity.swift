@@ -472,6 +472,20 @@ extension Context {
     /// Sets a to-many relationship through the type-erased description, with inverse maintenance; the same
     /// members (in the same order, for an ordered relationship) change nothing.
     func setToMany(_ owner: any EntityObject, _ relationship: ResolvedRelationship, _ members: [any EntityObject]) {
+        let state = owner.entityState
+        let field = relationship.description.index
+        if !state.unloadedRelationships.contains(field), relationship.description.isEmpty(owner) {
+            // Nothing to compare with (a new object, most often).
+            if members.isEmpty { return }
+            var new = members
+            if members.count > 1 {
+                var seen = Set<ObjectIdentifier>()
+                new = members.filter { seen.insert(ObjectIdentifier($0)).inserted }
+            }
+            relationship.description.setMany(owner, new)
+            toManyDidChange(owner, relationship, old: [], new: new)
+            return
+        }
         let old = loadToMany(owner, relationship)
         var seen = Set<ObjectIdentifier>()
         let new = members.filter { seen.insert(ObjectIdentifier($0)).inserted }

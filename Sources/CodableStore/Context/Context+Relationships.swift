@@ -95,10 +95,18 @@ extension Context {
         let state = owner.entityState
         state.unloadedRelationships.remove(relationship.description.index)
         markChanged(owner, state, relationship.description.index)
-        let oldIDs = Set(old.map { ObjectIdentifier($0) })
-        let newIDs = Set(new.map { ObjectIdentifier($0) })
-        let removed = old.filter { !newIDs.contains(ObjectIdentifier($0)) }
-        let added = new.filter { !oldIDs.contains(ObjectIdentifier($0)) }
+        let removed: [any EntityObject]
+        let added: [any EntityObject]
+        if old.isEmpty {
+            // A new object's relationship, most often: nothing to compare.
+            removed = []
+            added = new
+        } else {
+            let oldIDs = Set(old.map { ObjectIdentifier($0) })
+            let newIDs = Set(new.map { ObjectIdentifier($0) })
+            removed = old.filter { !newIDs.contains(ObjectIdentifier($0)) }
+            added = new.filter { !oldIDs.contains(ObjectIdentifier($0)) }
+        }
         for member in added where member.entityState.status == .transient { insertForRelationship(member) }
         if case .joinTable(let table, let ownerIsSource) = relationship.storage {
             for member in removed { recordLink(table, owner, member, ownerIsSource: ownerIsSource, isLink: false) }
@@ -156,9 +164,9 @@ extension Context {
             markChanged(member, state, field)
         } else {
             if state.unloadedRelationships.contains(field) { return }
-            if inverse.description.containsMember(member, owner) { return }
-            inverse.description.insertMember(member, owner)
-            if inverse.description.isOrdered { markChanged(member, state, field) }
+            if inverse.description.insertMember(member, owner), inverse.description.isOrdered {
+                markChanged(member, state, field)
+            }
         }
     }
 

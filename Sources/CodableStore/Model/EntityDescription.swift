@@ -194,9 +194,12 @@ public final class RelationshipDescription: Sendable {
     let setOne: @Sendable (AnyObject, AnyObject?) -> Void
     let getMany: @Sendable (AnyObject) -> [any EntityObject]
     let setMany: @Sendable (AnyObject, [AnyObject]) -> Void
-    let insertMember: @Sendable (AnyObject, AnyObject) -> Void
+    /// Adds a member unless it is there already; returns whether it was added.
+    let insertMember: @Sendable (AnyObject, AnyObject) -> Bool
     let removeMember: @Sendable (AnyObject, AnyObject) -> Void
     let containsMember: @Sendable (AnyObject, AnyObject) -> Bool
+    /// Whether the relationship holds nothing (nil, or no members).
+    let isEmpty: @Sendable (AnyObject) -> Bool
 
     init<Root: EntityObject, D: EntityObject>(
         toOne name: String,
@@ -213,12 +216,18 @@ public final class RelationshipDescription: Sendable {
         self.setOne = { set(unsafeDowncast($0, to: Root.self), $1.map { unsafeDowncast($0, to: D.self) }) }
         self.getMany = { object in get(unsafeDowncast(object, to: Root.self)).map { [$0] } ?? [] }
         self.setMany = { set(unsafeDowncast($0, to: Root.self), $1.first.map { unsafeDowncast($0, to: D.self) }) }
-        self.insertMember = { set(unsafeDowncast($0, to: Root.self), unsafeDowncast($1, to: D.self)) }
+        self.insertMember = { owner, member in
+            let root = unsafeDowncast(owner, to: Root.self)
+            if get(root) === member { return false }
+            set(root, unsafeDowncast(member, to: D.self))
+            return true
+        }
         self.removeMember = { owner, member in
             let root = unsafeDowncast(owner, to: Root.self)
             if get(root) === member { set(root, nil) }
         }
         self.containsMember = { get(unsafeDowncast($0, to: Root.self)) === $1 }
+        self.isEmpty = { get(unsafeDowncast($0, to: Root.self)) == nil }
     }
 
     init<Root: EntityObject, D: EntityObject>(
@@ -240,9 +249,11 @@ public final class RelationshipDescription: Sendable {
             let root = unsafeDowncast(owner, to: Root.self)
             // Take the array out of the object first so that appending does not copy it.
             var members = get(root)
+            if members.contains(where: { $0 === member }) { return false }
             set(root, [])
-            if !members.contains(where: { $0 === member }) { members.append(unsafeDowncast(member, to: D.self)) }
+            members.append(unsafeDowncast(member, to: D.self))
             set(root, members)
+            return true
         }
         self.removeMember = { owner, member in
             let root = unsafeDowncast(owner, to: Root.self)
@@ -255,6 +266,7 @@ public final class RelationshipDescription: Sendable {
         self.containsMember = { owner, member in
             get(unsafeDowncast(owner, to: Root.self)).contains { $0 === member }
         }
+        self.isEmpty = { get(unsafeDowncast($0, to: Root.self)).isEmpty }
     }
 
     init<Root: EntityObject, D: EntityObject>(
@@ -276,8 +288,9 @@ public final class RelationshipDescription: Sendable {
             let root = unsafeDowncast(owner, to: Root.self)
             var members = get(root)
             set(root, [])
-            members.insert(unsafeDowncast(member, to: D.self))
+            let inserted = members.insert(unsafeDowncast(member, to: D.self)).inserted
             set(root, members)
+            return inserted
         }
         self.removeMember = { owner, member in
             let root = unsafeDowncast(owner, to: Root.self)
@@ -290,6 +303,7 @@ public final class RelationshipDescription: Sendable {
         self.containsMember = { owner, member in
             get(unsafeDowncast(owner, to: Root.self)).contains(unsafeDowncast(member, to: D.self))
         }
+        self.isEmpty = { get(unsafeDowncast($0, to: Root.self)).isEmpty }
     }
 }
 
