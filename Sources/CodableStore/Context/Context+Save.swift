@@ -29,11 +29,16 @@ extension Context {
             try writePositions()
         }
         // Only now that everything is written does the in-memory state move on.
-        for object in insertedObjects where object.entityState.status == .inserted {
+        var inserted = Array(repeating: 0, count: model.mappings.count)
+        for object in insertedObjects {
             let state = object.entityState
+            guard state.status == .inserted else { continue }
             state.status = .persistent
             state.changedFields.removeAll()
-            writeCounts[state.entityIndex, default: (0, 0)].inserted += 1
+            inserted[state.entityIndex] += 1
+        }
+        for (entity, count) in inserted.enumerated() where count > 0 {
+            writeCounts[entity, default: (0, 0)].inserted += count
         }
         for object in updatedObjects {
             let state = object.entityState
@@ -72,8 +77,14 @@ extension Context {
                 statements[mapping.index] = statement
             }
             try statement.bind(state.rowID, at: 1)
-            for position in 0..<mapping.insertColumnCount {
-                try bind(mapping.columns[position], of: object, to: statement, at: Int32(position + 2))
+            // Attributes bind through their typed closures; foreign keys need the destination's row id.
+            var parameter: Int32 = 2
+            for binder in mapping.insertBinders {
+                switch binder {
+                case .attribute(let bind): try bind(object, statement, parameter)
+                case .foreignKey(let position): try bind(mapping.columns[position], of: object, to: statement, at: parameter)
+                }
+                parameter += 1
             }
             do {
                 try statement.execute()
@@ -189,14 +200,7 @@ extension Context {
                 let members = relationship.description.getMany(object)
                 switch relationship.storage {
                 case .inverseForeignKey(_, let orderColumn?):
-                    let destination = model.mappings[relationship.destination]
-                    let statement = try connection.cachedStatement(
-                        sql: "UPDATE \(quoteIdentifier(destination.name)) SET \(quoteIdentifier(orderColumn)) = ? WHERE \"_pk\" = ?")
-                    for (position, member) in members.enumerated() {
-                        try statement.bind(Int64(position), at: 1)
-                        try statement.bind(member.entityState.rowID, at: 2)
-                        try statement.execute()
-                    }
+                    try writeOrderColumn(orderColumn, of: members, in: model.mappings[relationship.destination])
                 case .joinTable(let index, ownerIsSource: true) where model.joinTables[index].hasPosition:
                     let statement = try connection.cachedStatement(
                         sql: "UPDATE \(quoteIdentifier(model.joinTables[index].name)) SET \"position\" = ? WHERE \"source\" = ? AND \"target\" = ?")
@@ -220,15 +224,19 @@ extension Context {
                 guard case .inverseForeignKey(_, let orderColumn?) = relationship.storage else { continue }
                 let members = relationship.description.getMany(object)
                 if members.isEmpty { continue }
-                let destination = model.mappings[relationship.destination]
-                let statement = try connection.cachedStatement(
-                    sql: "UPDATE \(quoteIdentifier(destination.name)) SET \(quoteIdentifier(orderColumn)) = ? WHERE \"_pk\" = ?")
-                for (position, member) in members.enumerated() {
-                    try statement.bind(Int64(position), at: 1)
-                    try statement.bind(member.entityState.rowID, at: 2)
-                    try statement.execute()
-                }
+                try writeOrderColumn(orderColumn, of: members, in: model.mappings[relationship.destination])
             }
+        }
+    }
+
+    /// Writes each member's position in an ordered one-to-many relationship into its order column.
+    private func writeOrderColumn(_ orderColumn: String, of members: [any EntityObject], in destination: EntityMapping) throws {
+        let statement = try connection.cachedStatement(
+            sql: "UPDATE \(quoteIdentifier(destination.name)) SET \(quoteIdentifier(orderColumn)) = ? WHERE \"_pk\" = ?")
+        for (position, member) in members.enumerated() {
+            try statement.bind(Int64(position), at: 1)
+            try statement.bind(member.entityState.rowID, at: 2)
+            try statement.execute()
         }
     }
 

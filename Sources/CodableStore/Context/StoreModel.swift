@@ -230,6 +230,14 @@ final class EntityMapping: Sendable {
     let insertSQL: String
     /// Number of columns bound by ``insertSQL`` after `_pk`.
     let insertColumnCount: Int
+    /// How each column of ``insertSQL`` after `_pk` is bound: precomputed so that inserting a row does not
+    /// switch over column kinds.
+    let insertBinders: [InsertBinder]
+
+    enum InsertBinder: Sendable {
+        case attribute(@Sendable (AnyObject, Statement, Int32) throws -> Void)
+        case foreignKey(Int)
+    }
     /// Identity column names.
     let identityColumns: [String]
     /// The fields' JSON keys as a tree, for the encoder.
@@ -262,6 +270,10 @@ final class EntityMapping: Sendable {
             }
         }
         let insertColumnCount = columns.count
+        self.insertBinders = columns.enumerated().map { position, column in
+            if case .attribute(let attribute) = column.kind { return .attribute(attribute.bindValue) }
+            return .foreignKey(position)
+        }
         columns += orderColumns.map { Column(name: $0, kind: .order) }
         self.columns = columns
         self.columnOfField = columnOfField
