@@ -11,13 +11,17 @@ let package = Package(
     targets: [
         // The raw baseline talks to libsqlite3 directly, not through CodableStore's wrapper.
         .systemLibrary(name: "CSQLiteBenchmark", providers: [.apt(["libsqlite3-dev"])]),
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: [.product(name: "CodableStore", package: "main")]
+        ),
         .executableTarget(
             name: "ImportBenchmarks",
-            dependencies: [.product(name: "CodableStore", package: "main"), "CSQLiteBenchmark"]
+            dependencies: [.product(name: "CodableStore", package: "main"), "BenchmarkSupport", "CSQLiteBenchmark"]
         ),
         .executableTarget(
             name: "CodecBenchmarks",
-            dependencies: [.product(name: "CodableStore", package: "main")]
+            dependencies: [.product(name: "CodableStore", package: "main"), "BenchmarkSupport"]
         ),
         .executableTarget(
             name: "StoreBenchmarks",

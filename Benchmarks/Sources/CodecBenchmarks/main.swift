@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import CodableStore
 import Foundation
 
@@ -8,98 +9,6 @@ import Foundation
 // Reports the best of R runs of each, the ratio, and peak RSS.
 //
 //   swift run -c release CodecBenchmarks [--count N] [--rounds R]
-
-@Entity final class Issue {
-    var id: Int
-    var number: Int
-    var title: String
-    var state: String
-    var createdAt: Date
-    var updatedAt: Date
-    var comments: Int
-    var score: Double
-    var body: String?
-    var user: User?
-    var labels: Set<Label> = []
-    static let identity = Identity(\Issue.id)
-    enum CodingKeys: String, EntityCodingKey {
-        case id, number, title, state, comments, score, body, user, labels
-        case createdAt = "created_at", updatedAt = "updated_at"
-    }
-    init(id: Int, number: Int, title: String, state: String, createdAt: Date, updatedAt: Date, comments: Int, score: Double) {
-        self.id = id
-        self.number = number
-        self.title = title
-        self.state = state
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-        self.comments = comments
-        self.score = score
-    }
-}
-
-@Entity final class User {
-    var id: Int
-    var login: String
-    var issues: Set<Issue> = []
-    static let identity = Identity(\User.id)
-    init(id: Int, login: String) {
-        self.id = id
-        self.login = login
-    }
-}
-
-@Entity final class Label {
-    var id: Int
-    var name: String
-    var issues: Set<Issue> = []
-    static let identity = Identity(\Label.id)
-    init(id: Int, name: String) {
-        self.id = id
-        self.name = name
-    }
-}
-
-struct PlainIssue: Decodable {
-    let id: Int
-    let number: Int
-    let title: String
-    let state: String
-    let created_at: Date
-    let updated_at: Date
-    let comments: Int
-    let score: Double
-    let body: String?
-    let user: PlainUser
-    let labels: [PlainLabel]
-}
-
-struct PlainUser: Decodable {
-    let id: Int
-    let login: String
-}
-
-struct PlainLabel: Decodable {
-    let id: Int
-    let name: String
-}
-
-func option(_ name: String) -> String? {
-    let arguments = CommandLine.arguments
-    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
-    return arguments[index + 1]
-}
-
-func peakRSSMiB() -> Double {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
-    else { return 0 }
-    return (Double(line.split(separator: " ").dropFirst().first.map(String.init) ?? "0") ?? 0) / 1024
-}
-
-func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-}
 
 let count = Int(option("--count") ?? "") ?? 100_000
 let rounds = Int(option("--rounds") ?? "") ?? 3
@@ -118,9 +27,8 @@ if let contender = option("--contender") {
         let elapsed = clock.now - start
         print(seconds(elapsed), peakRSSMiB(), issues.count)
     case "storedecoder", "storedecoder+save":
-        let store = try Store.inMemory(entities: [Issue.self, User.self, Label.self])
-        let decoder = StoreDecoder()
-        decoder.dateDecodingStrategy = .iso8601
+        let store = try Store.inMemory(entities: referenceEntities)
+        let decoder = referenceDecoder()
         var elapsed = Duration.zero
         let distinct = try store.write { context in
             let start = clock.now
@@ -148,16 +56,8 @@ let size = (try FileManager.default.attributesOfItem(atPath: dumpPath)[.size] as
 print("Decode \(count) reference records (\(String(format: "%.1f", Double(size) / 1_048_576)) MiB), best of \(rounds) runs, each in its own process")
 
 func run(_ contender: String) throws -> (seconds: Double, rss: Double, checksum: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-    process.arguments = ["--contender", contender, "--dump", dumpPath]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    process.waitUntilExit()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    let fields = output.split(separator: " ").map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) }
-    guard process.terminationStatus == 0, fields.count == 3 else { fatalError("\(contender) failed: \(output)") }
+    let fields = try runChild(["--contender", contender, "--dump", dumpPath])
+    guard fields.count == 3 else { fatalError("\(contender) printed \(fields)") }
     return (Double(fields[0])!, Double(fields[1])!, fields[2])
 }
 

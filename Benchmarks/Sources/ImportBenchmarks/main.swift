@@ -1,4 +1,5 @@
 import CSQLiteBenchmark
+import BenchmarkSupport
 import CodableStore
 import Foundation
 
@@ -8,92 +9,6 @@ import Foundation
 // Each run is a child process, so peak RSS is measured per contender.
 //
 //   swift run -c release ImportBenchmarks [--counts 100000,1000000]
-
-@Entity final class Issue {
-    var id: Int
-    var number: Int
-    var title: String
-    var state: String
-    var createdAt: Date
-    var updatedAt: Date
-    var comments: Int
-    var score: Double
-    var body: String?
-    var user: User?
-    var labels: Set<Label> = []
-    static let identity = Identity(\Issue.id)
-    enum CodingKeys: String, EntityCodingKey {
-        case id, number, title, state, comments, score, body, user, labels
-        case createdAt = "created_at", updatedAt = "updated_at"
-    }
-    init(id: Int, number: Int, title: String, state: String, createdAt: Date, updatedAt: Date, comments: Int, score: Double) {
-        self.id = id
-        self.number = number
-        self.title = title
-        self.state = state
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-        self.comments = comments
-        self.score = score
-    }
-}
-
-@Entity final class User {
-    var id: Int
-    var login: String?
-    var issues: Set<Issue> = []
-    static let identity = Identity(\User.id)
-    init(id: Int) { self.id = id }
-}
-
-@Entity final class Label {
-    var id: Int
-    var name: String?
-    var issues: Set<Issue> = []
-    static let identity = Identity(\Label.id)
-    init(id: Int) { self.id = id }
-}
-
-struct PlainIssue: Decodable {
-    let id: Int
-    let number: Int
-    let title: String
-    let state: String
-    let created_at: Date
-    let updated_at: Date
-    let comments: Int
-    let score: Double
-    let body: String?
-    let user: PlainUser
-    let labels: [PlainLabel]
-}
-
-struct PlainUser: Decodable {
-    let id: Int
-    let login: String
-}
-
-struct PlainLabel: Decodable {
-    let id: Int
-    let name: String
-}
-
-func option(_ name: String) -> String? {
-    let arguments = CommandLine.arguments
-    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
-    return arguments[index + 1]
-}
-
-func peakRSSMiB() -> Double {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
-    else { return 0 }
-    return (Double(line.split(separator: " ").dropFirst().first.map(String.init) ?? "0") ?? 0) / 1024
-}
-
-func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-}
 
 func check(_ code: Int32, _ db: OpaquePointer?, _ what: String) {
     guard code == SQLITE_OK || code == SQLITE_DONE || code == SQLITE_ROW else {
@@ -192,10 +107,8 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
     case "baseline":
         records = try baseline(dump: dump, store: store)
     case "import":
-        let database = try Store(path: store, entities: [Issue.self, User.self, Label.self])
-        let decoder = StoreDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        records = try database.importJSON(Issue.self, from: .file(dump), options: ImportOptions(decoder: decoder)).recordsRead
+        let database = try Store(path: store, entities: referenceEntities)
+        records = try database.importJSON(Issue.self, from: .file(dump), options: ImportOptions(decoder: referenceDecoder())).recordsRead
     default:
         fatalError("unknown contender")
     }
@@ -204,16 +117,8 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
 }
 
 func run(_ contender: String, dump: String, store: String) throws -> (seconds: Double, rss: Double) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-    process.arguments = ["--contender", contender, "--dump", dump, "--store", store]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    let fields = output.split(separator: " ").map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) }
-    guard process.terminationStatus == 0, fields.count == 3 else { fatalError("\(contender) failed: \(output)") }
+    let fields = try runChild(["--contender", contender, "--dump", dump, "--store", store])
+    guard fields.count == 3 else { fatalError("\(contender) printed \(fields)") }
     return (Double(fields[0])!, Double(fields[1])!)
 }
 

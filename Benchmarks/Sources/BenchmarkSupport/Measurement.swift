@@ -1,0 +1,36 @@
+import Foundation
+
+/// The value of `--name value` on the command line.
+public func option(_ name: String) -> String? {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+
+/// This process's peak resident memory (`VmHWM`), in MiB.
+public func peakRSSMiB() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+    else { return 0 }
+    return (Double(line.split(separator: " ").dropFirst().first.map(String.init) ?? "0") ?? 0) / 1024
+}
+
+/// A duration in seconds.
+public func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+/// Runs this executable again as a child process with `arguments`, and returns the fields of the one line it
+/// prints: each contender runs alone, so its peak memory is its own.
+public func runChild(_ arguments: [String]) throws -> [String] {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { fatalError("\(arguments) failed: \(output)") }
+    return output.split(separator: " ").map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) }
+}
