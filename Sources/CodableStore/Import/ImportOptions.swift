@@ -19,7 +19,9 @@ public struct ImportOptions: @unchecked Sendable {
         /// Stop at the first bad record; nothing of the failed transaction is kept (with
         /// ``commitEveryBatch``, the batches committed before it are).
         case stop
-        /// Leave bad records out and list each one in the report; the rest is imported.
+        /// Leave bad records out and list each one in the report; the rest is imported. This covers records
+        /// that do not decode (wrong types, missing identities, references that cannot become stubs). A JSON
+        /// syntax error still stops the import: the reader cannot find the next record after one.
         case skip
     }
 
