@@ -112,6 +112,11 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
     default:
         fatalError("unknown contender")
     }
+    if ProcessInfo.processInfo.environment["IMPORT_BENCH_MEMORY"] != nil {
+        // Where peak memory goes: SQLite's own allocations (page cache, journals) against the process peak.
+        let sqliteMiB = Double(sqlite3_memory_highwater(0)) / 1_048_576
+        FileHandle.standardError.write(Data("sqlite memory highwater: \(String(format: "%.1f", sqliteMiB)) MiB\n".utf8))
+    }
     print(seconds(clock.now - start), peakRSSMiB(), records)
     exit(0)
 }

@@ -82,14 +82,22 @@ public final class Context {
         deferredError = nil
     }
 
-    /// Detaches every object when the context's closure ends.
+    /// Detaches every object when the context's closure ends (or the importer moves to its next batch).
+    ///
+    /// Relationships and their inverses reference each other (an issue its user, the user its issues): left
+    /// as they are, such objects would keep each other alive after the context lets them go. So the
+    /// relationships of every object are emptied here, which breaks the cycles; a detached object is no
+    /// longer part of a graph anyway.
     func invalidate() {
-        for registry in registries {
+        for (entity, registry) in registries.enumerated() {
+            let mapping = model.mappings[entity]
             for object in registry.values {
-                object.entityState.context = nil
+                detach(object, mapping)
             }
         }
-        for object in detachedObjects { object.entityState.context = nil }
+        for object in detachedObjects {
+            if let mapping = try? model.mapping(of: object) { detach(object, mapping) }
+        }
         detachedObjects = []
         registries = Array(repeating: [:], count: model.mappings.count)
         identityIndexes = Array(repeating: nil, count: model.mappings.count)
@@ -97,6 +105,14 @@ public final class Context {
         updatedObjects = []
         linkChanges = []
         deletedObjects = []
+    }
+
+    private func detach(_ object: any EntityObject, _ mapping: EntityMapping) {
+        object.entityState.context = nil
+        guard mapping.hasRelationships else { return }
+        for case let relationship? in mapping.relationships {
+            relationship.description.setMany(object, [])
+        }
     }
 
     // MARK: - Insert

@@ -224,3 +224,31 @@ import Testing
         #expect(try RawDatabase(path).value("SELECT count(*) FROM Article_related") == "2")
     }
 }
+
+@Suite struct ObjectLifetimeTests {
+    /// Inverse relationships form reference cycles (a country holds its people, each person its country); a
+    /// context must break them when it ends, or every write would leak its graph.
+    @Test func objectsInRelationshipCyclesAreFreedWhenTheWriteEnds() throws {
+        final class Weak: @unchecked Sendable {
+            weak var person: Person?
+            weak var country: Country?
+        }
+        let references = Weak()
+        let store = try Store.inMemory(entities: TestStore.entities)
+        try store.write { context in
+            let france = Country(code: "FR", name: "France")
+            let ada = Person(id: 1)
+            try context.insert(ada)
+            ada.country = france
+            ada.tags = [Tag(id: 1, label: "a")]
+            #expect(france.people == [ada])
+            references.person = ada
+            references.country = france
+        }
+        #expect(references.person == nil)
+        #expect(references.country == nil)
+        // The data itself is intact.
+        let code = try store.read { try $0.object(Person.self, identity: 1)?.country?.code }
+        #expect(code == "FR")
+    }
+}
