@@ -198,7 +198,22 @@ extension StoreDecoderImpl {
                         debugDescription: "No value associated with key \(key) (\"\(key.stringValue)\")."))
             }
         }
-        return try context.makeObject(entity: mapping.index, values: values)
+        let object = try context.makeObject(entity: mapping.index, values: values)
+        // To-many relationships the JSON does not set start unloaded rather than empty: they are read from the
+        // store (after a flush) if anyone asks, and meanwhile the inverse updates of a large import (a user
+        // gaining thousands of issues) do not have to maintain them in memory.
+        if mapping.hasRelationships {
+            let state = object.entityState
+            for relationship in description.relationships where relationship.isToMany {
+                if let node, let keyPath = description.codingKeyPaths[relationship.index],
+                    (try? fieldNode(node, keyPath, path)) ?? nil != nil
+                {
+                    continue
+                }
+                state.unloadedRelationships.insert(relationship.index)
+            }
+        }
+        return object
     }
 
     /// Applies the attributes present in the JSON object to an existing object; equal values change nothing.
