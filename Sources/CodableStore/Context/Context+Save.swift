@@ -63,34 +63,57 @@ extension Context {
         }
     }
 
+    /// Inserts new objects, grouped by entity, several rows per statement (as a hand-written importer
+    /// would): fewer statement executions for SQLite to run. Foreign keys are checked at commit, so the
+    /// order of entities does not matter.
     private func writeInserts() throws {
-        var statements: [Statement?] = Array(repeating: nil, count: model.mappings.count)
-        for object in insertedObjects {
-            let state = object.entityState
-            guard state.status == .inserted else { continue }
-            let mapping = model.mappings[state.entityIndex]
-            let statement: Statement
-            if let cached = statements[mapping.index] {
-                statement = cached
-            } else {
-                statement = try connection.cachedStatement(sql: mapping.insertSQL)
-                statements[mapping.index] = statement
-            }
-            try statement.bind(state.rowID, at: 1)
-            // Attributes bind through their typed closures; foreign keys need the destination's row id.
-            var parameter: Int32 = 2
-            for binder in mapping.insertBinders {
-                switch binder {
-                case .attribute(let bind): try bind(object, statement, parameter)
-                case .foreignKey(let position): try bind(mapping.columns[position], of: object, to: statement, at: parameter)
+        var byEntity: [[any EntityObject]] = Array(repeating: [], count: model.mappings.count)
+        for object in insertedObjects where object.entityState.status == .inserted {
+            byEntity[object.entityState.entityIndex].append(object)
+        }
+        for (entity, objects) in byEntity.enumerated() where !objects.isEmpty {
+            let mapping = model.mappings[entity]
+            let fits = EntityMapping.insertBatchRows * (mapping.insertColumnCount + 1) <= connection.maximumVariableCount
+            let rowsPerStatement = fits ? EntityMapping.insertBatchRows : 1
+            var start = 0
+            while start < objects.count {
+                let rows = objects.count - start >= rowsPerStatement ? rowsPerStatement : 1
+                let chunk = objects[start..<(start + rows)]
+                let statement = try connection.cachedStatement(sql: mapping.insertSQL(rows: rows))
+                var parameter: Int32 = 1
+                for object in chunk { try bindInsert(object, mapping, statement, &parameter) }
+                do {
+                    try statement.execute()
+                } catch let error as SQLiteError where error.resultCode.rawValue == 2067 /* SQLITE_CONSTRAINT_UNIQUE */ {
+                    // Find the object whose identity is taken, row by row (nothing of the statement was kept).
+                    let single = try connection.cachedStatement(sql: mapping.insertSQL(rows: 1))
+                    for object in chunk {
+                        var parameter: Int32 = 1
+                        try bindInsert(object, mapping, single, &parameter)
+                        do {
+                            try single.execute()
+                        } catch let error as SQLiteError where error.resultCode.rawValue == 2067 {
+                            throw identityConflict(object, mapping, error)
+                        }
+                    }
+                    throw identityConflict(chunk[chunk.startIndex], mapping, error)
                 }
-                parameter += 1
+                start += rows
             }
-            do {
-                try statement.execute()
-            } catch let error as SQLiteError where error.resultCode.rawValue == 2067 /* SQLITE_CONSTRAINT_UNIQUE */ {
-                throw identityConflict(object, mapping, error)
+        }
+    }
+
+    /// Binds one row of an INSERT: the row id, then attributes through their typed closures, and foreign
+    /// keys as the destination's row id.
+    private func bindInsert(_ object: any EntityObject, _ mapping: EntityMapping, _ statement: Statement, _ parameter: inout Int32) throws {
+        try statement.bind(object.entityState.rowID, at: parameter)
+        parameter += 1
+        for binder in mapping.insertBinders {
+            switch binder {
+            case .attribute(let bind): try bind(object, statement, parameter)
+            case .foreignKey(let position): try bind(mapping.columns[position], of: object, to: statement, at: parameter)
             }
+            parameter += 1
         }
     }
 

@@ -228,6 +228,15 @@ final class EntityMapping: Sendable {
     let qualifiedColumnsSQL: String
     /// `INSERT INTO "T" ("_pk", …) VALUES (?, …)` without the position columns.
     let insertSQL: String
+    /// Rows per multi-row INSERT.
+    static let insertBatchRows = 32
+    /// An INSERT of ``insertBatchRows`` rows.
+    let insertBatchSQL: String
+
+    /// An INSERT of 1 or ``insertBatchRows`` rows.
+    func insertSQL(rows: Int) -> String {
+        rows == 1 ? insertSQL : insertBatchSQL
+    }
     /// Number of columns bound by ``insertSQL`` after `_pk`.
     let insertColumnCount: Int
     /// How each column of ``insertSQL`` after `_pk` is bound: precomputed so that inserting a row does not
@@ -283,9 +292,10 @@ final class EntityMapping: Sendable {
         let selected = ["_pk"] + columns[..<insertColumnCount].map(\.name)
         self.selectSQL = "SELECT " + selected.map(quoteIdentifier).joined(separator: ", ") + " FROM " + table
         self.qualifiedColumnsSQL = selected.map { table + "." + quoteIdentifier($0) }.joined(separator: ", ")
-        self.insertSQL =
-            "INSERT INTO \(table) (" + selected.map(quoteIdentifier).joined(separator: ", ") + ") VALUES ("
-            + Array(repeating: "?", count: selected.count).joined(separator: ", ") + ")"
+        let insertPrefix = "INSERT INTO \(table) (" + selected.map(quoteIdentifier).joined(separator: ", ") + ") VALUES "
+        let insertRow = "(" + Array(repeating: "?", count: selected.count).joined(separator: ", ") + ")"
+        self.insertSQL = insertPrefix + insertRow
+        self.insertBatchSQL = insertPrefix + Array(repeating: insertRow, count: Self.insertBatchRows).joined(separator: ", ")
         self.identityColumns = description.identity.map { description.fields[$0].name }
         self.encodingPlan = EncodingPlanNode.plan(for: description)
         self.jsonKeys = description.codingKeyPaths.map { path in path?.map { JSONKey($0) } }

@@ -76,6 +76,25 @@ import Testing
         #expect(try RawDatabase(path).rows("SELECT name FROM Person") == [["Ada"]])
     }
 
+    @Test func anIdentityConflictInsideAMultiRowInsertNamesTheRightObject() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities)
+        try store.write { try $0.insert(Person(id: 1_010, name: "stored")) }
+        let error = try #require(throws: StoreError.self) {
+            try store.write { context in
+                for id in 1_000..<1_040 { try context.insert(Person(id: id)) }  // rows are inserted 32 at a time
+            }
+        }
+        #expect(error.code == .identityConflict)
+        #expect(error.message.hasPrefix("Person with identity id = 1010 already exists"))
+        #expect(try RawDatabase(path).rows("SELECT id, name FROM Person") == [["1010", "stored"]])
+        // Without conflict, 40 rows land (one 32-row statement and 8 single rows).
+        try store.write { context in
+            for id in 2_000..<2_040 { try context.insert(Person(id: id, age: id)) }
+        }
+        #expect(try RawDatabase(path).value("SELECT count(*) FROM Person WHERE id >= 2000 AND age = id") == "40")
+    }
+
     @Test func aThrowInsideWriteLeavesTheFileUnchanged() throws {
         struct Abort: Error {}
         let path = TestStore.temporaryPath()
