@@ -19,7 +19,7 @@ extension Context {
         var sql = mapping.selectSQL
         var arguments: [SQLiteValue] = []
         if let predicate {
-            let (condition, values) = try predicate.sql(for: mapping)
+            let (condition, values) = try predicate.sql(for: mapping, model: model)
             sql += " WHERE " + condition
             arguments = values
         }
@@ -63,7 +63,7 @@ extension Context {
         var sql = "SELECT count(*) FROM \(quoteIdentifier(mapping.name))"
         var arguments: [SQLiteValue] = []
         if let predicate {
-            let (condition, values) = try predicate.sql(for: mapping)
+            let (condition, values) = try predicate.sql(for: mapping, model: model)
             sql += " WHERE " + condition
             arguments = values
         }

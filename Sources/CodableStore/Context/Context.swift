@@ -191,11 +191,15 @@ public final class Context {
     /// Deletes an object. Relationships that point to it are cleared (to-one set to nil, to-many without it);
     /// the related objects themselves are kept.
     public func delete<T: EntityObject>(_ object: T) throws {
+        try deleteObject(object)
+    }
+
+    func deleteObject(_ object: any EntityObject) throws {
         if isReadOnly { throw StoreError.readOnly("delete") }
         let state = object.entityState
         guard state.context === self else {
-            throw StoreError(
-                .wrongContext, "cannot delete a \(T.self) object that this context does not hold", entity: "\(T.self)")
+            let type: any EntityObject.Type = Swift.type(of: object)
+            throw StoreError(.wrongContext, "cannot delete a \(type) object that this context does not hold", entity: "\(type)")
         }
         guard state.status == .inserted || state.status == .persistent else { return }
         let mapping = model.mappings[state.entityIndex]

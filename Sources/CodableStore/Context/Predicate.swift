@@ -13,6 +13,9 @@ public struct Predicate<Root: EntityObject>: Sendable {
     indirect enum Node: Sendable {
         case comparison(KeyPathBox, ComparisonOperator, SQLiteValue)
         case membership(KeyPathBox, [SQLiteValue])
+        case text(KeyPathBox, TextMatch, String, caseInsensitive: Bool)
+        /// A condition on the destination of a to-one relationship: `relationship IN (SELECT …)`.
+        case through(KeyPathBox, destination: any EntityObject.Type, SubqueryBox)
         case and(Node, Node)
         case or(Node, Node)
         case not(Node)
@@ -28,9 +31,49 @@ public struct Predicate<Root: EntityObject>: Sendable {
         case greaterOrEqual = ">="
     }
 
+    enum TextMatch: Sendable {
+        case contains, prefix, suffix
+    }
+
     let node: Node
 
     init(_ node: Node) { self.node = node }
+
+    /// Rows whose text attribute contains `text`. `caseInsensitive` folds ASCII letters only (SQLite's
+    /// `lower()`).
+    public static func contains(_ keyPath: KeyPath<Root, String>, _ text: String, caseInsensitive: Bool = false) -> Predicate {
+        Predicate(.text(KeyPathBox(keyPath), .contains, text, caseInsensitive: caseInsensitive))
+    }
+
+    public static func contains(_ keyPath: KeyPath<Root, String?>, _ text: String, caseInsensitive: Bool = false) -> Predicate {
+        Predicate(.text(KeyPathBox(keyPath), .contains, text, caseInsensitive: caseInsensitive))
+    }
+
+    /// Rows whose text attribute begins with `text`.
+    public static func begins(_ keyPath: KeyPath<Root, String>, with text: String, caseInsensitive: Bool = false) -> Predicate {
+        Predicate(.text(KeyPathBox(keyPath), .prefix, text, caseInsensitive: caseInsensitive))
+    }
+
+    public static func begins(_ keyPath: KeyPath<Root, String?>, with text: String, caseInsensitive: Bool = false) -> Predicate {
+        Predicate(.text(KeyPathBox(keyPath), .prefix, text, caseInsensitive: caseInsensitive))
+    }
+
+    /// Rows whose text attribute ends with `text`.
+    public static func ends(_ keyPath: KeyPath<Root, String>, with text: String, caseInsensitive: Bool = false) -> Predicate {
+        Predicate(.text(KeyPathBox(keyPath), .suffix, text, caseInsensitive: caseInsensitive))
+    }
+
+    public static func ends(_ keyPath: KeyPath<Root, String?>, with text: String, caseInsensitive: Bool = false) -> Predicate {
+        Predicate(.text(KeyPathBox(keyPath), .suffix, text, caseInsensitive: caseInsensitive))
+    }
+
+    /// Rows whose to-one relationship leads to an object matching `condition` (a join, written as a
+    /// subquery): `.through(\Issue.user, \User.login == "ada")`.
+    public static func through<Destination: EntityObject>(
+        _ relationship: KeyPath<Root, Destination?>, _ condition: Predicate<Destination>
+    ) -> Predicate {
+        Predicate(.through(KeyPathBox(relationship), destination: Destination.self, SubqueryBox(condition)))
+    }
 
     /// A raw SQL condition with bound arguments, for what key paths cannot say. Column names are the field
     /// names (quote them); the table is the entity name.
@@ -44,9 +87,9 @@ public struct Predicate<Root: EntityObject>: Sendable {
     }
 
     /// The SQL and arguments of the condition.
-    func sql(for mapping: EntityMapping) throws -> (String, [SQLiteValue]) {
+    func sql(for mapping: EntityMapping, model: StoreModel) throws -> (String, [SQLiteValue]) {
         var arguments: [SQLiteValue] = []
-        let text = try Self.render(node, mapping, &arguments)
+        let text = try Self.render(node, mapping, model, &arguments)
         return (text, arguments)
     }
 
@@ -62,7 +105,9 @@ public struct Predicate<Root: EntityObject>: Sendable {
         return quoteIdentifier(column)
     }
 
-    private static func render(_ node: Node, _ mapping: EntityMapping, _ arguments: inout [SQLiteValue]) throws -> String {
+    private static func render(
+        _ node: Node, _ mapping: EntityMapping, _ model: StoreModel, _ arguments: inout [SQLiteValue]
+    ) throws -> String {
         switch node {
         case .comparison(let keyPath, let op, let value):
             let column = try column(keyPath, mapping)
@@ -82,15 +127,48 @@ public struct Predicate<Root: EntityObject>: Sendable {
             arguments.append(contentsOf: values)
             return "\(column) IN (" + Array(repeating: "?", count: values.count).joined(separator: ", ") + ")"
         case .and(let lhs, let rhs):
-            return "(\(try render(lhs, mapping, &arguments)) AND \(try render(rhs, mapping, &arguments)))"
+            return "(\(try render(lhs, mapping, model, &arguments)) AND \(try render(rhs, mapping, model, &arguments)))"
         case .or(let lhs, let rhs):
-            return "(\(try render(lhs, mapping, &arguments)) OR \(try render(rhs, mapping, &arguments)))"
+            return "(\(try render(lhs, mapping, model, &arguments)) OR \(try render(rhs, mapping, model, &arguments)))"
         case .not(let inner):
-            return "NOT (\(try render(inner, mapping, &arguments)))"
+            return "NOT (\(try render(inner, mapping, model, &arguments)))"
         case .sql(let sql, let values):
             arguments.append(contentsOf: values)
             return "(\(sql))"
+        case .text(let keyPath, let match, let text, let caseInsensitive):
+            var column = try column(keyPath, mapping)
+            if text.isEmpty { return "\(column) IS NOT NULL" }
+            var parameter = "?"
+            if caseInsensitive {
+                column = "lower(\(column))"
+                parameter = "lower(?)"
+            }
+            arguments.append(.text(text))
+            switch match {
+            case .contains: return "instr(\(column), \(parameter)) > 0"
+            case .prefix:
+                arguments.append(.text(text))
+                // The text is bound twice: for `length(?)`, then for the comparison.
+                return "substr(\(column), 1, length(?)) = \(parameter)"
+            case .suffix:
+                arguments.append(.text(text))
+                return "substr(\(column), -length(?)) = \(parameter)"
+            }
+        case .through(let keyPath, let destinationType, let subquery):
+            let foreignKey = try column(keyPath, mapping)
+            let destination = try model.mapping(for: destinationType)
+            let (condition, values) = try subquery.render(destination, model)
+            arguments.append(contentsOf: values)
+            return "\(foreignKey) IN (SELECT \"_pk\" FROM \(quoteIdentifier(destination.name)) WHERE \(condition))"
         }
+    }
+}
+
+/// A destination's predicate, type-erased, for ``Predicate/through(_:_:)``.
+struct SubqueryBox: Sendable {
+    let render: @Sendable (EntityMapping, StoreModel) throws -> (String, [SQLiteValue])
+    init<Destination: EntityObject>(_ predicate: Predicate<Destination>) {
+        render = { mapping, model in try predicate.sql(for: mapping, model: model) }
     }
 }
 

@@ -1,0 +1,106 @@
+/// Existence, aggregates and batch deletes: the everyday queries beyond fetching objects.
+extension Context {
+    /// Whether any object matches `predicate`.
+    public func exists<T: EntityObject>(_ type: T.Type, where predicate: Predicate<T>? = nil) throws -> Bool {
+        let (mapping, condition, arguments) = try prepare(T.self, predicate)
+        return try scalar("SELECT EXISTS (SELECT 1 FROM \(quoteIdentifier(mapping.name))\(condition))", arguments) == .integer(1)
+    }
+
+    /// An aggregate function over an attribute.
+    public enum Aggregate: String, Sendable {
+        case count, sum, average = "avg", minimum = "min", maximum = "max"
+    }
+
+    /// An aggregate of an attribute over the objects matching `predicate`, as SQLite computes it: `count`
+    /// counts non-null values; `sum` and `average` of no values are `NULL`.
+    ///
+    /// ```swift
+    /// let total = try context.aggregate(.sum, of: \Issue.comments, where: \.state == "open")   // .integer(…)
+    /// ```
+    public func aggregate<T: EntityObject, V: AttributeValue>(
+        _ function: Aggregate, of keyPath: KeyPath<T, V>, where predicate: Predicate<T>? = nil
+    ) throws -> SQLiteValue {
+        let (mapping, condition, arguments) = try prepare(T.self, predicate)
+        let column = try self.column(keyPath, mapping)
+        return try scalar("SELECT \(function.rawValue)(\(column)) FROM \(quoteIdentifier(mapping.name))\(condition)", arguments) ?? .null
+    }
+
+    /// An aggregate of an attribute per value of another (`GROUP BY`), in the grouping value's order.
+    ///
+    /// ```swift
+    /// let perState = try context.aggregate(.count, of: \Issue.id, groupedBy: \Issue.state)   // [("closed", 3), ("open", 7)]
+    /// ```
+    public func aggregate<T: EntityObject, V: AttributeValue, G: AttributeValue>(
+        _ function: Aggregate, of keyPath: KeyPath<T, V>, groupedBy group: KeyPath<T, G>, where predicate: Predicate<T>? = nil
+    ) throws -> [(group: G, value: SQLiteValue)] {
+        let (mapping, condition, arguments) = try prepare(T.self, predicate)
+        let column = try self.column(keyPath, mapping)
+        let groupColumn = try self.column(group, mapping)
+        let statement = try connection.cachedStatement(
+            sql: "SELECT \(groupColumn), \(function.rawValue)(\(column)) FROM \(quoteIdentifier(mapping.name))\(condition) "
+                + "GROUP BY \(groupColumn) ORDER BY \(groupColumn)")
+        defer { statement.reset() }
+        try statement.bind(arguments)
+        var result: [(group: G, value: SQLiteValue)] = []
+        while try statement.step() {
+            do {
+                result.append((try G.read(from: statement, at: 0), statement.value(at: 1)))
+            } catch {
+                throw StoreError.valueMismatch(entity: mapping.name, field: "\(group)", error)
+            }
+        }
+        return result
+    }
+
+    /// Deletes every object matching `predicate` (all of them when nil) and returns how many were deleted.
+    ///
+    /// Objects in memory are deleted as ``delete(_:)`` does, so relationships to them are cleared on both
+    /// sides; the other rows are deleted with one statement, and the store's foreign keys clear what points
+    /// to them (`SET NULL`, join rows `CASCADE`). The related objects themselves are kept.
+    @discardableResult
+    public func deleteAll<T: EntityObject>(_ type: T.Type, where predicate: Predicate<T>? = nil) throws -> Int {
+        if isReadOnly { throw StoreError.readOnly("delete") }
+        let (mapping, condition, arguments) = try prepare(T.self, predicate)
+        let table = quoteIdentifier(mapping.name)
+        // Objects in memory first, so that their relationships are cleaned up in memory too.
+        var registered: [any EntityObject] = []
+        let select = try connection.cachedStatement(sql: "SELECT \"_pk\" FROM \(table)\(condition)")
+        try select.bind(arguments)
+        var count = 0
+        while try select.step() {
+            count += 1
+            if let object = registries[mapping.index][select.int64(at: 0)] { registered.append(object) }
+        }
+        select.reset()
+        for object in registered { try deleteObject(object) }
+        try flush()
+        let statement = try connection.cachedStatement(sql: "DELETE FROM \(table)\(condition)")
+        try statement.bind(arguments)
+        try statement.execute()
+        return count
+    }
+
+    private func prepare<T: EntityObject>(_ type: T.Type, _ predicate: Predicate<T>?) throws -> (EntityMapping, String, [SQLiteValue]) {
+        try flush()
+        let mapping = try model.mapping(for: T.self)
+        guard let predicate else { return (mapping, "", []) }
+        let (condition, arguments) = try predicate.sql(for: mapping, model: model)
+        return (mapping, " WHERE " + condition, arguments)
+    }
+
+    private func column(_ keyPath: AnyKeyPath, _ mapping: EntityMapping) throws -> String {
+        guard let field = mapping.description.fieldIndex(for: keyPath), let column = mapping.columnNameOfField[field] else {
+            throw StoreError(
+                .invalidQuery, "\(keyPath) is not a stored attribute or to-one relationship of \(mapping.name)", entity: mapping.name)
+        }
+        return quoteIdentifier(column)
+    }
+
+    private func scalar(_ sql: String, _ arguments: [SQLiteValue]) throws -> SQLiteValue? {
+        let statement = try connection.cachedStatement(sql: sql)
+        defer { statement.reset() }
+        try statement.bind(arguments)
+        guard try statement.step() else { return nil }
+        return statement.value(at: 0)
+    }
+}
