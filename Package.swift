@@ -52,7 +52,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CodableStoreTests",
-            dependencies: ["CodableStore", "CSQLite"]
+            dependencies: ["CodableStore", "CSQLite", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "CodableStoreCLITests",

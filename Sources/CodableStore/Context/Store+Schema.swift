@@ -1,3 +1,5 @@
+import Logging
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -130,7 +132,7 @@ enum SchemaManager {
     static let metadataTable = "_codablestore_metadata"
 
     /// Creates, checks and migrates the schema, in one transaction on `connection`.
-    static func prepare(_ connection: Connection, model: StoreModel, policy: SchemaChangePolicy) throws {
+    static func prepare(_ connection: Connection, model: StoreModel, policy: SchemaChangePolicy, logger: Logger) throws {
         try connection.inTransaction(.immediate) {
             try connection.execute(
                 sql: "CREATE TABLE IF NOT EXISTS \(quoteIdentifier(metadataTable)) (\"key\" TEXT PRIMARY KEY, \"value\" TEXT NOT NULL)")
@@ -166,6 +168,7 @@ enum SchemaManager {
                             + ". Open the store with schemaChangePolicy: .reset to drop and recreate it",
                         differences: incompatible)
                 case .reset(let onReset):
+                    logger.info("store reset", metadata: ["differences": "\(incompatible)"])
                     try dropAll(stored: stored, on: connection)
                     try create(model, on: connection)
                     try record(declared, on: connection)
@@ -174,6 +177,7 @@ enum SchemaManager {
                 }
             }
             if !additive.isEmpty || stored != declared {
+                logger.info("store schema migrated", metadata: ["changes": "\(additive)"])
                 try migrateAdditively(from: stored, to: model, on: connection)
                 try record(declared, on: connection)
             }

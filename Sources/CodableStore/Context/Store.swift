@@ -1,4 +1,5 @@
 import Dispatch
+import Logging
 import Synchronization
 
 /// A SQLite-backed store of entities: the `Sendable` entry point for reading and writing.
@@ -32,14 +33,19 @@ public final class Store: Sendable {
         public var maximumReaderCount: Int
         /// Called with the SQL of every statement the store's connections run, for logging or for counting.
         public var statementObserver: (@Sendable (String) -> Void)?
+        /// Where the store logs: statements at trace, schema changes at info, failed writes at error.
+        /// Silent by default.
+        public var logger: Logger
 
         public init(
             schemaChangePolicy: SchemaChangePolicy = .fail,
             busyTimeout: Int32 = 5_000,
             cacheSizeKiB: Int = 16 * 1024,
             maximumReaderCount: Int = 4,
-            statementObserver: (@Sendable (String) -> Void)? = nil
+            statementObserver: (@Sendable (String) -> Void)? = nil,
+            logger: Logger = Logger(label: "CodableStore", factory: { _ in SwiftLogNoOpLogHandler() })
         ) {
+            self.logger = logger
             self.schemaChangePolicy = schemaChangePolicy
             self.busyTimeout = busyTimeout
             self.cacheSizeKiB = cacheSizeKiB
@@ -94,7 +100,7 @@ public final class Store: Sendable {
             }
         }
         try Self.configure(connection, options: options)
-        try SchemaManager.prepare(connection, model: model, policy: options.schemaChangePolicy)
+        try SchemaManager.prepare(connection, model: model, policy: options.schemaChangePolicy, logger: options.logger)
         self.path = path
         self.isInMemory = inMemory
         self.model = model
@@ -110,7 +116,17 @@ public final class Store: Sendable {
         // With WAL, NORMAL is durable against application crashes and keeps the database consistent on power loss.
         try connection.execute(sql: "PRAGMA synchronous = NORMAL")
         try connection.execute(sql: "PRAGMA cache_size = -\(max(options.cacheSizeKiB, 64))")
-        if let observer = options.statementObserver { connection.trace { observer($0) } }
+        installTrace(on: connection, options: options)
+    }
+
+    private static func installTrace(on connection: Connection, options: Options) {
+        let observer = options.statementObserver
+        let logger = options.logger
+        guard observer != nil || logger.logLevel <= .trace else { return }
+        connection.trace { sql in
+            observer?(sql)
+            logger.trace("statement", metadata: ["sql": "\(sql)"])
+        }
     }
 
     // MARK: - Writing
@@ -120,14 +136,19 @@ public final class Store: Sendable {
     /// Writes are serialized: a second `write` waits for the first to finish.
     /// - Returns: What `body` returns.
     public func write<T: Sendable>(_ body: (Context) throws -> T) throws -> T {
-        try writer.withConnection { connection in
-            try connection.inTransaction(.immediate) {
-                let context = Context(connection: connection, model: model, isReadOnly: false)
-                defer { context.invalidate() }
-                let result = try body(context)
-                try context.flush()
-                return result
+        do {
+            return try writer.withConnection { connection in
+                try connection.inTransaction(.immediate) {
+                    let context = Context(connection: connection, model: model, isReadOnly: false)
+                    defer { context.invalidate() }
+                    let result = try body(context)
+                    try context.flush()
+                    return result
+                }
             }
+        } catch {
+            options.logger.error("write rolled back", metadata: ["error": "\(error)"])
+            throw error
         }
     }
 
@@ -137,6 +158,26 @@ public final class Store: Sendable {
             DispatchQueue.global().async {
                 continuation.resume(with: Result { try self.write(body) })
             }
+        }
+    }
+
+    /// Runs `body` with a context whose changes are never saved: insert temporary objects, relate them to
+    /// stored ones, query them, and everything is rolled back when the closure returns (or throws).
+    ///
+    /// ```swift
+    /// let preview = try store.scratch { context in
+    ///     try context.insert(Issue(id: -1, number: 0, title: "Draft"))
+    ///     return try context.count(Issue.self)          // includes the draft
+    /// }                                                  // the draft is gone
+    /// ```
+    /// It takes the write lock like ``write(_:)-(Context)->T``, since SQLite sees the temporary rows.
+    public func scratch<T: Sendable>(_ body: (Context) throws -> T) throws -> T {
+        try writer.withConnection { connection in
+            try connection.execute(sql: "BEGIN IMMEDIATE TRANSACTION")
+            defer { connection.rollbackIgnoringErrors() }
+            let context = Context(connection: connection, model: model, isReadOnly: false)
+            defer { context.invalidate() }
+            return try body(context)
         }
     }
 
@@ -174,7 +215,7 @@ public final class Store: Sendable {
         if let box = readers.withLock({ $0.popLast() }) { return box }
         let connection = try Connection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout)
         try connection.execute(sql: "PRAGMA cache_size = -\(max(options.cacheSizeKiB / 4, 64))")
-        if let observer = options.statementObserver { connection.trace { observer($0) } }
+        Self.installTrace(on: connection, options: options)
         return ConnectionBox(connection)
     }
 

@@ -1,0 +1,50 @@
+import CodableStore
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+/// Collects log messages, for checking what the store logs.
+private final class CollectingLogHandler: LogHandler, @unchecked Sendable {
+    // @unchecked: `lines` is behind a Mutex; the other properties are set before use.
+    let lines = Mutex<[String]>([])
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        lines.withLock { $0.append("\(event.level) \(event.message) \(event.metadata?["sql"].map { "\($0)" } ?? "")") }
+    }
+}
+
+@Suite struct ScratchAndLoggingTests {
+    @Test func scratchChangesAreVisibleInsideAndNeverSaved() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities)
+        try store.write { try $0.insert(Person(id: 1, name: "Ada")) }
+        let inside = try store.scratch { context -> Int in
+            let draft = Person(id: 2, name: "Draft")
+            try context.insert(draft)
+            draft.country = Country(code: "XX", name: "Nowhere")
+            try context.object(Person.self, identity: 1)?.name = "Changed"
+            return try context.count(Person.self)
+        }
+        #expect(inside == 2)
+        #expect(try RawDatabase(path).rows("SELECT id, name FROM Person") == [["1", "Ada"]])
+        #expect(try RawDatabase(path).value("SELECT count(*) FROM Country") == "0")
+    }
+
+    @Test func statementsAreLoggedAtTraceAndFailedWritesAtError() throws {
+        let handler = CollectingLogHandler()
+        let logger = Logger(label: "test", factory: { _ in handler })
+        let store = try Store.inMemory(entities: TestStore.entities, options: .init(logger: logger))
+        try store.write { try $0.insert(Person(id: 1)) }
+        #expect(handler.lines.withLock { $0 }.contains { $0.hasPrefix("trace statement INSERT INTO \"Person\"") })
+        _ = try? store.write { try $0.insert(Person(id: 1)) }
+        #expect(handler.lines.withLock { $0 }.contains { $0.hasPrefix("error write rolled back") })
+    }
+}
