@@ -77,6 +77,11 @@ extension Context {
         let statement = try connection.cachedStatement(sql: "DELETE FROM \(table)\(condition)")
         try statement.bind(arguments)
         try statement.execute()
+        if count > 0 {
+            touchedEntities.insert(mapping.index)
+            // Foreign keys of other entities may have been set to NULL, join rows deleted.
+            for case let relationship? in mapping.relationships { touchedEntities.insert(relationship.destination) }
+        }
         return count
     }
 
@@ -102,5 +107,29 @@ extension Context {
         try statement.bind(arguments)
         guard try statement.step() else { return nil }
         return statement.value(at: 0)
+    }
+}
+
+extension Context {
+    /// The rows matching `predicate`, in `sort` order, as Sendable snapshots (no objects are made).
+    func fetchSnapshots<T: EntityObject>(_ type: T.Type, where predicate: Predicate<T>?, orderBy sort: [Sort<T>]) throws -> [EntitySnapshot] {
+        let (mapping, condition, arguments) = try prepare(T.self, predicate)
+        var terms: [String] = []
+        for key in sort {
+            terms.append(try column(key.keyPath.keyPath, mapping) + (key.ascending ? " ASC" : " DESC"))
+        }
+        terms.append("\"_pk\"")
+        let statement = try connection.cachedStatement(sql: mapping.selectSQL + condition + " ORDER BY " + terms.joined(separator: ", "))
+        defer { statement.reset() }
+        try statement.bind(arguments)
+        var rows: [EntitySnapshot] = []
+        while try statement.step() {
+            var values: [String: SQLiteValue] = [:]
+            for (field, column) in mapping.columnOfField.enumerated() where column > 0 {
+                values[mapping.description.fields[field].name] = statement.value(at: column)
+            }
+            rows.append(EntitySnapshot(entity: mapping.name, rowID: statement.int64(at: 0), values: values))
+        }
+        return rows
     }
 }

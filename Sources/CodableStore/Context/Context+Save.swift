@@ -20,6 +20,13 @@ extension Context {
             throw error
         }
         guard hasChanges else { return }
+        for object in insertedObjects { touchedEntities.insert(object.entityState.entityIndex) }
+        for object in updatedObjects { touchedEntities.insert(object.entityState.entityIndex) }
+        for (entity, _) in deletedObjects { touchedEntities.insert(entity) }
+        for change in linkChanges {
+            touchedEntities.insert(model.joinTables[change.table].source)
+            touchedEntities.insert(model.joinTables[change.table].target)
+        }
         // A savepoint makes a failed flush leave nothing behind, so the caller may fix things and retry.
         try connection.inSavepoint(named: "codablestore_save") {
             try writeDeletes()

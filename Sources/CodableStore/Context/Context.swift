@@ -72,6 +72,8 @@ public final class Context {
     /// Rows written by this context's saves, per entity index: inserted, and updated (changed columns or
     /// memberships). The importer reports them.
     var writeCounts: [Int: (inserted: Int, updated: Int)] = [:]
+    /// Entities (by index) whose rows this context's saves changed: what observers of the store are told.
+    var touchedEntities = Set<Int>()
 
     /// Forgets every object the context holds, and every change not yet saved: what the importer does
     /// between batches (after a save, to keep memory flat; after a rolled-back batch, to start over).

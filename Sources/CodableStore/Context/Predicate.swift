@@ -86,6 +86,19 @@ public struct Predicate<Root: EntityObject>: Sendable {
         Predicate(.membership(KeyPathBox(keyPath), values.map(\.sqliteValue)))
     }
 
+    /// The entities the condition reads besides the root one (destinations of ``through(_:_:)``).
+    var joinedEntities: [any EntityObject.Type] {
+        func collect(_ node: Node) -> [any EntityObject.Type] {
+            switch node {
+            case .through(_, let destination, _): [destination]
+            case .and(let lhs, let rhs), .or(let lhs, let rhs): collect(lhs) + collect(rhs)
+            case .not(let inner): collect(inner)
+            default: []
+            }
+        }
+        return collect(node)
+    }
+
     /// The SQL and arguments of the condition.
     func sql(for mapping: EntityMapping, model: StoreModel) throws -> (String, [SQLiteValue]) {
         var arguments: [SQLiteValue] = []

@@ -62,6 +62,7 @@ public final class Store: Sendable {
     let options: Options
     private let writer: SerializedConnection
     private let readers: Mutex<[ConnectionBox]>
+    let observers = ObserverRegistry()
 
     /// Opens the store at `path`, creating the file and the schema if needed and applying additive changes
     /// of the model.
@@ -137,15 +138,20 @@ public final class Store: Sendable {
     /// - Returns: What `body` returns.
     public func write<T: Sendable>(_ body: (Context) throws -> T) throws -> T {
         do {
-            return try writer.withConnection { connection in
+            let touched = Mutex(Set<Int>())
+            let result = try writer.withConnection { connection in
                 try connection.inTransaction(.immediate) {
                     let context = Context(connection: connection, model: model, isReadOnly: false)
                     defer { context.invalidate() }
                     let result = try body(context)
                     try context.flush()
+                    touched.withLock { $0 = context.touchedEntities }
                     return result
                 }
             }
+            // Committed: observers read the new state, outside the write lock.
+            notifyObservers(touched.withLock { $0 })
+            return result
         } catch {
             options.logger.error("write rolled back", metadata: ["error": "\(error)"])
             throw error

@@ -38,9 +38,11 @@ extension Store {
     ) throws -> ImportReport {
         let mapping = try model.mapping(for: T.self)
         let model = self.model
-        return try withWriterConnection { connection in
+        let report = try withWriterConnection { connection in
             try Importer(connection: connection, model: model, mapping: mapping, options: options).run(source)
         }
+        notifyObservers(Set(model.mappings.filter { report.entities[$0.name] != nil }.map(\.index)))
+        return report
     }
 }
 
