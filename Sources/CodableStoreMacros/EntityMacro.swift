@@ -125,6 +125,7 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             return "    builder.field(\(arguments.joined(separator: ", ")))\n"
         }
         let identity = layout.declaresIdentity ? "\(className.text).identity" : "nil"
+        let indexes = layout.declaresIndexes ? ", indexes: \(className.text).indexes" : ""
         var codingKeys = ""
         if let cases = layout.codingKeyCases {
             let pairs = cases.map { "(\(StringLiteralExprSyntax(content: $0)), .\($0))" }.joined(separator: ", ")
@@ -134,7 +135,7 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         return """
             \(raw: accessPrefix(layout))static let entityDescription: EntityDescription = {
                 var builder = EntityDescriptionBuilder<\(className)>(name: \(entityName))
-            \(raw: fieldStatements.joined())\(raw: codingKeys)    return builder.build(identity: \(raw: identity))
+            \(raw: fieldStatements.joined())\(raw: codingKeys)    return builder.build(identity: \(raw: identity)\(raw: indexes))
             }()
             """
     }

@@ -33,6 +33,8 @@ struct EntityLayout {
     let fields: [EntityProperty]
     /// Whether the class declares a `static let identity` (or `static var`).
     let declaresIdentity: Bool
+    /// Whether the class declares a `static let indexes` (or `static var`).
+    let declaresIndexes: Bool
     /// The case names of a nested `CodingKeys` enum (its JSON keys), if the class declares one.
     let codingKeyCases: [String]?
     /// Whether the class declares an initializer of its own.
@@ -83,6 +85,7 @@ struct EntityAnalysis {
             accessModifier: accessModifier,
             fields: collector.fields,
             declaresIdentity: collector.declaresIdentity,
+            declaresIndexes: collector.declaresIndexes,
             codingKeyCases: collector.codingKeyCases,
             declaresInitializer: collector.declaresInitializer
         )
@@ -94,6 +97,7 @@ private struct MemberCollector {
     var fields: [EntityProperty] = []
     var diagnostics: [Diagnostic] = []
     var declaresIdentity = false
+    var declaresIndexes = false
     var codingKeyCases: [String]?
     var declaresInitializer = false
 
@@ -122,6 +126,9 @@ private struct MemberCollector {
         if variable.isTypeProperty {
             if variable.singleBinding?.name.bareName == "identity" {
                 declaresIdentity = true
+            }
+            if variable.singleBinding?.name.bareName == "indexes" {
+                declaresIndexes = true
             }
             return
         }

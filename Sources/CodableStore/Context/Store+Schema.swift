@@ -26,6 +26,13 @@ struct ModelSnapshot: Codable, Equatable, Sendable {
         var relationships: [Relationship]
         var identity: [String]
         var orderColumns: [String]
+        /// Declared indexes (optional so that models recorded before indexes existed still read).
+        var indexes: [Index]? = nil
+    }
+    struct Index: Codable, Equatable, Sendable {
+        var name: String
+        var columns: [String]
+        var unique: Bool
     }
     var version = 1
     var entities: [Entity]
@@ -47,7 +54,8 @@ struct ModelSnapshot: Codable, Equatable, Sendable {
                         inverse: relationship.inverse.map { destination.description.fields[$0].name })
                 },
                 identity: mapping.identityColumns,
-                orderColumns: mapping.columns.filter { if case .order = $0.kind { true } else { false } }.map(\.name))
+                orderColumns: mapping.columns.filter { if case .order = $0.kind { true } else { false } }.map(\.name),
+                indexes: mapping.indexes.isEmpty ? nil : mapping.indexes)
         }
         joinTables = model.joinTables.map(\.name)
     }
@@ -238,6 +246,13 @@ enum SchemaManager {
         for column in mapping.columns {
             if case .foreignKey = column.kind { try createForeignKeyIndex(mapping, column: column.name, on: connection) }
         }
+        for index in mapping.indexes { try createIndex(index, of: mapping, on: connection) }
+    }
+
+    static func createIndex(_ index: ModelSnapshot.Index, of mapping: EntityMapping, on connection: Connection) throws {
+        try connection.execute(
+            sql: "CREATE \(index.unique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(quoteIdentifier(index.name)) ON "
+                + "\(quoteIdentifier(mapping.name)) (" + index.columns.map(quoteIdentifier).joined(separator: ", ") + ")")
     }
 
     static func createForeignKeyIndex(_ mapping: EntityMapping, column: String, on connection: Connection) throws {
@@ -281,6 +296,16 @@ enum SchemaManager {
                 if case .foreignKey = column.kind {
                     try createForeignKeyIndex(mapping, column: column.name, on: connection)
                 }
+            }
+        }
+        // Indexes follow the declarations: new ones are created, ones no longer declared are dropped.
+        for mapping in model.mappings {
+            let old = storedEntities[mapping.name]?.indexes ?? []
+            for index in old where !mapping.indexes.contains(index) {
+                try connection.execute(sql: "DROP INDEX IF EXISTS \(quoteIdentifier(index.name))")
+            }
+            for index in mapping.indexes where !old.contains(index) {
+                try createIndex(index, of: mapping, on: connection)
             }
         }
         let existingJoins = Set(stored.joinTables)

@@ -253,6 +253,8 @@ final class EntityMapping: Sendable {
     let encodingPlan: [EncodingPlanNode]
     /// The fields' JSON key paths with precomputed hashes, for the decoder's lookups.
     let jsonKeys: [[JSONKey]?]
+    /// The declared indexes, with their names and columns.
+    let indexes: [ModelSnapshot.Index]
 
     init(index: Int, description: EntityDescription, relationships: [ResolvedRelationship?], orderColumns: [String]) {
         self.index = index
@@ -299,5 +301,10 @@ final class EntityMapping: Sendable {
         self.identityColumns = description.identity.map { description.fields[$0].name }
         self.encodingPlan = EncodingPlanNode.plan(for: description)
         self.jsonKeys = description.codingKeyPaths.map { path in path?.map { JSONKey($0) } }
+        self.indexes = description.indexes.map { index in
+            let columns = index.fields.compactMap { columnNameOfField[$0] }
+            return ModelSnapshot.Index(
+                name: "\(description.name)_index_" + columns.joined(separator: "_"), columns: columns, unique: index.isUnique)
+        }
     }
 }

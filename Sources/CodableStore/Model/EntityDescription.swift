@@ -26,6 +26,14 @@ public final class EntityDescription: Sendable {
     /// Problems found while building (an identity key path that is not an attribute, too many fields);
     /// reported as a ``StoreError`` when a store opens with this entity.
     public let problems: [String]
+    /// A declared index: field indexes, and whether it is UNIQUE.
+    public struct IndexDescription: Sendable, Equatable {
+        public let fields: [Int]
+        public let isUnique: Bool
+    }
+
+    /// The declared indexes (the identity's UNIQUE index is not among them).
+    public let indexes: [IndexDescription]
     /// Each field's key in JSON, as path components (`["origin", "country"]`); nil for fields that are not
     /// coded (left out of a declared `CodingKeys`).
     public let codingKeyPaths: [[String]?]
@@ -38,8 +46,10 @@ public final class EntityDescription: Sendable {
         identity: [Int],
         keyPaths: [AnyKeyPath: Int],
         codingKeyPaths: [[String]?],
+        indexes: [IndexDescription] = [],
         problems: [String]
     ) {
+        self.indexes = indexes
         self.codingKeyPaths = codingKeyPaths
         self.name = name
         self.type = type
@@ -392,8 +402,24 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
     }
 
     /// The description, with `identity` resolved to attribute fields.
-    public func build(identity: Identity<Root>?) -> EntityDescription {
+    public func build(identity: Identity<Root>?, indexes: [EntityIndex<Root>] = []) -> EntityDescription {
         var problems = self.problems
+        var indexFields: [(fields: [Int], unique: Bool)] = []
+        for index in indexes {
+            var fields: [Int] = []
+            for keyPath in index.keyPaths {
+                guard let field = keyPaths[keyPath] else {
+                    problems.append("\(name): an index key path does not name a stored field")
+                    continue
+                }
+                if case .relationship(let relationship) = self.fields[field], relationship.isToMany {
+                    problems.append("\(name).\(relationship.name): a to-many relationship cannot be indexed")
+                    continue
+                }
+                fields.append(field)
+            }
+            if !fields.isEmpty { indexFields.append((fields, index.isUnique)) }
+        }
         var identityFields: [Int] = []
         for keyPath in identity?.keyPaths ?? [] {
             guard let index = keyPaths[keyPath] else {
@@ -422,6 +448,7 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
         }
         return EntityDescription(
             name: name, type: Root.self, fields: fields, identity: identityFields, keyPaths: keyPaths,
-            codingKeyPaths: keyPathsOfFields, problems: problems)
+            codingKeyPaths: keyPathsOfFields, indexes: indexFields.map { EntityDescription.IndexDescription(fields: $0.fields, isUnique: $0.unique) },
+            problems: problems)
     }
 }

@@ -64,3 +64,21 @@ public struct Identity<Root: AnyObject>: @unchecked Sendable, ExpressibleByArray
         self.keyPaths = elements
     }
 }
+
+/// An index over attributes, for queries that filter or sort by them.
+///
+/// ```swift
+/// static let indexes: [EntityIndex<Issue>] = [EntityIndex(\.state), EntityIndex(\.user, \.number, unique: true)]
+/// ```
+/// The identity has its own UNIQUE index already. New indexes are created when the store opens; indexes
+/// no longer declared are dropped.
+public struct EntityIndex<Root: AnyObject>: @unchecked Sendable {
+    // @unchecked: key paths are immutable once formed; `PartialKeyPath` does not declare Sendable.
+    public let keyPaths: [PartialKeyPath<Root>]
+    public let isUnique: Bool
+
+    public init(_ keyPaths: PartialKeyPath<Root>..., unique: Bool = false) {
+        self.keyPaths = keyPaths
+        self.isUnique = unique
+    }
+}
