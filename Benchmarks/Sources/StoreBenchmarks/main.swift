@@ -24,6 +24,24 @@ import Foundation
     }
 }
 
+/// The same shape with an index on `count`, for the query benchmark.
+@Entity final class QueryRow {
+    var id: Int
+    var name: String
+    var score: Double
+    var count: Int
+    var note: String?
+    static let identity = Identity(\QueryRow.id)
+    static let indexes: [EntityIndex<QueryRow>] = [EntityIndex(\.count)]
+    init(id: Int, name: String, score: Double, count: Int, note: String?) {
+        self.id = id
+        self.name = name
+        self.score = score
+        self.count = count
+        self.note = note
+    }
+}
+
 /// The row values, computed the same way for both contenders.
 @inline(__always) func values(_ i: Int) -> (name: String, score: Double, count: Int, note: String?) {
     ("name-\(i)", Double(i) * 0.5, i % 1_000, i % 3 == 0 ? nil : "note \(i)")
@@ -130,6 +148,7 @@ func verify(_ rawPath: String, _ storePath: String, count: Int) {
 let count = option("--count", default: 1_000_000)
 let rounds = option("--rounds", default: 3)
 print("Insert \(count) entities of 5 attributes in one write, best of \(rounds) rounds")
+var lastPaths = ("", "")
 var bestRaw = Duration.seconds(1_000_000)
 var bestContext = Duration.seconds(1_000_000)
 for round in 0..<rounds {
@@ -148,8 +167,12 @@ for round in 0..<rounds {
     bestRaw = min(bestRaw, raw)
     bestContext = min(bestContext, context)
     print("  round \(round + 1): raw \(raw.formatted(.units(allowed: [.milliseconds]))), context \(context.formatted(.units(allowed: [.milliseconds])))")
-    try? FileManager.default.removeItem(atPath: (rawPath as NSString).deletingLastPathComponent)
-    try? FileManager.default.removeItem(atPath: (storePath as NSString).deletingLastPathComponent)
+    if round == rounds - 1 {
+        lastPaths = (rawPath, storePath)
+    } else {
+        try? FileManager.default.removeItem(atPath: (rawPath as NSString).deletingLastPathComponent)
+        try? FileManager.default.removeItem(atPath: (storePath as NSString).deletingLastPathComponent)
+    }
 }
 func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
@@ -160,3 +183,63 @@ print(String(format: "raw sqlite3 loop: %.3f s, %.0f rows/s", seconds(bestRaw), 
 print(String(format: "CodableStore context: %.3f s, %.0f rows/s", seconds(bestContext), contextRate))
 print(String(format: "ratio context/raw: %.2fx (target <= 2.00x)", seconds(bestContext) / seconds(bestRaw)))
 print(String(format: "peak RSS: %.1f MiB", peakRSSMiB()))
+
+// The query benchmark: a filtered, sorted fetch of 1% of the rows (count < 10, indexed), as objects through a
+// read context, against the same query stepped with raw sqlite3 reading every column into Swift values.
+func rawQuery(_ path: String) -> Int {
+    var db: OpaquePointer?
+    sqlite3_open(path, &db)
+    defer { sqlite3_close(db) }
+    var statement: OpaquePointer?
+    check(sqlite3_prepare_v2(db, """
+        SELECT "_pk", "id", "name", "score", "count", "note" FROM "BenchmarkRow" WHERE "count" < ? ORDER BY "score" DESC, "_pk"
+        """, -1, &statement, nil), db, "prepare")
+    defer { sqlite3_finalize(statement) }
+    sqlite3_bind_int64(statement, 1, 10)
+    var rows = 0
+    var checksum = 0.0
+    while sqlite3_step(statement) == SQLITE_ROW {
+        let name = String(cString: sqlite3_column_text(statement, 2))
+        let note = sqlite3_column_type(statement, 5) == SQLITE_NULL ? nil : String(cString: sqlite3_column_text(statement, 5))
+        checksum += sqlite3_column_double(statement, 3) + Double(sqlite3_column_int64(statement, 1) + sqlite3_column_int64(statement, 4))
+        rows += name.isEmpty || note == "x" ? 0 : 1
+    }
+    return rows
+}
+
+if count >= 100_000 {
+    // The same rows again, in an entity that declares an index on `count`; the raw file gets the same index.
+    var db: OpaquePointer?
+    sqlite3_open(lastPaths.0, &db)
+    check(sqlite3_exec(db, "CREATE INDEX \"BenchmarkRow_index_count\" ON \"BenchmarkRow\" (\"count\")", nil, nil, nil), db, "index")
+    sqlite3_close(db)
+    let queryPath = (lastPaths.1 as NSString).deletingLastPathComponent + "/query.sqlite"
+    let store = try Store(path: queryPath, entities: [QueryRow.self])
+    try store.write { context in
+        for i in 0..<count {
+            let row = values(i)
+            try context.insert(QueryRow(id: i, name: row.name, score: row.score, count: row.count, note: row.note))
+        }
+    }
+    var bestRawQuery = Duration.seconds(1_000_000)
+    var bestContextQuery = Duration.seconds(1_000_000)
+    var fetched = (0, 0)
+    let clock = ContinuousClock()
+    for _ in 0..<10 {
+        var start = clock.now
+        fetched.0 = rawQuery(lastPaths.0)
+        bestRawQuery = min(bestRawQuery, clock.now - start)
+        start = clock.now
+        fetched.1 = try store.read { context in
+            try context.fetch(QueryRow.self, where: \.count < 10, orderBy: [.descending(\.score)]).count
+        }
+        bestContextQuery = min(bestContextQuery, clock.now - start)
+    }
+    precondition(fetched.0 == fetched.1 && fetched.0 == count / 100, "fetched \(fetched)")
+    print("Query: \(fetched.0) of \(count) rows (indexed filter, sorted), best of 10")
+    print(String(format: "raw sqlite3: %.1f ms, context fetch: %.1f ms, ratio %.2fx (target <= 1.50x)",
+                 seconds(bestRawQuery) * 1000, seconds(bestContextQuery) * 1000, seconds(bestContextQuery) / seconds(bestRawQuery)))
+}
+for path in [lastPaths.0, lastPaths.1] where !path.isEmpty {
+    try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)
+}

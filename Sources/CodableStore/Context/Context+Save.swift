@@ -13,7 +13,10 @@ extension Context {
         try flush()
     }
 
-    func flush() throws {
+    /// Writes pending changes. With `usingSavepoint`, a failure leaves nothing behind (the context's caller
+    /// may catch the error and go on); without, the caller rolls back a larger scope itself (the end of a
+    /// write, an import batch), and SQLite keeps no statement journal for what may be a very large save.
+    func flush(usingSavepoint: Bool = true) throws {
         guard !isReadOnly else { return }
         if let error = deferredError {
             deferredError = nil
@@ -28,12 +31,17 @@ extension Context {
             touchedEntities.insert(model.joinTables[change.table].target)
         }
         // A savepoint makes a failed flush leave nothing behind, so the caller may fix things and retry.
-        try connection.inSavepoint(named: "codablestore_save") {
-            try writeDeletes()
-            try writeInserts()
-            try writeUpdates()
-            try writeLinks()
-            try writePositions()
+        let write = {
+            try self.writeDeletes()
+            try self.writeInserts()
+            try self.writeUpdates()
+            try self.writeLinks()
+            try self.writePositions()
+        }
+        if usingSavepoint {
+            try connection.inSavepoint(named: "codablestore_save", write)
+        } else {
+            try write()
         }
         // Only now that everything is written does the in-memory state move on.
         var inserted = Array(repeating: 0, count: model.mappings.count)

@@ -33,7 +33,7 @@ public final class Store: Sendable {
         public var maximumReaderCount: Int
         /// Called with the SQL of every statement the store's connections run, for logging or for counting.
         public var statementObserver: (@Sendable (String) -> Void)?
-        /// Where the store logs: statements at trace, schema changes at info, failed writes at error.
+        /// Where the store logs: statements at trace, saves and schema changes at info, failed writes at error.
         /// Silent by default.
         public var logger: Logger
 
@@ -144,8 +144,14 @@ public final class Store: Sendable {
                     let context = Context(connection: connection, model: model, isReadOnly: false)
                     defer { context.invalidate() }
                     let result = try body(context)
-                    try context.flush()
+                    // A failure here rolls the whole transaction back: no savepoint needed.
+                    try context.flush(usingSavepoint: false)
                     touched.withLock { $0 = context.touchedEntities }
+                    if !context.writeCounts.isEmpty {
+                        let inserted = context.writeCounts.values.reduce(0) { $0 + $1.inserted }
+                        let updated = context.writeCounts.values.reduce(0) { $0 + $1.updated }
+                        options.logger.info("write saved", metadata: ["inserted": "\(inserted)", "updated": "\(updated)"])
+                    }
                     return result
                 }
             }

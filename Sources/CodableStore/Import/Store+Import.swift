@@ -204,7 +204,7 @@ private final class Importer {
                         }
                     }
                     touched = (session.touched ?? [:]).mapValues(\.count)
-                    try context.flush()
+                    try context.flush(usingSavepoint: false)  // inside the batch's own savepoint
                 }
             } catch let skip as SkipRecord {
                 context.reset()
