@@ -111,25 +111,39 @@ extension Context {
 }
 
 extension Context {
-    /// The rows matching `predicate`, in `sort` order, as Sendable snapshots (no objects are made).
-    func fetchSnapshots<T: EntityObject>(_ type: T.Type, where predicate: Predicate<T>?, orderBy sort: [Sort<T>]) throws -> [EntitySnapshot] {
+    /// The objects matching `predicate`, in `sort` order, as Sendable ``Snapshot`` values (no objects are
+    /// made): what a `read` returns to other tasks.
+    public func snapshots<T: EntityObject>(
+        _ type: T.Type, where predicate: Predicate<T>? = nil, orderBy sort: [Sort<T>] = [], limit: Int? = nil
+    ) throws -> [Snapshot<T>] {
         let (mapping, condition, arguments) = try prepare(T.self, predicate)
         var terms: [String] = []
         for key in sort {
             terms.append(try column(key.keyPath.keyPath, mapping) + (key.ascending ? " ASC" : " DESC"))
         }
         terms.append("\"_pk\"")
-        let statement = try connection.cachedStatement(sql: mapping.selectSQL + condition + " ORDER BY " + terms.joined(separator: ", "))
+        var sql = mapping.selectSQL + condition + " ORDER BY " + terms.joined(separator: ", ")
+        var bound = arguments
+        if let limit {
+            sql += " LIMIT ?"
+            bound.append(.integer(Int64(limit)))
+        }
+        let statement = try connection.cachedStatement(sql: sql)
         defer { statement.reset() }
-        try statement.bind(arguments)
-        var rows: [EntitySnapshot] = []
+        try statement.bind(bound)
+        var rows: [Snapshot<T>] = []
         while try statement.step() {
-            var values: [String: SQLiteValue] = [:]
-            for (field, column) in mapping.columnOfField.enumerated() where column > 0 {
-                values[mapping.description.fields[field].name] = statement.value(at: column)
-            }
-            rows.append(EntitySnapshot(entity: mapping.name, rowID: statement.int64(at: 0), values: values))
+            let values: [SQLiteValue?] = mapping.columnOfField.map { column in column > 0 ? statement.value(at: column) : nil }
+            rows.append(Snapshot(rowID: statement.int64(at: 0), values: values))
         }
         return rows
+    }
+
+    /// The snapshot of an object (its stored values, with the context's pending changes saved first).
+    public func snapshot<T: EntityObject>(of object: T) throws -> Snapshot<T>? {
+        try flush()
+        let rowID = object.entityState.rowID
+        guard rowID != 0 else { return nil }
+        return try snapshots(T.self, where: .sql("\"_pk\" = ?", [.integer(rowID)])).first
     }
 }

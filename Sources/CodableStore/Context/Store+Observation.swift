@@ -1,26 +1,59 @@
 import Synchronization
 
-/// A row as a `Sendable` value: what observations hand across tasks.
+/// An entity's stored values as a `Sendable` value: what reads and observations hand across tasks.
 ///
-/// Values are keyed by field name, as stored (attributes, and to-one relationships as the destination's row
-/// id). Read them with ``subscript(_:)``.
-public struct EntitySnapshot: Sendable, Hashable {
-    /// The entity name.
-    public let entity: String
+/// ```swift
+/// let titles = try store.read { context in
+///     try context.snapshots(Issue.self, where: \.state == "open").map { $0[\.title] }
+/// }
+/// ```
+/// Attributes are read back with their Swift types through key paths (`snapshot[\.title]` is a `String`);
+/// a to-one relationship is its destination's row id (``rowID(of:)``). A snapshot is a copy: it does not
+/// change with the store.
+///
+/// Why a generic type rather than one generated per entity: a macro sees only syntax, so it cannot tell an
+/// attribute of a user's type from a relationship to an entity, and a generated struct would have to hold
+/// relationship fields somehow; key paths give the same typed access, for hand-written entities too.
+public struct Snapshot<Entity: EntityObject>: Sendable, Hashable {
     /// The row id (`_pk`).
     public let rowID: Int64
-    /// Stored values by field name.
-    public let values: [String: SQLiteValue]
+    /// Stored values by field index (attributes, and to-one relationships as row ids).
+    let values: [SQLiteValue?]
 
-    /// The stored value of a field, or nil if the entity has no such stored field.
-    public subscript(_ field: String) -> SQLiteValue? { values[field] }
+    /// An attribute's value. A value that does not fit its type (impossible unless the file was edited
+    /// by hand) reads as the attribute's default conversion failure: this traps, as reading a corrupt
+    /// object would throw.
+    public subscript<V: AttributeValue>(_ keyPath: KeyPath<Entity, V>) -> V {
+        guard let field = Entity.entityDescription.fieldIndex(for: keyPath), let value = values[field] else {
+            preconditionFailure("\(keyPath) is not a stored attribute of \(Entity.self)")
+        }
+        do {
+            return try V(sqliteValue: value)
+        } catch {
+            preconditionFailure("\(Entity.self): stored value \(value) does not fit \(V.self): \(error)")
+        }
+    }
+
+    /// The row id of a to-one relationship's destination, or nil when it is not set.
+    public func rowID<D: EntityObject>(of keyPath: KeyPath<Entity, D?>) -> Int64? {
+        guard let field = Entity.entityDescription.fieldIndex(for: keyPath), case .integer(let rowID)? = values[field] else {
+            return nil
+        }
+        return rowID
+    }
+
+    /// A field's stored value by name, or nil if the entity has no such stored field.
+    public subscript(field name: String) -> SQLiteValue? {
+        guard let field = Entity.entityDescription.fields.firstIndex(where: { $0.name == name }) else { return nil }
+        return values[field]
+    }
 }
 
 /// The results of an observed query after one committed transaction, with what changed since the previous
 /// results.
-public struct QueryChange: Sendable, Equatable {
+public struct QueryChange<Entity: EntityObject>: Sendable, Equatable {
     /// The current results, in the query's order.
-    public let rows: [EntitySnapshot]
+    public let rows: [Snapshot<Entity>]
     /// Indexes in ``rows`` of rows that were not in the previous results.
     public let inserted: [Int]
     /// Indexes in the previous results of rows that are gone.
@@ -43,7 +76,7 @@ public struct QueryChange: Sendable, Equatable {
     /// Whether nothing changed (a transaction touched the entities but not these results).
     public var isEmpty: Bool { inserted.isEmpty && deleted.isEmpty && updated.isEmpty && moved.isEmpty }
 
-    init(previous: [EntitySnapshot], current: [EntitySnapshot]) {
+    init(previous: [Snapshot<Entity>], current: [Snapshot<Entity>]) {
         rows = current
         let previousIndex = Dictionary(previous.enumerated().map { ($1.rowID, $0) }, uniquingKeysWith: { a, _ in a })
         let currentIndex = Dictionary(current.enumerated().map { ($1.rowID, $0) }, uniquingKeysWith: { a, _ in a })
@@ -65,25 +98,19 @@ public struct QueryChange: Sendable, Equatable {
 /// Live results of a query: the current results first, then one ``QueryChange`` after every committed
 /// transaction that changes the entities the query reads. Rolled-back transactions send nothing. The
 /// sequence ends when the task iterating it is cancelled.
-public typealias QueryObservation = AsyncStream<QueryChange>
+public typealias QueryObservation<Entity: EntityObject> = AsyncStream<QueryChange<Entity>>
 
 /// The store's observers.
 final class ObserverRegistry: Sendable {
+    /// One observation: which entities it reads, and how to re-run it and send the change.
     final class Observer: Sendable {
         let entities: Set<Int>
-        let evaluate: @Sendable (Context) throws -> [EntitySnapshot]
-        let continuation: AsyncStream<QueryChange>.Continuation
-        /// The results last sent.
-        let previous: Mutex<[EntitySnapshot]>
+        /// Re-reads the results in `context` and sends what changed.
+        let refresh: @Sendable (Context) throws -> Void
 
-        init(
-            entities: Set<Int>, evaluate: @escaping @Sendable (Context) throws -> [EntitySnapshot],
-            continuation: AsyncStream<QueryChange>.Continuation, previous: [EntitySnapshot]
-        ) {
+        init(entities: Set<Int>, refresh: @escaping @Sendable (Context) throws -> Void) {
             self.entities = entities
-            self.evaluate = evaluate
-            self.continuation = continuation
-            self.previous = Mutex(previous)
+            self.refresh = refresh
         }
     }
 
@@ -123,10 +150,10 @@ extension Store {
     /// If the query fails (an invalid key path), the sequence ends.
     public func observe<T: EntityObject>(
         _ type: T.Type, where predicate: Predicate<T>? = nil, orderBy sort: [Sort<T>] = []
-    ) -> QueryObservation {
-        let (stream, continuation) = AsyncStream<QueryChange>.makeStream(bufferingPolicy: .unbounded)
-        let evaluate: @Sendable (Context) throws -> [EntitySnapshot] = { context in
-            try context.fetchSnapshots(T.self, where: predicate, orderBy: sort)
+    ) -> QueryObservation<T> {
+        let (stream, continuation) = AsyncStream<QueryChange<T>>.makeStream(bufferingPolicy: .unbounded)
+        let evaluate: @Sendable (Context) throws -> [Snapshot<T>] = { context in
+            try context.snapshots(T.self, where: predicate, orderBy: sort)
         }
         guard let root = try? model.mapping(for: T.self), let initial = try? read(evaluate) else {
             continuation.finish()
@@ -136,8 +163,16 @@ extension Store {
         for joined in predicate?.joinedEntities ?? [] {
             if let mapping = try? model.mapping(for: joined) { entities.insert(mapping.index) }
         }
+        let previous = Mutex(initial)
         let id = observers.add(
-            ObserverRegistry.Observer(entities: entities, evaluate: evaluate, continuation: continuation, previous: initial))
+            ObserverRegistry.Observer(entities: entities) { context in
+                let current = try evaluate(context)
+                let change = previous.withLock { previous in
+                    defer { previous = current }
+                    return QueryChange(previous: previous, current: current)
+                }
+                continuation.yield(change)
+            })
         continuation.yield(QueryChange(previous: [], current: initial))
         let registry = observers
         continuation.onTermination = { _ in registry.remove(id) }
@@ -146,9 +181,9 @@ extension Store {
 
     /// Observes one object by its identity: its snapshot (or none) first, then after every committed
     /// transaction that touches its entity.
-    public func observe<T: EntityObject, V: AttributeValue>(_ type: T.Type, identity value: V) -> QueryObservation {
+    public func observe<T: EntityObject, V: AttributeValue>(_ type: T.Type, identity value: V) -> QueryObservation<T> {
         guard let mapping = try? model.mapping(for: T.self), mapping.identityColumns.count == 1 else {
-            let (stream, continuation) = AsyncStream<QueryChange>.makeStream()
+            let (stream, continuation) = AsyncStream<QueryChange<T>>.makeStream()
             continuation.finish()
             return stream
         }
@@ -159,12 +194,7 @@ extension Store {
     func notifyObservers(_ entities: Set<Int>) {
         guard !entities.isEmpty, !observers.isEmpty else { return }
         for observer in observers.interested(in: entities) {
-            guard let current = try? read(observer.evaluate) else { continue }
-            let change = observer.previous.withLock { previous in
-                defer { previous = current }
-                return QueryChange(previous: previous, current: current)
-            }
-            observer.continuation.yield(change)
+            _ = try? read { context in try observer.refresh(context) }
         }
     }
 }

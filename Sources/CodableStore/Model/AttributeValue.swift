@@ -27,7 +27,7 @@ import Foundation
 /// | JSON values | TEXT | compact JSON with sorted keys |
 ///
 /// Equality decides whether an assignment changes the object: assigning an equal value does not dirty it.
-public protocol AttributeValue: Equatable, SendableMetatype {
+public protocol AttributeValue: Equatable, Sendable, SendableMetatype {
     /// The declared type, as recorded in the store's model (`"Int"`, `"String"`, …).
     static var attributeType: AttributeType { get }
     /// Whether `NULL` is a valid value. Only `Optional` says yes.

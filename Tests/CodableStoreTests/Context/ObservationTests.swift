@@ -15,7 +15,7 @@ import Testing
         let initial = try #require(await changes.next())
         #expect(initial.rows.map(\.rowID.description) == ["1", "2"])
         #expect(initial.inserted == [0, 1])
-        #expect(initial.rows[0]["name"] == .text("Ada"))
+        #expect(initial.rows[0][\.name] == "Ada")
 
         // Inserted (one transaction with two changes gives one element).
         try await store.write { context in
@@ -23,7 +23,7 @@ import Testing
             try context.insert(Person(id: 4, name: "Young", age: 10))  // does not match
         }
         let insert = try #require(await changes.next())
-        #expect(insert.rows.map { $0["name"] } == [.text("Ada"), .text("Alan"), .text("Grace")])
+        #expect(insert.rows.map { $0[\.name] } == ["Ada", "Alan", "Grace"])
         #expect(insert.inserted == [1])
         #expect(insert.deleted.isEmpty && insert.updated.isEmpty && insert.moved.isEmpty)
 
@@ -37,9 +37,10 @@ import Testing
         // Updated and moved: Ada becomes the oldest.
         try await store.write { try #require(try $0.object(Person.self, identity: 1)).age = 90 }
         let update = try #require(await changes.next())
-        #expect(update.rows.map { $0["name"] } == [.text("Alan"), .text("Grace"), .text("Ada")])
+        #expect(update.rows.map { $0[\.name] } == ["Alan", "Grace", "Ada"])
+        #expect(update.rows[2][\.age] == 90)
         #expect(update.updated == [2])
-        #expect(update.moved.contains(QueryChange.Move(from: 0, to: 2)))
+        #expect(update.moved.contains(QueryChange<Person>.Move(from: 0, to: 2)))
         #expect(update.inserted.isEmpty && update.deleted.isEmpty)
 
         // Deleted.
@@ -55,7 +56,7 @@ import Testing
         #expect(try #require(await changes.next()).rows.isEmpty)
         try await store.write { try $0.insert(Person(id: 7, name: "Ken")) }
         let inserted = try #require(await changes.next())
-        #expect(inserted.rows.map { $0["name"] } == [.text("Ken")])
+        #expect(inserted.rows.map { $0[\.name] } == ["Ken"])
         try await store.write { try #require(try $0.object(Person.self, identity: 7)).name = "Kenneth" }
         #expect(try #require(await changes.next()).updated == [0])
     }
@@ -74,5 +75,29 @@ import Testing
         #expect(received >= 1)
         // Writes after cancellation are not delivered anywhere and do not fail.
         try await store.write { try $0.insert(Person(id: 1)) }
+    }
+}
+
+@Suite struct SnapshotTests {
+    @Test func snapshotsAreSendableTypedCopiesOfStoredValues() async throws {
+        let store = try Store(path: TestStore.temporaryPath(), entities: TestStore.entities)
+        try await store.write { context in
+            let ada = Person(id: 1, name: "Ada", age: 36)
+            try context.insert(ada)
+            ada.country = Country(code: "GB", name: "United Kingdom")
+        }
+        // Snapshots cross from the read closure to this task.
+        let snapshots = try await store.read { try $0.snapshots(Person.self, orderBy: [.ascending(\.id)]) }
+        let ada = try #require(snapshots.first)
+        #expect(ada[\.id] == 1 && ada[\.name] == "Ada" && ada[\.age] == 36)
+        #expect(ada[field: "age"] == .integer(36))
+        let countryRow = try #require(ada.rowID(of: \.country))
+        let code = try await store.read { try $0.object(Country.self, rowID: countryRow)?.code }
+        #expect(code == "GB")
+        // A copy: later writes do not change it.
+        try await store.write { try #require(try $0.object(Person.self, identity: 1)).age = 37 }
+        #expect(ada[\.age] == 36)
+        let fresh = try await store.write { context in try context.snapshot(of: try #require(try context.object(Person.self, identity: 1))) }
+        #expect(fresh?[\.age] == 37)
     }
 }
