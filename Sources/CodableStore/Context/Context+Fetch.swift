@@ -9,7 +9,7 @@ extension Context {
     /// pending changes are written first, so the query sees them.
     public func fetch<T: EntityObject>(
         _ type: T.Type,
-        where predicate: Predicate<T>? = nil,
+        where predicate: EntityPredicate<T>? = nil,
         orderBy sort: [Sort<T>] = [],
         limit: Int? = nil,
         offset: Int? = nil
@@ -51,13 +51,13 @@ extension Context {
 
     /// The first object matching `predicate` in `orderBy` order.
     public func first<T: EntityObject>(
-        _ type: T.Type, where predicate: Predicate<T>? = nil, orderBy sort: [Sort<T>] = []
+        _ type: T.Type, where predicate: EntityPredicate<T>? = nil, orderBy sort: [Sort<T>] = []
     ) throws -> T? {
         try fetch(type, where: predicate, orderBy: sort, limit: 1).first
     }
 
     /// The number of objects matching `predicate`, pending changes included.
-    public func count<T: EntityObject>(_ type: T.Type, where predicate: Predicate<T>? = nil) throws -> Int {
+    public func count<T: EntityObject>(_ type: T.Type, where predicate: EntityPredicate<T>? = nil) throws -> Int {
         try flush()
         let mapping = try model.mapping(for: T.self)
         var sql = "SELECT count(*) FROM \(quoteIdentifier(mapping.name))"

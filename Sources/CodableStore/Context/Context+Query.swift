@@ -1,7 +1,7 @@
 /// Existence, aggregates and batch deletes: the everyday queries beyond fetching objects.
 extension Context {
     /// Whether any object matches `predicate`.
-    public func exists<T: EntityObject>(_ type: T.Type, where predicate: Predicate<T>? = nil) throws -> Bool {
+    public func exists<T: EntityObject>(_ type: T.Type, where predicate: EntityPredicate<T>? = nil) throws -> Bool {
         let (mapping, condition, arguments) = try prepare(T.self, predicate)
         return try scalar("SELECT EXISTS (SELECT 1 FROM \(quoteIdentifier(mapping.name))\(condition))", arguments) == .integer(1)
     }
@@ -18,7 +18,7 @@ extension Context {
     /// let total = try context.aggregate(.sum, of: \Issue.comments, where: \.state == "open")   // .integer(…)
     /// ```
     public func aggregate<T: EntityObject, V: AttributeValue>(
-        _ function: Aggregate, of keyPath: KeyPath<T, V>, where predicate: Predicate<T>? = nil
+        _ function: Aggregate, of keyPath: KeyPath<T, V>, where predicate: EntityPredicate<T>? = nil
     ) throws -> SQLiteValue {
         let (mapping, condition, arguments) = try prepare(T.self, predicate)
         let column = try self.column(keyPath, mapping)
@@ -31,7 +31,7 @@ extension Context {
     /// let perState = try context.aggregate(.count, of: \Issue.id, groupedBy: \Issue.state)   // [("closed", 3), ("open", 7)]
     /// ```
     public func aggregate<T: EntityObject, V: AttributeValue, G: AttributeValue>(
-        _ function: Aggregate, of keyPath: KeyPath<T, V>, groupedBy group: KeyPath<T, G>, where predicate: Predicate<T>? = nil
+        _ function: Aggregate, of keyPath: KeyPath<T, V>, groupedBy group: KeyPath<T, G>, where predicate: EntityPredicate<T>? = nil
     ) throws -> [(group: G, value: SQLiteValue)] {
         let (mapping, condition, arguments) = try prepare(T.self, predicate)
         let column = try self.column(keyPath, mapping)
@@ -58,7 +58,7 @@ extension Context {
     /// sides; the other rows are deleted with one statement, and the store's foreign keys clear what points
     /// to them (`SET NULL`, join rows `CASCADE`). The related objects themselves are kept.
     @discardableResult
-    public func deleteAll<T: EntityObject>(_ type: T.Type, where predicate: Predicate<T>? = nil) throws -> Int {
+    public func deleteAll<T: EntityObject>(_ type: T.Type, where predicate: EntityPredicate<T>? = nil) throws -> Int {
         if isReadOnly { throw StoreError.readOnly("delete") }
         let (mapping, condition, arguments) = try prepare(T.self, predicate)
         let table = quoteIdentifier(mapping.name)
@@ -85,7 +85,7 @@ extension Context {
         return count
     }
 
-    private func prepare<T: EntityObject>(_ type: T.Type, _ predicate: Predicate<T>?) throws -> (EntityMapping, String, [SQLiteValue]) {
+    private func prepare<T: EntityObject>(_ type: T.Type, _ predicate: EntityPredicate<T>?) throws -> (EntityMapping, String, [SQLiteValue]) {
         try flush()
         let mapping = try model.mapping(for: T.self)
         guard let predicate else { return (mapping, "", []) }
@@ -114,7 +114,7 @@ extension Context {
     /// The objects matching `predicate`, in `sort` order, as Sendable ``Snapshot`` values (no objects are
     /// made): what a `read` returns to other tasks.
     public func snapshots<T: EntityObject>(
-        _ type: T.Type, where predicate: Predicate<T>? = nil, orderBy sort: [Sort<T>] = [], limit: Int? = nil
+        _ type: T.Type, where predicate: EntityPredicate<T>? = nil, orderBy sort: [Sort<T>] = [], limit: Int? = nil
     ) throws -> [Snapshot<T>] {
         let (mapping, condition, arguments) = try prepare(T.self, predicate)
         var terms: [String] = []

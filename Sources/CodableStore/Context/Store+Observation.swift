@@ -139,7 +139,7 @@ final class ObserverRegistry: Sendable {
 
 extension Store {
     /// Observes a query: the current results first, then the results after every committed transaction that
-    /// touches the entities involved (the queried one and those reached with ``Predicate/through(_:_:)``),
+    /// touches the entities involved (the queried one and those reached with ``EntityPredicate/through(_:_:)``),
     /// with the inserted, deleted, updated and moved rows. One element per transaction.
     ///
     /// ```swift
@@ -149,7 +149,7 @@ extension Store {
     /// ```
     /// If the query fails (an invalid key path), the sequence ends.
     public func observe<T: EntityObject>(
-        _ type: T.Type, where predicate: Predicate<T>? = nil, orderBy sort: [Sort<T>] = []
+        _ type: T.Type, where predicate: EntityPredicate<T>? = nil, orderBy sort: [Sort<T>] = []
     ) -> QueryObservation<T> {
         let (stream, continuation) = AsyncStream<QueryChange<T>>.makeStream(bufferingPolicy: .unbounded)
         let evaluate: @Sendable (Context) throws -> [Snapshot<T>] = { context in

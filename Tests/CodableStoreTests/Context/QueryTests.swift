@@ -90,3 +90,59 @@ import Testing
         #expect(try raw.value("SELECT count(*) FROM Person") == "0")
     }
 }
+
+/// Every predicate operator, each checked against the same condition counted with plain SQL on the file.
+@Suite struct PredicateOperatorTests {
+    static let store: (Store, String) = {
+        let path = TestStore.temporaryPath()
+        let store = try! Store(path: path, entities: TestStore.entities)
+        try! store.write { context in
+            for id in 1...40 {
+                let name: String? = id % 7 == 0 ? nil : (id % 3 == 0 ? "Ada\(id)" : "bob'\(id)")
+                try context.insert(Person(id: id, name: name, age: (id * 37) % 90))
+            }
+        }
+        return (store, path)
+    }()
+
+    static let cases: [(String, String)] = [
+        ("==", "age = 37"), ("!=", "age IS NOT 37"), ("<", "age < 30"), ("<=", "age <= 30"), (">", "age > 60"),
+        (">=", "age >= 60"), ("&&", "age > 20 AND age < 50"), ("||", "age < 10 OR age > 80"), ("!", "NOT (age < 45)"),
+        ("isIn", "id IN (1, 5, 9, 99)"), ("== nil", "name IS NULL"), ("!= nil", "name IS NOT NULL"),
+        ("!= value keeps nil", "name IS NOT 'Ada3'"), ("contains", "instr(name, 'b''') > 0"),
+        ("begins", "substr(name, 1, 3) = 'Ada'"), ("begins, case-insensitive", "lower(substr(name, 1, 3)) = 'ada'"),
+        ("ends", "substr(name, -1) = '1'"),
+    ]
+
+    static func predicate(_ name: String) -> EntityPredicate<Person> {
+        switch name {
+        case "==": \.age == 37
+        case "!=": \.age != 37
+        case "<": \.age < 30
+        case "<=": \.age <= 30
+        case ">": \.age > 60
+        case ">=": \.age >= 60
+        case "&&": \.age > 20 && \.age < 50
+        case "||": \.age < 10 || \.age > 80
+        case "!": !(\.age < 45)
+        case "isIn": .isIn(\.id, [1, 5, 9, 99])
+        case "== nil": \.name == nil
+        case "!= nil": \.name != nil
+        case "!= value keeps nil": \.name != "Ada3"
+        case "contains": .contains(\.name, "b'")
+        case "begins": .begins(\.name, with: "Ada")
+        case "begins, case-insensitive": .begins(\.name, with: "ADA", caseInsensitive: true)
+        default: .ends(\.name, with: "1")
+        }
+    }
+
+    @Test(arguments: cases)
+    func operatorMatchesPlainSQL(name: String, sql: String) throws {
+        let (store, path) = Self.store
+        let expected = try RawDatabase(path).rows("SELECT id FROM Person WHERE \(sql) ORDER BY _pk").map { Int($0[0])! }
+        let actual = try store.read { try $0.fetch(Person.self, where: Self.predicate(name)).map(\.id) }
+        #expect(actual == expected)
+        #expect(try store.read { try $0.count(Person.self, where: Self.predicate(name)) } == expected.count)
+        #expect(!expected.isEmpty || name == "==")
+    }
+}

@@ -2,14 +2,14 @@
 ///
 /// ```swift
 /// let open = \Issue.state == "open" && \Issue.comments >= 10
-/// let unnamed: Predicate<Person> = \.name == nil
-/// let raw = Predicate<Person>.sql("length(\"name\") > ?", [.integer(3)])
+/// let unnamed: EntityPredicate<Person> = \.name == nil
+/// let raw = EntityPredicate<Person>.sql("length(\"name\") > ?", [.integer(3)])
 /// try context.fetch(Issue.self, where: open)
 /// ```
 ///
 /// Comparisons follow Swift: `== nil` is `IS NULL`, and `!=` keeps rows whose value is `NULL`.
 /// Values are always bound, never spliced into the SQL.
-public struct Predicate<Root: EntityObject>: Sendable {
+public struct EntityPredicate<Root: EntityObject>: Sendable {
     indirect enum Node: Sendable {
         case comparison(KeyPathBox, ComparisonOperator, SQLiteValue)
         case membership(KeyPathBox, [SQLiteValue])
@@ -41,49 +41,49 @@ public struct Predicate<Root: EntityObject>: Sendable {
 
     /// Rows whose text attribute contains `text`. `caseInsensitive` folds ASCII letters only (SQLite's
     /// `lower()`).
-    public static func contains(_ keyPath: KeyPath<Root, String>, _ text: String, caseInsensitive: Bool = false) -> Predicate {
-        Predicate(.text(KeyPathBox(keyPath), .contains, text, caseInsensitive: caseInsensitive))
+    public static func contains(_ keyPath: KeyPath<Root, String>, _ text: String, caseInsensitive: Bool = false) -> EntityPredicate {
+        EntityPredicate(.text(KeyPathBox(keyPath), .contains, text, caseInsensitive: caseInsensitive))
     }
 
-    public static func contains(_ keyPath: KeyPath<Root, String?>, _ text: String, caseInsensitive: Bool = false) -> Predicate {
-        Predicate(.text(KeyPathBox(keyPath), .contains, text, caseInsensitive: caseInsensitive))
+    public static func contains(_ keyPath: KeyPath<Root, String?>, _ text: String, caseInsensitive: Bool = false) -> EntityPredicate {
+        EntityPredicate(.text(KeyPathBox(keyPath), .contains, text, caseInsensitive: caseInsensitive))
     }
 
     /// Rows whose text attribute begins with `text`.
-    public static func begins(_ keyPath: KeyPath<Root, String>, with text: String, caseInsensitive: Bool = false) -> Predicate {
-        Predicate(.text(KeyPathBox(keyPath), .prefix, text, caseInsensitive: caseInsensitive))
+    public static func begins(_ keyPath: KeyPath<Root, String>, with text: String, caseInsensitive: Bool = false) -> EntityPredicate {
+        EntityPredicate(.text(KeyPathBox(keyPath), .prefix, text, caseInsensitive: caseInsensitive))
     }
 
-    public static func begins(_ keyPath: KeyPath<Root, String?>, with text: String, caseInsensitive: Bool = false) -> Predicate {
-        Predicate(.text(KeyPathBox(keyPath), .prefix, text, caseInsensitive: caseInsensitive))
+    public static func begins(_ keyPath: KeyPath<Root, String?>, with text: String, caseInsensitive: Bool = false) -> EntityPredicate {
+        EntityPredicate(.text(KeyPathBox(keyPath), .prefix, text, caseInsensitive: caseInsensitive))
     }
 
     /// Rows whose text attribute ends with `text`.
-    public static func ends(_ keyPath: KeyPath<Root, String>, with text: String, caseInsensitive: Bool = false) -> Predicate {
-        Predicate(.text(KeyPathBox(keyPath), .suffix, text, caseInsensitive: caseInsensitive))
+    public static func ends(_ keyPath: KeyPath<Root, String>, with text: String, caseInsensitive: Bool = false) -> EntityPredicate {
+        EntityPredicate(.text(KeyPathBox(keyPath), .suffix, text, caseInsensitive: caseInsensitive))
     }
 
-    public static func ends(_ keyPath: KeyPath<Root, String?>, with text: String, caseInsensitive: Bool = false) -> Predicate {
-        Predicate(.text(KeyPathBox(keyPath), .suffix, text, caseInsensitive: caseInsensitive))
+    public static func ends(_ keyPath: KeyPath<Root, String?>, with text: String, caseInsensitive: Bool = false) -> EntityPredicate {
+        EntityPredicate(.text(KeyPathBox(keyPath), .suffix, text, caseInsensitive: caseInsensitive))
     }
 
     /// Rows whose to-one relationship leads to an object matching `condition` (a join, written as a
     /// subquery): `.through(\Issue.user, \User.login == "ada")`.
     public static func through<Destination: EntityObject>(
-        _ relationship: KeyPath<Root, Destination?>, _ condition: Predicate<Destination>
-    ) -> Predicate {
-        Predicate(.through(KeyPathBox(relationship), destination: Destination.self, SubqueryBox(condition)))
+        _ relationship: KeyPath<Root, Destination?>, _ condition: EntityPredicate<Destination>
+    ) -> EntityPredicate {
+        EntityPredicate(.through(KeyPathBox(relationship), destination: Destination.self, SubqueryBox(condition)))
     }
 
     /// A raw SQL condition with bound arguments, for what key paths cannot say. Column names are the field
     /// names (quote them); the table is the entity name.
-    public static func sql(_ sql: String, _ arguments: [SQLiteValue] = []) -> Predicate {
-        Predicate(.sql(sql, arguments))
+    public static func sql(_ sql: String, _ arguments: [SQLiteValue] = []) -> EntityPredicate {
+        EntityPredicate(.sql(sql, arguments))
     }
 
     /// Rows whose field is one of `values`.
-    public static func isIn<V: AttributeValue>(_ keyPath: KeyPath<Root, V>, _ values: some Sequence<V>) -> Predicate {
-        Predicate(.membership(KeyPathBox(keyPath), values.map(\.sqliteValue)))
+    public static func isIn<V: AttributeValue>(_ keyPath: KeyPath<Root, V>, _ values: some Sequence<V>) -> EntityPredicate {
+        EntityPredicate(.membership(KeyPathBox(keyPath), values.map(\.sqliteValue)))
     }
 
     /// The entities the condition reads besides the root one (destinations of ``through(_:_:)``).
@@ -177,10 +177,10 @@ public struct Predicate<Root: EntityObject>: Sendable {
     }
 }
 
-/// A destination's predicate, type-erased, for ``Predicate/through(_:_:)``.
+/// A destination's predicate, type-erased, for ``EntityPredicate/through(_:_:)``.
 struct SubqueryBox: Sendable {
     let render: @Sendable (EntityMapping, StoreModel) throws -> (String, [SQLiteValue])
-    init<Destination: EntityObject>(_ predicate: Predicate<Destination>) {
+    init<Destination: EntityObject>(_ predicate: EntityPredicate<Destination>) {
         render = { mapping, model in try predicate.sql(for: mapping, model: model) }
     }
 }
@@ -191,46 +191,46 @@ struct KeyPathBox: @unchecked Sendable {
     init(_ keyPath: AnyKeyPath) { self.keyPath = keyPath }
 }
 
-public func == <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> Predicate<Root> {
-    Predicate(.comparison(KeyPathBox(lhs), .equal, rhs.sqliteValue))
+public func == <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> EntityPredicate<Root> {
+    EntityPredicate(.comparison(KeyPathBox(lhs), .equal, rhs.sqliteValue))
 }
 
-public func != <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> Predicate<Root> {
-    Predicate(.comparison(KeyPathBox(lhs), .notEqual, rhs.sqliteValue))
+public func != <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> EntityPredicate<Root> {
+    EntityPredicate(.comparison(KeyPathBox(lhs), .notEqual, rhs.sqliteValue))
 }
 
-public func < <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> Predicate<Root> {
-    Predicate(.comparison(KeyPathBox(lhs), .less, rhs.sqliteValue))
+public func < <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> EntityPredicate<Root> {
+    EntityPredicate(.comparison(KeyPathBox(lhs), .less, rhs.sqliteValue))
 }
 
-public func <= <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> Predicate<Root> {
-    Predicate(.comparison(KeyPathBox(lhs), .lessOrEqual, rhs.sqliteValue))
+public func <= <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> EntityPredicate<Root> {
+    EntityPredicate(.comparison(KeyPathBox(lhs), .lessOrEqual, rhs.sqliteValue))
 }
 
-public func > <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> Predicate<Root> {
-    Predicate(.comparison(KeyPathBox(lhs), .greater, rhs.sqliteValue))
+public func > <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> EntityPredicate<Root> {
+    EntityPredicate(.comparison(KeyPathBox(lhs), .greater, rhs.sqliteValue))
 }
 
-public func >= <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> Predicate<Root> {
-    Predicate(.comparison(KeyPathBox(lhs), .greaterOrEqual, rhs.sqliteValue))
+public func >= <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> EntityPredicate<Root> {
+    EntityPredicate(.comparison(KeyPathBox(lhs), .greaterOrEqual, rhs.sqliteValue))
 }
 
 /// Objects whose to-one relationship is `object` (`nil`: is not set). `object` must be inserted or stored.
-public func == <Root, D: EntityObject>(lhs: KeyPath<Root, D?>, rhs: D?) -> Predicate<Root> {
+public func == <Root, D: EntityObject>(lhs: KeyPath<Root, D?>, rhs: D?) -> EntityPredicate<Root> {
     let value: SQLiteValue = rhs.map { .integer($0.entityState.rowID) } ?? .null
-    return Predicate(.comparison(KeyPathBox(lhs), .equal, value))
+    return EntityPredicate(.comparison(KeyPathBox(lhs), .equal, value))
 }
 
-public func && <Root>(lhs: Predicate<Root>, rhs: Predicate<Root>) -> Predicate<Root> {
-    Predicate(.and(lhs.node, rhs.node))
+public func && <Root>(lhs: EntityPredicate<Root>, rhs: EntityPredicate<Root>) -> EntityPredicate<Root> {
+    EntityPredicate(.and(lhs.node, rhs.node))
 }
 
-public func || <Root>(lhs: Predicate<Root>, rhs: Predicate<Root>) -> Predicate<Root> {
-    Predicate(.or(lhs.node, rhs.node))
+public func || <Root>(lhs: EntityPredicate<Root>, rhs: EntityPredicate<Root>) -> EntityPredicate<Root> {
+    EntityPredicate(.or(lhs.node, rhs.node))
 }
 
-public prefix func ! <Root>(predicate: Predicate<Root>) -> Predicate<Root> {
-    Predicate(.not(predicate.node))
+public prefix func ! <Root>(predicate: EntityPredicate<Root>) -> EntityPredicate<Root> {
+    EntityPredicate(.not(predicate.node))
 }
 
 /// A sort key: a field and a direction.
