@@ -88,10 +88,16 @@ final class ProgressDisplay: @unchecked Sendable {
         self.isTerminal = isTerminal
     }
 
-    func show(_ progress: ImportProgress) {
+    private var pending: ImportProgress?
+
+    func show(_ progress: ImportProgress, force: Bool = false) {
         let now = Date()
         // A terminal is redrawn 10 times a second at most; a log gets a line every 5 seconds.
-        guard now.timeIntervalSince(lastLine) >= (isTerminal ? 0.1 : 5) else { return }
+        guard force || now.timeIntervalSince(lastLine) >= (isTerminal ? 0.1 : 5) else {
+            pending = progress
+            return
+        }
+        pending = nil
         lastLine = now
         let megabytes = Double(progress.bytesRead) / 1_048_576
         var text = String(format: "%.1f MiB, %d records, %.0f records/s", megabytes, progress.recordsRead, progress.recordsPerSecond)
@@ -117,7 +123,9 @@ final class ProgressDisplay: @unchecked Sendable {
         }
     }
 
+    /// Shows the last state if it was held back, and ends the bar's line.
     func finish() {
+        if let pending { show(pending, force: true) }
         if isTerminal, shown { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 }

@@ -39,8 +39,7 @@ public struct EntityPredicate<Root: EntityObject>: Sendable {
 
     init(_ node: Node) { self.node = node }
 
-    /// Rows whose text attribute contains `text`. `caseInsensitive` folds ASCII letters only (SQLite's
-    /// `lower()`).
+    /// Rows whose text attribute contains `text`. `caseInsensitive` compares Unicode-lowercased text.
     public static func contains(_ keyPath: KeyPath<Root, String>, _ text: String, caseInsensitive: Bool = false) -> EntityPredicate {
         EntityPredicate(.text(KeyPathBox(keyPath), .contains, text, caseInsensitive: caseInsensitive))
     }
@@ -153,8 +152,8 @@ public struct EntityPredicate<Root: EntityObject>: Sendable {
             if text.isEmpty { return "\(column) IS NOT NULL" }
             var parameter = "?"
             if caseInsensitive {
-                column = "lower(\(column))"
-                parameter = "lower(?)"
+                column = "codablestore_fold(\(column))"
+                parameter = "codablestore_fold(?)"
             }
             arguments.append(.text(text))
             switch match {

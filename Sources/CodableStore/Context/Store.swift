@@ -117,6 +117,7 @@ public final class Store: Sendable {
         // With WAL, NORMAL is durable against application crashes and keeps the database consistent on power loss.
         try connection.execute(sql: "PRAGMA synchronous = NORMAL")
         try connection.execute(sql: "PRAGMA cache_size = -\(max(options.cacheSizeKiB, 64))")
+        try connection.registerCaseFolding()
         installTrace(on: connection, options: options)
     }
 
@@ -227,6 +228,7 @@ public final class Store: Sendable {
         if let box = readers.withLock({ $0.popLast() }) { return box }
         let connection = try Connection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout)
         try connection.execute(sql: "PRAGMA cache_size = -\(max(options.cacheSizeKiB / 4, 64))")
+        try connection.registerCaseFolding()
         Self.installTrace(on: connection, options: options)
         return ConnectionBox(connection)
     }

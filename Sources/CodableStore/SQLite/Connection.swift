@@ -254,6 +254,37 @@ public final class Connection {
     }
 }
 
+extension Connection {
+    /// Registers `codablestore_fold(text)`: the text lowercased with Unicode case mapping (SQLite's own
+    /// `lower()` folds ASCII letters only). Case-insensitive predicates compare folded text.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/c3ref/create_function.html>
+    public func registerCaseFolding() throws {
+        let code = sqlite3_create_function_v2(
+            sqliteConnection, "codablestore_fold", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil,
+            { context, count, values in
+                guard count == 1, let value = values?[0] else { return sqlite3_result_null(context) }
+                guard sqlite3_value_type(value) == SQLITE_TEXT, let text = sqlite3_value_text(value) else {
+                    // Not text (NULL, numbers): unchanged.
+                    return sqlite3_result_value(context, value)
+                }
+                let length = Int(sqlite3_value_bytes(value))
+                let folded = String(decoding: UnsafeBufferPointer(start: text, count: length), as: UTF8.self).lowercased()
+                let bytes = Array(folded.utf8)
+                bytes.withUnsafeBufferPointer { buffer in
+                    buffer.withMemoryRebound(to: CChar.self) { characters in
+                        if let base = characters.baseAddress {
+                            sqlite3_result_text(context, base, Int32(characters.count), SQLITE_TRANSIENT)
+                        } else {
+                            sqlite3_result_text(context, "", 0, SQLITE_TRANSIENT)
+                        }
+                    }
+                }
+            }, nil, nil, nil)
+        try check(code, sqliteConnection)
+    }
+}
+
 private final class TraceBox {
     let handler: (String) -> Void
     init(_ handler: @escaping (String) -> Void) { self.handler = handler }
