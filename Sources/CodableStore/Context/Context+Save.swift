@@ -13,6 +13,23 @@ extension Context {
         try flush()
     }
 
+    /// Saves, then lets go of every object the context holds, so that a long write (a hand-written import
+    /// loop) keeps memory flat. Objects you still hold afterwards are detached: their relationships are
+    /// emptied and they are no longer tracked; fetch them again to go on.
+    ///
+    /// ```swift
+    /// try store.write { context in
+    ///     for page in pages {
+    ///         _ = try decoder.decode([Issue].self, from: page, into: context)
+    ///         try context.saveAndForgetObjects()
+    ///     }
+    /// }
+    /// ```
+    public func saveAndForgetObjects() throws {
+        try save()
+        reset()
+    }
+
     /// Writes pending changes. With `usingSavepoint`, a failure leaves nothing behind (the context's caller
     /// may catch the error and go on); without, the caller rolls back a larger scope itself (the end of a
     /// write, an import batch), and SQLite keeps no statement journal for what may be a very large save.

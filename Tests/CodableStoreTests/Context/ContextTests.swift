@@ -175,3 +175,26 @@ import Testing
         self.role = role
     }
 }
+
+@Suite struct ForgetObjectsTests {
+    @Test func savingAndForgettingFreesObjectsAndKeepsTheData() throws {
+        final class Weak: @unchecked Sendable { weak var person: Person? }
+        let reference = Weak()
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities)
+        try store.write { context in
+            do {
+                let ada = Person(id: 1, name: "Ada")
+                try context.insert(ada)
+                ada.country = Country(code: "GB", name: "United Kingdom")
+                reference.person = ada
+            }
+            try context.saveAndForgetObjects()
+            #expect(reference.person == nil)
+            #expect(context.registeredObjectCount == 0)
+            // Fetched again, with its relationship.
+            #expect(try context.object(Person.self, identity: 1)?.country?.code == "GB")
+        }
+        #expect(try RawDatabase(path).value("SELECT count(*) FROM Person") == "1")
+    }
+}
