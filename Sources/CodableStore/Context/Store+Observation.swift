@@ -107,10 +107,15 @@ final class ObserverRegistry: Sendable {
         let entities: Set<Int>
         /// Re-reads the results in `context` and sends what changed.
         let refresh: @Sendable (Context) throws -> Void
+        /// Ends the observation's sequence.
+        let finish: @Sendable () -> Void
 
-        init(entities: Set<Int>, refresh: @escaping @Sendable (Context) throws -> Void) {
+        init(
+            entities: Set<Int>, refresh: @escaping @Sendable (Context) throws -> Void, finish: @escaping @Sendable () -> Void
+        ) {
             self.entities = entities
             self.refresh = refresh
+            self.finish = finish
         }
     }
 
@@ -135,6 +140,15 @@ final class ObserverRegistry: Sendable {
     }
 
     var isEmpty: Bool { observers.withLock { $0.isEmpty } }
+
+    /// Ends every observation: the store is going away, so no change will come.
+    func finishAll() {
+        let all = observers.withLock { observers in
+            defer { observers.removeAll() }
+            return Array(observers.values)
+        }
+        for observer in all { observer.finish() }
+    }
 }
 
 extension Store {
@@ -172,6 +186,8 @@ extension Store {
                     return QueryChange(previous: previous, current: current)
                 }
                 continuation.yield(change)
+            } finish: {
+                continuation.finish()
             })
         continuation.yield(QueryChange(previous: [], current: initial))
         let registry = observers

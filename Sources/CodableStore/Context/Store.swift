@@ -110,6 +110,11 @@ public final class Store: Sendable {
         self.readers = Mutex([])
     }
 
+    deinit {
+        // Sequences of observations end when the store goes away, rather than waiting forever.
+        observers.finishAll()
+    }
+
     private static func configure(_ connection: Connection, options: Options) throws {
         // Foreign keys keep rows consistent when objects are deleted (SET NULL, CASCADE); they are checked at
         // commit (DEFERRABLE INITIALLY DEFERRED), so write order inside a transaction does not matter.

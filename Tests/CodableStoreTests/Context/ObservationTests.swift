@@ -61,6 +61,19 @@ import Testing
         #expect(try #require(await changes.next()).updated == [0])
     }
 
+    @Test func observationsEndWhenTheStoreGoesAway() async throws {
+        var store: Store? = try Store.inMemory(entities: TestStore.entities)
+        let observation = try #require(store).observe(Person.self)
+        let task = Task {
+            var count = 0
+            for await _ in observation { count += 1 }
+            return count
+        }
+        try await Task.sleep(for: .milliseconds(20))
+        store = nil
+        #expect(await task.value == 1)
+    }
+
     @Test func cancellingTheObservingTaskEndsTheSequence() async throws {
         let store = try Store.inMemory(entities: TestStore.entities)
         let observation = store.observe(Person.self)
