@@ -27,11 +27,17 @@ indirect enum CodingPathNode: Sendable {
 
     /// The path as `[41].user.id`, for messages.
     var rendered: String {
+        let text = Self.render(path)
+        return text.isEmpty ? "<root>" : text
+    }
+
+    /// A coding path as `[41].user.id` (empty for the root).
+    static func render(_ path: [any CodingKey]) -> String {
         var text = ""
         for key in path {
             if let index = key.intValue, key is IndexKey { text += "[\(index)]" } else { text += (text.isEmpty ? "" : ".") + key.stringValue }
         }
-        return text.isEmpty ? "<root>" : text
+        return text
     }
 }
 

@@ -104,6 +104,13 @@ extension StoreDecoderImpl {
         return FieldValue(node: node, parent: fullPath, key: nil)
     }
 
+    /// The node of field `index` when the JSON object has it, ignoring malformed key paths (for the prefetch
+    /// pass: decoding reports those).
+    func presentField(_ object: Node, _ mapping: EntityMapping, _ index: Int) -> Node? {
+        var hint = JSONTape.LookupHint()
+        return ((try? field(object, mapping, index, .root, &hint)) ?? nil)?.node
+    }
+
     /// Decodes an attribute's JSON value as stored. Common types are read straight from the tape; others go
     /// through their `Decodable` conformance.
     func decodeAttributeValue(_ attribute: AttributeDescription, _ value: FieldValue) throws -> SQLiteValue {
@@ -205,11 +212,7 @@ extension StoreDecoderImpl {
         if mapping.hasRelationships {
             let state = object.entityState
             for relationship in description.relationships where relationship.isToMany {
-                if let node, let keyPath = description.codingKeyPaths[relationship.index],
-                    (try? fieldNode(node, keyPath, path)) ?? nil != nil
-                {
-                    continue
-                }
+                if let node, presentField(node, mapping, relationship.index) != nil { continue }
                 state.unloadedRelationships.insert(relationship.index)
             }
         }
@@ -382,12 +385,10 @@ extension StoreDecoderImpl {
         }
         guard mapping.hasRelationships, !mapping.description.identity.isEmpty else { return }
         for relationshipDescription in mapping.description.relationships where relationshipDescription.isToMany {
-            guard let keyPath = mapping.description.codingKeyPaths[relationshipDescription.index],
-                let relationship = mapping.relationships[relationshipDescription.index]
-            else { continue }
+            guard let relationship = mapping.relationships[relationshipDescription.index] else { continue }
             var owners: [any EntityObject] = []
             for (impl, element) in items where impl.source.kind(element) == .object {
-                guard ((try? impl.fieldNode(element, keyPath, .root)) ?? nil) != nil,
+                guard impl.presentField(element, mapping, relationshipDescription.index) != nil,
                     let key = try? impl.identityKey(mapping, element, .root),
                     let owner = context.cachedObject(entity: mapping.index, key: key).object,
                     owner.entityState.unloadedRelationships.contains(relationshipDescription.index)
@@ -406,8 +407,7 @@ extension StoreDecoderImpl {
         }
         guard mapping.hasRelationships else { return }
         for relationshipDescription in description.relationships {
-            guard let keyPath = description.codingKeyPaths[relationshipDescription.index],
-                let found = (try? fieldNode(node, keyPath, .root)) ?? nil, case let (valueNode, _) = found,
+            guard let valueNode = presentField(node, mapping, relationshipDescription.index),
                 let relationship = mapping.relationships[relationshipDescription.index]
             else { continue }
             let destination = context.model.mappings[relationship.destination]
@@ -472,46 +472,5 @@ extension Array: EntityCollectionDecodable where Element: EntityObject {
 extension Set: EntityCollectionDecodable where Element: EntityObject {
     static func decodeEntities(from handle: any EntityDecodingHandle) throws -> Set<Element> {
         Set(try handle.decodeEntityArray(Element.self))
-    }
-}
-
-extension Context {
-    /// Sets a to-one relationship through the type-erased description, with inverse maintenance.
-    func setToOne(_ owner: any EntityObject, _ relationship: ResolvedRelationship, _ new: (any EntityObject)?) {
-        let old = resolveToOne(owner, relationship)
-        if old === new { return }
-        relationship.description.setOne(owner, new)
-        toOneDidChange(owner, relationship, old: old, new: new)
-    }
-
-    /// Sets a to-many relationship through the type-erased description, with inverse maintenance; the same
-    /// members (in the same order, for an ordered relationship) change nothing.
-    func setToMany(_ owner: any EntityObject, _ relationship: ResolvedRelationship, _ members: [any EntityObject]) {
-        let state = owner.entityState
-        let field = relationship.description.index
-        if !state.unloadedRelationships.contains(field), relationship.description.isEmpty(owner) {
-            // Nothing to compare with (a new object, most often).
-            if members.isEmpty { return }
-            var new = members
-            if members.count > 1 {
-                var seen = Set<ObjectIdentifier>()
-                new = members.filter { seen.insert(ObjectIdentifier($0)).inserted }
-            }
-            relationship.description.setMany(owner, new)
-            toManyDidChange(owner, relationship, old: [], new: new)
-            return
-        }
-        let old = loadToMany(owner, relationship)
-        var seen = Set<ObjectIdentifier>()
-        let new = members.filter { seen.insert(ObjectIdentifier($0)).inserted }
-        if old.count == new.count {
-            if relationship.description.isOrdered {
-                if zip(old, new).allSatisfy({ $0 === $1 }) { return }
-            } else if Set(old.map { ObjectIdentifier($0) }) == seen {
-                return
-            }
-        }
-        relationship.description.setMany(owner, new)
-        toManyDidChange(owner, relationship, old: old, new: new)
     }
 }

@@ -23,17 +23,7 @@ extension Context {
             sql += " WHERE " + condition
             arguments = values
         }
-        var terms: [String] = []
-        for key in sort {
-            guard let field = mapping.description.fieldIndex(for: key.keyPath.keyPath),
-                let column = mapping.columnNameOfField[field]
-            else {
-                throw StoreError(.invalidQuery, "\(key.keyPath.keyPath) is not a stored attribute of \(mapping.name)", entity: mapping.name)
-            }
-            terms.append(quoteIdentifier(column) + (key.ascending ? " ASC" : " DESC"))
-        }
-        terms.append("\"_pk\"")
-        sql += " ORDER BY " + terms.joined(separator: ", ")
+        sql += try mapping.orderBy(Sort.terms(sort))
         if limit != nil || offset != nil {
             sql += " LIMIT ? OFFSET ?"
             arguments.append(.integer(Int64(limit ?? -1)))

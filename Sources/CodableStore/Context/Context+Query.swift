@@ -21,7 +21,7 @@ extension Context {
         _ function: Aggregate, of keyPath: KeyPath<T, V>, where predicate: EntityPredicate<T>? = nil
     ) throws -> SQLiteValue {
         let (mapping, condition, arguments) = try prepare(T.self, predicate)
-        let column = try self.column(keyPath, mapping)
+        let column = try mapping.column(for: keyPath)
         return try scalar("SELECT \(function.rawValue)(\(column)) FROM \(quoteIdentifier(mapping.name))\(condition)", arguments) ?? .null
     }
 
@@ -34,8 +34,8 @@ extension Context {
         _ function: Aggregate, of keyPath: KeyPath<T, V>, groupedBy group: KeyPath<T, G>, where predicate: EntityPredicate<T>? = nil
     ) throws -> [(group: G, value: SQLiteValue)] {
         let (mapping, condition, arguments) = try prepare(T.self, predicate)
-        let column = try self.column(keyPath, mapping)
-        let groupColumn = try self.column(group, mapping)
+        let column = try mapping.column(for: keyPath)
+        let groupColumn = try mapping.column(for: group)
         let statement = try connection.cachedStatement(
             sql: "SELECT \(groupColumn), \(function.rawValue)(\(column)) FROM \(quoteIdentifier(mapping.name))\(condition) "
                 + "GROUP BY \(groupColumn) ORDER BY \(groupColumn)")
@@ -93,14 +93,6 @@ extension Context {
         return (mapping, " WHERE " + condition, arguments)
     }
 
-    private func column(_ keyPath: AnyKeyPath, _ mapping: EntityMapping) throws -> String {
-        guard let field = mapping.description.fieldIndex(for: keyPath), let column = mapping.columnNameOfField[field] else {
-            throw StoreError(
-                .invalidQuery, "\(keyPath) is not a stored attribute or to-one relationship of \(mapping.name)", entity: mapping.name)
-        }
-        return quoteIdentifier(column)
-    }
-
     private func scalar(_ sql: String, _ arguments: [SQLiteValue]) throws -> SQLiteValue? {
         let statement = try connection.cachedStatement(sql: sql)
         defer { statement.reset() }
@@ -117,12 +109,7 @@ extension Context {
         _ type: T.Type, where predicate: EntityPredicate<T>? = nil, orderBy sort: [Sort<T>] = [], limit: Int? = nil
     ) throws -> [Snapshot<T>] {
         let (mapping, condition, arguments) = try prepare(T.self, predicate)
-        var terms: [String] = []
-        for key in sort {
-            terms.append(try column(key.keyPath.keyPath, mapping) + (key.ascending ? " ASC" : " DESC"))
-        }
-        terms.append("\"_pk\"")
-        var sql = mapping.selectSQL + condition + " ORDER BY " + terms.joined(separator: ", ")
+        var sql = mapping.selectSQL + condition + (try mapping.orderBy(Sort.terms(sort)))
         var bound = arguments
         if let limit {
             sql += " LIMIT ?"

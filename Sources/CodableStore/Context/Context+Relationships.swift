@@ -20,10 +20,7 @@ extension Context {
             do {
                 destination = try object(entity: relationship.destination, rowID: rowID)
             } catch {
-                deferredError = deferredError ?? StoreError(
-                    .relationshipLoad, "\(model.mappings[relationship.owner].name).\(relationship.description.name) could not be loaded",
-                    entity: model.mappings[relationship.owner].name, field: relationship.description.name,
-                    cause: error)
+                deferredError = deferredError ?? relationshipLoadError(relationship, error)
             }
         }
         state.unloadedRelationships.remove(field)
@@ -43,36 +40,48 @@ extension Context {
         do {
             try flush()
             let destination = model.mappings[relationship.destination]
-            let sql: String
-            switch relationship.storage {
-            case .foreignKey:
-                preconditionFailure("to-one relationship loaded as to-many")
-            case .inverseForeignKey(let column, let orderColumn):
-                let order = orderColumn.map { "\(quoteIdentifier($0)) IS NULL, \(quoteIdentifier($0)), " } ?? ""
-                sql = destination.selectSQL + " WHERE \(quoteIdentifier(column)) = ? ORDER BY \(order)\"_pk\""
-            case .joinTable(let index, let ownerIsSource):
-                let join = model.joinTables[index]
-                let (mine, theirs) = ownerIsSource ? ("source", "target") : ("target", "source")
-                let order = ownerIsSource && join.hasPosition ? "j.\"position\" IS NULL, j.\"position\", " : ""
-                sql =
-                    "SELECT \(destination.qualifiedColumnsSQL) FROM \(quoteIdentifier(destination.name)) "
-                    + "JOIN \(quoteIdentifier(join.name)) AS j ON j.\"\(theirs)\" = \(quoteIdentifier(destination.name)).\"_pk\" "
-                    + "WHERE j.\"\(mine)\" = ? ORDER BY \(order)j.rowid"
-            }
+            let sql = membershipSQL(relationship, owners: 1)
             let statement = try connection.cachedStatement(sql: sql)
             defer { statement.reset() }
             try statement.bind(state.rowID, at: 1)
             while try statement.step() {
-                members.append(try object(for: destination, statement: statement))
+                members.append(try object(for: destination, statement: statement, columnOffset: 1))
             }
         } catch {
-            deferredError = deferredError ?? StoreError(
-                .relationshipLoad, "\(model.mappings[relationship.owner].name).\(relationship.description.name) could not be loaded",
-                entity: model.mappings[relationship.owner].name, field: relationship.description.name,
-                cause: error)
+            deferredError = deferredError ?? relationshipLoadError(relationship, error)
         }
         relationship.description.setMany(owner, members)
         return members
+    }
+
+    /// The members of a to-many relationship for `owners` owners (bound as row ids): each row is the owner's
+    /// row id followed by the destination's columns, in the relationship's order.
+    func membershipSQL(_ relationship: ResolvedRelationship, owners: Int) -> String {
+        let destination = model.mappings[relationship.destination]
+        let table = quoteIdentifier(destination.name)
+        let placeholders = Array(repeating: "?", count: owners).joined(separator: ", ")
+        switch relationship.storage {
+        case .foreignKey:
+            preconditionFailure("a to-one relationship has no membership query")
+        case .inverseForeignKey(let column, let orderColumn):
+            let order = orderColumn.map { "\(quoteIdentifier($0)) IS NULL, \(quoteIdentifier($0)), " } ?? ""
+            return "SELECT \(quoteIdentifier(column)), \(destination.qualifiedColumnsSQL) FROM \(table) "
+                + "WHERE \(quoteIdentifier(column)) IN (\(placeholders)) ORDER BY \(order)\"_pk\""
+        case .joinTable(let index, let ownerIsSource):
+            let join = model.joinTables[index]
+            let (mine, theirs) = ownerIsSource ? ("source", "target") : ("target", "source")
+            let order = ownerIsSource && join.hasPosition ? "j.\"position\" IS NULL, j.\"position\", " : ""
+            return "SELECT j.\"\(mine)\", \(destination.qualifiedColumnsSQL) FROM \(table) "
+                + "JOIN \(quoteIdentifier(join.name)) AS j ON j.\"\(theirs)\" = \(table).\"_pk\" "
+                + "WHERE j.\"\(mine)\" IN (\(placeholders)) ORDER BY \(order)j.rowid"
+        }
+    }
+
+    private func relationshipLoadError(_ relationship: ResolvedRelationship, _ error: any Error) -> StoreError {
+        let owner = model.mappings[relationship.owner].name
+        return StoreError(
+            .relationshipLoad, "\(owner).\(relationship.description.name) could not be loaded", entity: owner,
+            field: relationship.description.name, cause: error)
     }
 
     // MARK: - Changes
@@ -213,24 +222,9 @@ extension Context {
         if pending.isEmpty { return }
         try flush()
         let destination = model.mappings[relationship.destination]
+        if case .foreignKey = relationship.storage { return }
         let chunkSize = 256
-        let placeholders = Array(repeating: "?", count: chunkSize).joined(separator: ", ")
-        let sql: String
-        switch relationship.storage {
-        case .foreignKey:
-            return
-        case .inverseForeignKey(let column, let orderColumn):
-            let order = orderColumn.map { "\(quoteIdentifier($0)) IS NULL, \(quoteIdentifier($0)), " } ?? ""
-            sql = "SELECT \(quoteIdentifier(column)), \(destination.qualifiedColumnsSQL) FROM \(quoteIdentifier(destination.name)) "
-                + "WHERE \(quoteIdentifier(column)) IN (\(placeholders)) ORDER BY \(order)\"_pk\""
-        case .joinTable(let index, let ownerIsSource):
-            let join = model.joinTables[index]
-            let (mine, theirs) = ownerIsSource ? ("source", "target") : ("target", "source")
-            let order = ownerIsSource && join.hasPosition ? "j.\"position\" IS NULL, j.\"position\", " : ""
-            sql = "SELECT j.\"\(mine)\", \(destination.qualifiedColumnsSQL) FROM \(quoteIdentifier(destination.name)) "
-                + "JOIN \(quoteIdentifier(join.name)) AS j ON j.\"\(theirs)\" = \(quoteIdentifier(destination.name)).\"_pk\" "
-                + "WHERE j.\"\(mine)\" IN (\(placeholders)) ORDER BY \(order)j.rowid"
-        }
+        let sql = membershipSQL(relationship, owners: chunkSize)
         // Rows come with the owner's row id first; the entity's columns follow, shifted by one.
         let statement = try connection.cachedStatement(sql: sql)
         var start = 0
@@ -253,5 +247,46 @@ extension Context {
             }
             start += chunkSize
         }
+    }
+}
+
+extension Context {
+    /// Sets a to-one relationship through the type-erased description, with inverse maintenance.
+    func setToOne(_ owner: any EntityObject, _ relationship: ResolvedRelationship, _ new: (any EntityObject)?) {
+        let old = resolveToOne(owner, relationship)
+        if old === new { return }
+        relationship.description.setOne(owner, new)
+        toOneDidChange(owner, relationship, old: old, new: new)
+    }
+
+    /// Sets a to-many relationship through the type-erased description, with inverse maintenance; the same
+    /// members (in the same order, for an ordered relationship) change nothing.
+    func setToMany(_ owner: any EntityObject, _ relationship: ResolvedRelationship, _ members: [any EntityObject]) {
+        let state = owner.entityState
+        let field = relationship.description.index
+        if !state.unloadedRelationships.contains(field), relationship.description.isEmpty(owner) {
+            // Nothing to compare with (a new object, most often).
+            if members.isEmpty { return }
+            var new = members
+            if members.count > 1 {
+                var seen = Set<ObjectIdentifier>()
+                new = members.filter { seen.insert(ObjectIdentifier($0)).inserted }
+            }
+            relationship.description.setMany(owner, new)
+            toManyDidChange(owner, relationship, old: [], new: new)
+            return
+        }
+        let old = loadToMany(owner, relationship)
+        var seen = Set<ObjectIdentifier>()
+        let new = members.filter { seen.insert(ObjectIdentifier($0)).inserted }
+        if old.count == new.count {
+            if relationship.description.isOrdered {
+                if zip(old, new).allSatisfy({ $0 === $1 }) { return }
+            } else if Set(old.map { ObjectIdentifier($0) }) == seen {
+                return
+            }
+        }
+        relationship.description.setMany(owner, new)
+        toManyDidChange(owner, relationship, old: old, new: new)
     }
 }

@@ -35,7 +35,6 @@ public final class Context {
     /// An error raised where it could not be thrown (a relationship load inside a property getter);
     /// the next save throws it.
     var deferredError: (any Error)?
-    private var isFlushing = false
     var updateSQLCache: [UpdateKey: String] = [:]
     /// Identity indexes by entity, created on first use (see `Context+Identity.swift`).
     var identityIndexes: [IdentityIndex?]

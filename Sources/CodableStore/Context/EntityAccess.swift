@@ -42,12 +42,7 @@ public enum _$EntityAccess {
             store(owner, new)
             return
         }
-        let relationship = context.relationship(owner, field)
-        var old: (any EntityObject)? = old
-        if state.unloadedRelationships.contains(field) { old = context.resolveToOne(owner, relationship) }
-        if old === new { return }
-        store(owner, new)
-        context.toOneDidChange(owner, relationship, old: old, new: new)
+        context.setToOne(owner, context.relationship(owner, field), new)
     }
 
     // MARK: Ordered to-many
@@ -62,6 +57,8 @@ public enum _$EntityAccess {
         }
     }
 
+    /// Assigns an ordered to-many relationship; duplicates are dropped (a to-many relationship holds each
+    /// object once), and the same members in the same order change nothing.
     public static func set<Root: EntityObject, Destination: EntityObject>(
         _ owner: Root, _ field: Int, _ old: [Destination], _ new: [Destination], _ store: (Root, [Destination]) -> Void
     ) {
@@ -70,15 +67,7 @@ public enum _$EntityAccess {
             store(owner, new)
             return
         }
-        let relationship = context.relationship(owner, field)
-        var old: [any EntityObject] = old
-        if state.unloadedRelationships.contains(field) { old = context.loadToMany(owner, relationship) }
-        if old.count == new.count, zip(old, new).allSatisfy({ $0 === $1 }) { return }
-        // Duplicates are dropped: a to-many relationship holds each object once.
-        var seen = Set<ObjectIdentifier>()
-        let unique = new.filter { seen.insert(ObjectIdentifier($0)).inserted }
-        store(owner, unique)
-        context.toManyDidChange(owner, relationship, old: old, new: unique)
+        context.setToMany(owner, context.relationship(owner, field), new)
     }
 
     // MARK: Unordered to-many
@@ -102,13 +91,6 @@ public enum _$EntityAccess {
             store(owner, new)
             return
         }
-        let relationship = context.relationship(owner, field)
-        var old: [any EntityObject] = Array(old)
-        if state.unloadedRelationships.contains(field) { old = context.loadToMany(owner, relationship) }
-        if old.count == new.count, Set(old.map { ObjectIdentifier($0) }) == Set(new.map { ObjectIdentifier($0) }) {
-            return
-        }
-        store(owner, new)
-        context.toManyDidChange(owner, relationship, old: old, new: Array(new))
+        context.setToMany(owner, context.relationship(owner, field), Array(new))
     }
 }

@@ -106,15 +106,7 @@ public struct EntityPredicate<Root: EntityObject>: Sendable {
     }
 
     private static func column(_ keyPath: KeyPathBox, _ mapping: EntityMapping) throws -> String {
-        guard let field = mapping.description.fieldIndex(for: keyPath.keyPath),
-            let column = mapping.columnNameOfField[field]
-        else {
-            throw StoreError(
-                .invalidQuery,
-                "\(keyPath.keyPath) is not a stored attribute or to-one relationship of \(mapping.name)",
-                entity: mapping.name)
-        }
-        return quoteIdentifier(column)
+        try mapping.column(for: keyPath.keyPath)
     }
 
     private static func render(
@@ -240,6 +232,11 @@ public prefix func ! <Root>(predicate: EntityPredicate<Root>) -> EntityPredicate
 public struct Sort<Root: EntityObject>: Sendable {
     let keyPath: KeyPathBox
     let ascending: Bool
+
+    /// The sort keys as the mapping's `orderBy` takes them.
+    static func terms(_ keys: [Sort]) -> [(keyPath: AnyKeyPath, ascending: Bool)] {
+        keys.map { ($0.keyPath.keyPath, $0.ascending) }
+    }
 
     public static func ascending<V: AttributeValue>(_ keyPath: KeyPath<Root, V>) -> Sort {
         Sort(keyPath: KeyPathBox(keyPath), ascending: true)

@@ -256,6 +256,23 @@ final class EntityMapping: Sendable {
     /// The declared indexes, with their names and columns.
     let indexes: [ModelSnapshot.Index]
 
+    /// The quoted column of the attribute or to-one relationship a key path names.
+    func column(for keyPath: AnyKeyPath) throws(StoreError) -> String {
+        guard let field = description.fieldIndex(for: keyPath), let column = columnNameOfField[field] else {
+            throw StoreError(
+                .invalidQuery, "\(keyPath) is not a stored attribute or to-one relationship of \(name)", entity: name)
+        }
+        return quoteIdentifier(column)
+    }
+
+    /// `ORDER BY` terms for sort keys, ending with the row id so that equal keys keep a stable order.
+    func orderBy(_ keys: [(keyPath: AnyKeyPath, ascending: Bool)]) throws(StoreError) -> String {
+        var terms: [String] = []
+        for key in keys { terms.append(try column(for: key.keyPath) + (key.ascending ? " ASC" : " DESC")) }
+        terms.append("\"_pk\"")
+        return " ORDER BY " + terms.joined(separator: ", ")
+    }
+
     init(index: Int, description: EntityDescription, relationships: [ResolvedRelationship?], orderColumns: [String]) {
         self.index = index
         self.description = description

@@ -31,12 +31,7 @@ public struct ImportError: Error, Sendable, CustomStringConvertible {
     /// syntax error, the message of a store error.
     static func describe(_ error: any Error) -> (reason: String, codingPath: String?) {
         func render(_ path: [any CodingKey]) -> String? {
-            guard !path.isEmpty else { return nil }
-            var text = ""
-            for key in path {
-                if key is IndexKey, let index = key.intValue { text += "[\(index)]" } else { text += (text.isEmpty ? "" : ".") + key.stringValue }
-            }
-            return text
+            path.isEmpty ? nil : CodingPathNode.render(path)
         }
         switch error {
         case let error as DecodingError:

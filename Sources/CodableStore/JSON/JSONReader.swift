@@ -437,6 +437,21 @@ public final class JSONReader {
 
     // MARK: - Events
 
+    /// Hands an event to the handler: on success records it and where parsing resumes (1: go on); a thrown
+    /// error is kept for `feed` to rethrow, since it cannot cross yajl (0: stop).
+    @inline(__always)
+    private func deliver(_ event: LastEvent, resumeAt offset: Int, _ body: () throws -> Void) -> Int32 {
+        do {
+            try body()
+        } catch {
+            pendingError = error
+            return 0
+        }
+        lastEvent = event
+        resumeOffset = offset
+        return 1
+    }
+
     /// The absolute offset just after the token yajl has just read.
     @inline(__always)
     private var tokenEnd: Int { chunkBase + yajl_get_bytes_consumed(handle) }
@@ -448,29 +463,17 @@ public final class JSONReader {
             return 0
         }
         containers.append(isObject)
-        do {
+        return deliver(isObject ? .startObject : .startArray, resumeAt: start + 1) {
             if isObject { try handler.startObject(at: start) } else { try handler.startArray(at: start) }
-        } catch {
-            pendingError = error
-            return 0
         }
-        lastEvent = isObject ? .startObject : .startArray
-        resumeOffset = start + 1
-        return 1
     }
 
     fileprivate func onEndContainer(isObject: Bool) -> Int32 {
         let start = tokenEnd - 1
         containers.removeLast()
-        do {
+        return deliver(.value, resumeAt: start + 1) {
             if isObject { try handler.endObject(at: start) } else { try handler.endArray(at: start) }
-        } catch {
-            pendingError = error
-            return 0
         }
-        lastEvent = .value
-        resumeOffset = start + 1
-        return 1
     }
 
     fileprivate func onString(_ text: UnsafePointer<UInt8>?, _ length: Int, isKey: Bool) -> Int32 {
@@ -484,15 +487,9 @@ public final class JSONReader {
             start = validator.popIrregularStringStart() ?? max(end - length - 2, 0)
         }
         let bytes = UnsafeRawBufferPointer(start: pointer, count: length)
-        do {
+        return deliver(isKey ? .key : .value, resumeAt: end) {
             if isKey { try handler.key(bytes, at: start) } else { try handler.string(bytes, at: start) }
-        } catch {
-            pendingError = error
-            return 0
         }
-        lastEvent = isKey ? .key : .value
-        resumeOffset = end
-        return 1
     }
 
     fileprivate func onNumber(_ text: UnsafeRawPointer?, _ length: Int) -> Int32 {
@@ -502,41 +499,17 @@ public final class JSONReader {
         if bytes[length - 1] == UInt8(ascii: "0"), length == 1 || (length == 2 && bytes[0] == UInt8(ascii: "-")) {
             zeroNumberEnd = end
         }
-        do {
-            try handler.number(bytes, at: start)
-        } catch {
-            pendingError = error
-            return 0
-        }
-        lastEvent = .value
-        resumeOffset = end
-        return 1
+        return deliver(.value, resumeAt: end) { try handler.number(bytes, at: start) }
     }
 
     fileprivate func onBool(_ value: Bool) -> Int32 {
         let end = tokenEnd
-        do {
-            try handler.bool(value, at: end - (value ? 4 : 5))
-        } catch {
-            pendingError = error
-            return 0
-        }
-        lastEvent = .value
-        resumeOffset = end
-        return 1
+        return deliver(.value, resumeAt: end) { try handler.bool(value, at: end - (value ? 4 : 5)) }
     }
 
     fileprivate func onNull() -> Int32 {
         let end = tokenEnd
-        do {
-            try handler.null(at: end - 4)
-        } catch {
-            pendingError = error
-            return 0
-        }
-        lastEvent = .value
-        resumeOffset = end
-        return 1
+        return deliver(.value, resumeAt: end) { try handler.null(at: end - 4) }
     }
 
     // MARK: - yajl callbacks

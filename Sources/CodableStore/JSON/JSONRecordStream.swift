@@ -289,37 +289,28 @@ final class RecordSplitter: JSONEventHandler {
     }
 
     func string(_ utf8: UnsafeRawBufferPointer, at offset: Int) throws {
-        if inRecord { return try builder.string(utf8, at: offset) }
-        try valueStarts(.string, at: offset)
-        if inRecord {
-            try builder.string(utf8, at: offset)
-            try emitRecord()
-        }
+        try scalar(.string, at: offset) { try builder.string(utf8, at: offset) }
     }
 
     func number(_ text: UnsafeRawBufferPointer, at offset: Int) throws {
-        if inRecord { return try builder.number(text, at: offset) }
-        try valueStarts(.number, at: offset)
-        if inRecord {
-            try builder.number(text, at: offset)
-            try emitRecord()
-        }
+        try scalar(.number, at: offset) { try builder.number(text, at: offset) }
     }
 
     func bool(_ value: Bool, at offset: Int) throws {
-        if inRecord { return try builder.bool(value, at: offset) }
-        try valueStarts(.bool, at: offset)
-        if inRecord {
-            try builder.bool(value, at: offset)
-            try emitRecord()
-        }
+        try scalar(.bool, at: offset) { try builder.bool(value, at: offset) }
     }
 
     func null(at offset: Int) throws {
-        if inRecord { return try builder.null(at: offset) }
-        try valueStarts(.null, at: offset)
+        try scalar(.null, at: offset) { try builder.null(at: offset) }
+    }
+
+    /// A scalar inside a record goes to the tape; outside, it may start (and be) a whole record.
+    @inline(__always)
+    private func scalar(_ kind: JSONTape.Kind, at offset: Int, _ append: () throws -> Void) throws {
+        if inRecord { return try append() }
+        try valueStarts(kind, at: offset)
         if inRecord {
-            try builder.null(at: offset)
+            try append()
             try emitRecord()
         }
     }

@@ -113,7 +113,6 @@ public final class AttributeDescription: Sendable {
     let bindValue: @Sendable (AnyObject, Statement, Int32) throws -> Void
     let readValue: @Sendable (AnyObject) -> SQLiteValue
     let writeValue: @Sendable (AnyObject, SQLiteValue) throws(AttributeValueError) -> Void
-    let readFromStatement: @Sendable (AnyObject, Statement, Int32) throws(AttributeValueError) -> Void
     /// Decodes the attribute from a decoder positioned on its JSON value, as stored.
     let decodeSQLiteValue: @Sendable (any Decoder) throws -> SQLiteValue
     /// Decodes the attribute from a decoder positioned on its JSON value and assigns it to the object,
@@ -160,9 +159,6 @@ public final class AttributeDescription: Sendable {
         self.readValue = { object in get(unsafeDowncast(object, to: Root.self)).sqliteValue }
         self.writeValue = { object, value throws(AttributeValueError) in
             set(unsafeDowncast(object, to: Root.self), try V(sqliteValue: value))
-        }
-        self.readFromStatement = { object, statement, column throws(AttributeValueError) in
-            set(unsafeDowncast(object, to: Root.self), try V.read(from: statement, at: column))
         }
         self.decodeSQLiteValue = { decoder in try V.decodeAttribute(from: decoder).sqliteValue }
         self.encodeValue = { object, encoder in try get(unsafeDowncast(object, to: Root.self)).encodeAttribute(to: encoder) }
