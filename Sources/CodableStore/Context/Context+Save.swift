@@ -117,7 +117,8 @@ extension Context {
                 do {
                     try statement.execute()
                 } catch let error as SQLiteError where error.resultCode.rawValue == 2067 /* SQLITE_CONSTRAINT_UNIQUE */ {
-                    // Find the object whose identity is taken, row by row (nothing of the statement was kept).
+                    // Find the object whose identity is taken, row by row. INSERT OR FAIL kept the rows before
+                    // the failing one: those fail again on their row id (ours, so only they can), and are skipped.
                     let single = try connection.cachedStatement(sql: mapping.insertSQL(rows: 1))
                     for object in chunk {
                         var parameter: Int32 = 1
@@ -126,6 +127,8 @@ extension Context {
                             try single.execute()
                         } catch let error as SQLiteError where error.resultCode.rawValue == 2067 {
                             throw identityConflict(object, mapping, error)
+                        } catch let error as SQLiteError where error.resultCode.rawValue == 1555 /* PRIMARYKEY */ {
+                            continue
                         }
                     }
                     throw identityConflict(chunk[chunk.startIndex], mapping, error)

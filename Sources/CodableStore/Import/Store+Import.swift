@@ -182,7 +182,10 @@ private final class Importer {
             var touched: [Int: Int] = [:]
             let before = context.writeCounts
             do {
-                try connection.inSavepoint(named: "codablestore_batch") {
+                // Only the skip policy needs a batch it can roll back alone; under the stop policy a failure
+                // rolls back the whole transaction, and a savepoint would make SQLite copy every page the
+                // batch touches into a statement journal (10x the file writes of the import itself).
+                func decodeAndSave() throws {
                     let session = DecodingSession(context: context, options: options.decoder.options)
                     session.touched = [:]
                     var items: [(StoreDecoderImpl, JSONTape.Index)] = []
@@ -204,7 +207,12 @@ private final class Importer {
                         }
                     }
                     touched = (session.touched ?? [:]).mapValues(\.count)
-                    try context.flush(usingSavepoint: false)  // inside the batch's own savepoint
+                    try context.flush(usingSavepoint: false)  // inside the batch's savepoint, or the transaction's
+                }
+                if options.failurePolicy == .skip {
+                    try connection.inSavepoint(named: "codablestore_batch", decodeAndSave)
+                } else {
+                    try decodeAndSave()
                 }
             } catch let skip as SkipRecord {
                 context.reset()

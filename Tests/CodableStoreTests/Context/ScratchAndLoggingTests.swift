@@ -43,7 +43,7 @@ private final class CollectingLogHandler: LogHandler, @unchecked Sendable {
         let logger = Logger(label: "test", factory: { _ in handler })
         let store = try Store.inMemory(entities: TestStore.entities, options: .init(logger: logger))
         try store.write { try $0.insert(Person(id: 1)) }
-        #expect(handler.lines.withLock { $0 }.contains { $0.hasPrefix("trace statement INSERT INTO \"Person\"") })
+        #expect(handler.lines.withLock { $0 }.contains { $0.hasPrefix("trace statement INSERT OR FAIL INTO \"Person\"") })
         #expect(handler.lines.withLock { $0 }.contains { $0.hasPrefix("info write saved") })
         _ = try? store.write { try $0.insert(Person(id: 1)) }
         #expect(handler.lines.withLock { $0 }.contains { $0.hasPrefix("error write rolled back") })
