@@ -17,7 +17,7 @@ extension StoreDecoderImpl {
         case .null: throw valueNotFound(mapping.description.type, path)
         default: throw typeMismatch([String: Any].self, node, path)
         }
-        if !prepared, let preparing = mapping.description.type as? any EntityJSONPreparing.Type {
+        if !prepared, let preparing = mapping.jsonPreparing {
             var json = materialize(node)
             try preparing.prepareForDecoding(&json)
             let tape = try JSONTape.parse(json.jsonBytes())
@@ -37,7 +37,7 @@ extension StoreDecoderImpl {
             object = try createEntity(mapping, node, path, stubIdentity: nil)
         }
         if session.touched != nil { session.touched![mapping.index, default: []].insert(ObjectIdentifier(object)) }
-        if let custom = object as? any EntityCustomDecoding {
+        if mapping.hasCustomDecoding, let custom = object as? any EntityCustomDecoding {
             try with(node: node, path: path) { try custom.initialize(from: self) }
         } else {
             if existing != nil { try applyAttributes(to: object, mapping, node, path) { _ in true } }

@@ -28,11 +28,15 @@ extension Context {
         }
     }
 
-    /// Identity lookup state of one entity.
+    /// Identity lookup state of one entity: per identity, the object, or the fact that the store does not
+    /// have it (until an object with that identity is inserted). One table, so that a lookup, a prefetch
+    /// and an insert each cost one hash of the key.
     final class IdentityIndex {
-        var objects: [IdentityKey: any EntityObject] = [:]
-        /// Keys looked up in the store and not found there (until an object with that key is inserted).
-        var missing: Set<IdentityKey> = []
+        enum Entry {
+            case object(any EntityObject)
+            case missing
+        }
+        var entries: [IdentityKey: Entry] = [:]
     }
 
     func identityIndex(_ entity: Int) -> IdentityIndex {
@@ -56,11 +60,15 @@ extension Context {
 
     /// Records an object under its identity (after it was inserted or read).
     func indexIdentity(of object: any EntityObject, _ mapping: EntityMapping) {
-        guard !mapping.identityColumns.isEmpty else { return }
-        let key = identityKey(of: object, mapping)
-        let index = identityIndex(mapping.index)
-        index.objects[key] = object
-        index.missing.remove(key)
+        guard !mapping.identityColumns.isEmpty, let index = identityIndexes[mapping.index] else { return }
+        index.entries[identityKey(of: object, mapping)] = .object(object)
+    }
+
+    /// Whether an indexed object still answers to `key`: inserted or stored, and not re-identified since.
+    private func isCurrent(_ object: any EntityObject, _ key: IdentityKey, _ entity: Int) -> Bool {
+        let state = object.entityState
+        return (state.status == .inserted || state.status == .persistent)
+            && identityKey(of: object, model.mappings[entity]) == key
     }
 
     /// The object with this identity if it is known without a query: in the index (and still carrying that
@@ -68,17 +76,17 @@ extension Context {
     /// store must be asked.
     func cachedObject(entity: Int, key: IdentityKey) -> (object: (any EntityObject)?, isKnown: Bool) {
         guard let index = identityIndexes[entity] else { return (nil, false) }
-        if let object = index.objects[key] {
-            let mapping = model.mappings[entity]
-            let state = object.entityState
-            if (state.status == .inserted || state.status == .persistent), identityKey(of: object, mapping) == key {
-                return (object, true)
-            }
+        switch index.entries[key] {
+        case .object(let object):
+            if isCurrent(object, key, entity) { return (object, true) }
             // Its identity changed, or it was deleted: the store decides.
-            index.objects[key] = nil
+            index.entries[key] = nil
+            return (nil, false)
+        case .missing:
+            return (nil, true)
+        case nil:
             return (nil, false)
         }
-        return (nil, index.missing.contains(key))
     }
 
     /// Looks up many identities of one entity with as few queries as possible (one per chunk of keys),
@@ -87,12 +95,36 @@ extension Context {
         let mapping = model.mappings[entity]
         let arity = mapping.identityColumns.count
         guard arity > 0 else { return }
+        let index = identityIndex(entity)
+        // Unknown keys are marked missing as they are collected (one hash per key, duplicates included);
+        // the query below replaces the marks of the keys the store has.
         var pending: [IdentityKey] = []
-        var seen = Set<IdentityKey>()
-        for key in keys where key.count == arity && seen.insert(key).inserted {
-            if !cachedObject(entity: entity, key: key).isKnown { pending.append(key) }
+        for key in keys where key.count == arity {
+            switch index.entries.updateValue(.missing, forKey: key) {
+            case nil:
+                pending.append(key)
+            case .missing:
+                break
+            case .object(let object):
+                if isCurrent(object, key, entity) {
+                    index.entries[key] = .object(object)
+                } else {
+                    pending.append(key)
+                }
+            }
         }
         if pending.isEmpty { return }
+        do {
+            try lookUp(pending, mapping, index)
+        } catch {
+            for key in pending { index.entries[key] = nil }  // not known after all
+            throw error
+        }
+    }
+
+    /// Reads the objects of these keys from the store, replacing their provisional `missing` marks.
+    private func lookUp(_ pending: [IdentityKey], _ mapping: EntityMapping, _ index: IdentityIndex) throws {
+        let arity = mapping.identityColumns.count
         try flush()
         // A fixed number of rows per statement keeps the SQL constant, so the statement is prepared once;
         // the last chunk repeats its last key to fill the slots.
@@ -107,7 +139,6 @@ extension Context {
                 + Array(repeating: row, count: rowsPerStatement).joined(separator: ", ") + ")"
         }
         let statement = try connection.cachedStatement(sql: mapping.selectSQL + " WHERE " + condition)
-        let index = identityIndex(entity)
         var start = 0
         while start < pending.count {
             let chunk = pending[start..<min(start + rowsPerStatement, pending.count)]
@@ -119,16 +150,12 @@ extension Context {
                     parameter += 1
                 }
             }
-            var found = Set<IdentityKey>()
             defer { statement.reset() }
             while try statement.step() {
                 let object = try object(for: mapping, statement: statement)
-                let key = identityKey(of: object, mapping)
-                index.objects[key] = object
-                found.insert(key)
+                index.entries[identityKey(of: object, mapping)] = .object(object)
             }
             statement.reset()
-            for key in chunk where !found.contains(key) { index.missing.insert(key) }
             start += rowsPerStatement
         }
     }

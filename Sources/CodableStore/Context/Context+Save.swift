@@ -207,29 +207,42 @@ extension Context {
         }
     }
 
+    /// Writes link changes in order; a run of links to one table goes 32 rows per statement.
     private func writeLinks() throws {
-        for change in linkChanges {
-            let join = model.joinTables[change.table]
-            let table = quoteIdentifier(join.name)
-            let statement: Statement
-            if change.isLink {
-                statement = try connection.cachedStatement(
-                    sql: "INSERT INTO \(table) (\"source\", \"target\", \"position\") VALUES (?, ?, ?) "
-                        + "ON CONFLICT (\"source\", \"target\") DO UPDATE SET \"position\" = excluded.\"position\"")
-                try statement.bind(change.source, at: 1)
-                try statement.bind(change.target, at: 2)
+        var start = 0
+        while start < linkChanges.count {
+            let first = linkChanges[start]
+            let join = model.joinTables[first.table]
+            guard first.isLink else {
+                let statement = try connection.cachedStatement(sql: join.unlinkSQL)
+                try statement.bind(first.source, at: 1)
+                try statement.bind(first.target, at: 2)
+                try statement.execute()
+                start += 1
+                continue
+            }
+            var end = start + 1
+            while end < linkChanges.count, end - start < JoinTable.linkBatchRows, linkChanges[end].isLink,
+                linkChanges[end].table == first.table
+            {
+                end += 1
+            }
+            let rows = end - start == JoinTable.linkBatchRows ? JoinTable.linkBatchRows : 1
+            if rows == 1 { end = start + 1 }
+            let statement = try connection.cachedStatement(sql: rows == 1 ? join.linkSQL : join.linkBatchSQL)
+            var parameter: Int32 = 1
+            for change in linkChanges[start..<end] {
+                try statement.bind(change.source, at: parameter)
+                try statement.bind(change.target, at: parameter + 1)
                 if join.hasPosition, let position = position(of: change.target, in: change.source, join) {
-                    try statement.bind(Int64(position), at: 3)
+                    try statement.bind(Int64(position), at: parameter + 2)
                 } else {
-                    try statement.bindNull(at: 3)
+                    try statement.bindNull(at: parameter + 2)
                 }
-            } else {
-                statement = try connection.cachedStatement(
-                    sql: "DELETE FROM \(table) WHERE \"source\" = ? AND \"target\" = ?")
-                try statement.bind(change.source, at: 1)
-                try statement.bind(change.target, at: 2)
+                parameter += 3
             }
             try statement.execute()
+            start = end
         }
     }
 

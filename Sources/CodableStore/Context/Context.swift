@@ -158,11 +158,7 @@ public final class Context {
         registries[entity][rowID] = object
         insertedObjects.append(object)
         let mapping = model.mappings[entity]
-        if let index = identityIndexes[entity] {
-            let key = identityKey(of: object, mapping)
-            index.objects[key] = object
-            index.missing.remove(key)
-        }
+        indexIdentity(of: object, mapping)
         if !mapping.hasRelationships { return }
         // Relationships assigned before insertion were not tracked: connect them now.
         for case let relationship? in mapping.relationships {

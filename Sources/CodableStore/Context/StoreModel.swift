@@ -195,6 +195,28 @@ struct JoinTable: Sendable {
     let target: Int
     /// Whether the source side is ordered (a `position` column is maintained).
     let hasPosition: Bool
+    /// Rows per multi-row link INSERT.
+    static let linkBatchRows = 32
+    /// `INSERT … (source, target, position) VALUES (?, ?, ?)` for one row and for ``linkBatchRows`` rows; a
+    /// link that exists takes the new position. OR FAIL: see ``EntityMapping/insertBatchSQL``.
+    let linkSQL: String
+    let linkBatchSQL: String
+    /// `DELETE … WHERE source = ? AND target = ?`.
+    let unlinkSQL: String
+
+    init(index: Int, name: String, source: Int, target: Int, hasPosition: Bool) {
+        self.index = index
+        self.name = name
+        self.source = source
+        self.target = target
+        self.hasPosition = hasPosition
+        let table = quoteIdentifier(name)
+        let prefix = "INSERT OR FAIL INTO \(table) (\"source\", \"target\", \"position\") VALUES "
+        let upsert = " ON CONFLICT (\"source\", \"target\") DO UPDATE SET \"position\" = excluded.\"position\""
+        self.linkSQL = prefix + "(?, ?, ?)" + upsert
+        self.linkBatchSQL = prefix + Array(repeating: "(?, ?, ?)", count: Self.linkBatchRows).joined(separator: ", ") + upsert
+        self.unlinkSQL = "DELETE FROM \(table) WHERE \"source\" = ? AND \"target\" = ?"
+    }
 }
 
 /// One entity's table: columns, and the SQL to read and write its rows.
@@ -222,6 +244,10 @@ final class EntityMapping: Sendable {
     let relationships: [ResolvedRelationship?]
     /// Whether the entity has any relationship.
     let hasRelationships: Bool
+    /// The entity's decoding hooks, looked up once (a dynamic cast per decoded object costs more than
+    /// decoding a few of its attributes).
+    let jsonPreparing: (any EntityJSONPreparing.Type)?
+    let hasCustomDecoding: Bool
     /// `SELECT "_pk", … FROM "T"`.
     let selectSQL: String
     /// The column list of ``selectSQL`` qualified with the table name, for joins.
@@ -278,6 +304,8 @@ final class EntityMapping: Sendable {
         self.description = description
         self.relationships = relationships
         self.hasRelationships = relationships.contains { $0 != nil }
+        self.jsonPreparing = description.type as? any EntityJSONPreparing.Type
+        self.hasCustomDecoding = description.type is any EntityCustomDecoding.Type
         var columns: [Column] = []
         var columnOfField = Array(repeating: Int32(-1), count: description.fields.count)
         var columnNameOfField: [String?] = Array(repeating: nil, count: description.fields.count)

@@ -127,7 +127,7 @@ public final class AttributeDescription: Sendable {
         case int, double, string, bool, date, other
     }
 
-    private static func fastKind<V>(of type: V.Type) -> FastKind {
+    private static func fastKind(of type: any AttributeValue.Type) -> FastKind {
         switch type {
         case is Int.Type, is Int?.Type: .int
         case is Double.Type, is Double?.Type: .double
@@ -138,7 +138,39 @@ public final class AttributeDescription: Sendable {
         }
     }
 
-    init<Root: EntityObject, V: AttributeValue>(
+    @usableFromInline
+    init(
+        name: String,
+        index: Int,
+        valueType: any AttributeValue.Type,
+        defaultValue: SQLiteValue?,
+        bindValue: @escaping @Sendable (AnyObject, Statement, Int32) throws -> Void,
+        readValue: @escaping @Sendable (AnyObject) -> SQLiteValue,
+        writeValue: @escaping @Sendable (AnyObject, SQLiteValue) throws(AttributeValueError) -> Void,
+        decodeSQLiteValue: @escaping @Sendable (any Decoder) throws -> SQLiteValue,
+        decodeAndAssign: @escaping @Sendable (AnyObject, any Decoder) throws -> Void,
+        encodeValue: @escaping @Sendable (AnyObject, any Encoder) throws -> Void
+    ) {
+        self.name = name
+        self.index = index
+        self.type = valueType.attributeType
+        self.isOptional = valueType.isOptional
+        self.defaultValue = defaultValue
+        self.valueType = valueType
+        self.fastKind = Self.fastKind(of: valueType)
+        self.bindValue = bindValue
+        self.readValue = readValue
+        self.writeValue = writeValue
+        self.decodeSQLiteValue = decodeSQLiteValue
+        self.decodeAndAssign = decodeAndAssign
+        self.encodeValue = encodeValue
+    }
+
+    /// The typed accessors become type-erased closures here. Inlinable, so that the closures are compiled
+    /// (specialized) in the module that declares the entity: generic closures run an order of magnitude
+    /// slower, instantiating metadata and calling through witness tables on every use.
+    @inlinable
+    convenience init<Root: EntityObject, V: AttributeValue>(
         name: String,
         index: Int,
         _: V.Type,
@@ -146,30 +178,28 @@ public final class AttributeDescription: Sendable {
         get: @escaping @Sendable (Root) -> V,
         set: @escaping @Sendable (Root, V) -> Void
     ) {
-        self.name = name
-        self.index = index
-        self.type = V.attributeType
-        self.isOptional = V.isOptional
-        self.defaultValue = defaultValue?.sqliteValue
-        self.valueType = V.self
-        self.fastKind = Self.fastKind(of: V.self)
-        self.bindValue = { object, statement, parameter in
-            try get(unsafeDowncast(object, to: Root.self)).bind(to: statement, at: parameter)
-        }
-        self.readValue = { object in get(unsafeDowncast(object, to: Root.self)).sqliteValue }
-        self.writeValue = { object, value throws(AttributeValueError) in
-            set(unsafeDowncast(object, to: Root.self), try V(sqliteValue: value))
-        }
-        self.decodeSQLiteValue = { decoder in try V.decodeAttribute(from: decoder).sqliteValue }
-        self.encodeValue = { object, encoder in try get(unsafeDowncast(object, to: Root.self)).encodeAttribute(to: encoder) }
-        self.decodeAndAssign = { object, decoder in
-            let root = unsafeDowncast(object, to: Root.self)
-            let value = try V.decodeAttribute(from: decoder)
-            if get(root) != value {
-                set(root, value)
-                root.entityState.didChange(root, index)
-            }
-        }
+        self.init(
+            name: name,
+            index: index,
+            valueType: V.self,
+            defaultValue: defaultValue?.sqliteValue,
+            bindValue: { object, statement, parameter in
+                try get(unsafeDowncast(object, to: Root.self)).bind(to: statement, at: parameter)
+            },
+            readValue: { object in get(unsafeDowncast(object, to: Root.self)).sqliteValue },
+            writeValue: { object, value throws(AttributeValueError) in
+                set(unsafeDowncast(object, to: Root.self), try V(sqliteValue: value))
+            },
+            decodeSQLiteValue: { decoder in try V.decodeAttribute(from: decoder).sqliteValue },
+            decodeAndAssign: { object, decoder in
+                let root = unsafeDowncast(object, to: Root.self)
+                let value = try V.decodeAttribute(from: decoder)
+                if get(root) != value {
+                    set(root, value)
+                    root.entityState.didChange(root, index)
+                }
+            },
+            encodeValue: { object, encoder in try get(unsafeDowncast(object, to: Root.self)).encodeAttribute(to: encoder) })
     }
 
     /// The current value of this attribute of `object`, as stored.
@@ -207,109 +237,138 @@ public final class RelationshipDescription: Sendable {
     /// Whether the relationship holds nothing (nil, or no members).
     let isEmpty: @Sendable (AnyObject) -> Bool
 
-    init<Root: EntityObject, D: EntityObject>(
+    @usableFromInline
+    init(
+        name: String,
+        index: Int,
+        kind: Kind,
+        destination: any EntityObject.Type,
+        getOne: @escaping @Sendable (AnyObject) -> (any EntityObject)?,
+        setOne: @escaping @Sendable (AnyObject, AnyObject?) -> Void,
+        getMany: @escaping @Sendable (AnyObject) -> [any EntityObject],
+        setMany: @escaping @Sendable (AnyObject, [AnyObject]) -> Void,
+        insertMember: @escaping @Sendable (AnyObject, AnyObject) -> Bool,
+        removeMember: @escaping @Sendable (AnyObject, AnyObject) -> Void,
+        containsMember: @escaping @Sendable (AnyObject, AnyObject) -> Bool,
+        isEmpty: @escaping @Sendable (AnyObject) -> Bool
+    ) {
+        self.name = name
+        self.index = index
+        self.kind = kind
+        self.destination = destination
+        self.getOne = getOne
+        self.setOne = setOne
+        self.getMany = getMany
+        self.setMany = setMany
+        self.insertMember = insertMember
+        self.removeMember = removeMember
+        self.containsMember = containsMember
+        self.isEmpty = isEmpty
+    }
+
+    // The typed accessors become type-erased closures in these inlinable initializers, compiled in the module
+    // that declares the entity (see AttributeDescription's).
+
+    @inlinable
+    convenience init<Root: EntityObject, D: EntityObject>(
         toOne name: String,
         index: Int,
         _: D.Type,
         get: @escaping @Sendable (Root) -> D?,
         set: @escaping @Sendable (Root, D?) -> Void
     ) {
-        self.name = name
-        self.index = index
-        self.kind = .toOne
-        self.destination = D.self
-        self.getOne = { get(unsafeDowncast($0, to: Root.self)) }
-        self.setOne = { set(unsafeDowncast($0, to: Root.self), $1.map { unsafeDowncast($0, to: D.self) }) }
-        self.getMany = { object in get(unsafeDowncast(object, to: Root.self)).map { [$0] } ?? [] }
-        self.setMany = { set(unsafeDowncast($0, to: Root.self), $1.first.map { unsafeDowncast($0, to: D.self) }) }
-        self.insertMember = { owner, member in
-            let root = unsafeDowncast(owner, to: Root.self)
-            if get(root) === member { return false }
-            set(root, unsafeDowncast(member, to: D.self))
-            return true
-        }
-        self.removeMember = { owner, member in
-            let root = unsafeDowncast(owner, to: Root.self)
-            if get(root) === member { set(root, nil) }
-        }
-        self.containsMember = { get(unsafeDowncast($0, to: Root.self)) === $1 }
-        self.isEmpty = { get(unsafeDowncast($0, to: Root.self)) == nil }
+        self.init(
+            name: name, index: index, kind: .toOne, destination: D.self,
+            getOne: { get(unsafeDowncast($0, to: Root.self)) },
+            setOne: { set(unsafeDowncast($0, to: Root.self), $1.map { unsafeDowncast($0, to: D.self) }) },
+            getMany: { object in get(unsafeDowncast(object, to: Root.self)).map { [$0] } ?? [] },
+            setMany: { set(unsafeDowncast($0, to: Root.self), $1.first.map { unsafeDowncast($0, to: D.self) }) },
+            insertMember: { owner, member in
+                let root = unsafeDowncast(owner, to: Root.self)
+                if get(root) === member { return false }
+                set(root, unsafeDowncast(member, to: D.self))
+                return true
+            },
+            removeMember: { owner, member in
+                let root = unsafeDowncast(owner, to: Root.self)
+                if get(root) === member { set(root, nil) }
+            },
+            containsMember: { get(unsafeDowncast($0, to: Root.self)) === $1 },
+            isEmpty: { get(unsafeDowncast($0, to: Root.self)) == nil })
     }
 
-    init<Root: EntityObject, D: EntityObject>(
+    @inlinable
+    convenience init<Root: EntityObject, D: EntityObject>(
         ordered name: String,
         index: Int,
         _: D.Type,
         get: @escaping @Sendable (Root) -> [D],
         set: @escaping @Sendable (Root, [D]) -> Void
     ) {
-        self.name = name
-        self.index = index
-        self.kind = .toManyOrdered
-        self.destination = D.self
-        self.getOne = { get(unsafeDowncast($0, to: Root.self)).first }
-        self.setOne = { set(unsafeDowncast($0, to: Root.self), $1.map { [unsafeDowncast($0, to: D.self)] } ?? []) }
-        self.getMany = { get(unsafeDowncast($0, to: Root.self)).map { $0 } }
-        self.setMany = { set(unsafeDowncast($0, to: Root.self), $1.map { unsafeDowncast($0, to: D.self) }) }
-        self.insertMember = { owner, member in
-            let root = unsafeDowncast(owner, to: Root.self)
-            // Take the array out of the object first so that appending does not copy it.
-            var members = get(root)
-            if members.contains(where: { $0 === member }) { return false }
-            set(root, [])
-            members.append(unsafeDowncast(member, to: D.self))
-            set(root, members)
-            return true
-        }
-        self.removeMember = { owner, member in
-            let root = unsafeDowncast(owner, to: Root.self)
-            var members = get(root)
-            guard let position = members.firstIndex(where: { $0 === member }) else { return }
-            set(root, [])
-            members.remove(at: position)
-            set(root, members)
-        }
-        self.containsMember = { owner, member in
-            get(unsafeDowncast(owner, to: Root.self)).contains { $0 === member }
-        }
-        self.isEmpty = { get(unsafeDowncast($0, to: Root.self)).isEmpty }
+        self.init(
+            name: name, index: index, kind: .toManyOrdered, destination: D.self,
+            getOne: { get(unsafeDowncast($0, to: Root.self)).first },
+            setOne: { set(unsafeDowncast($0, to: Root.self), $1.map { [unsafeDowncast($0, to: D.self)] } ?? []) },
+            getMany: { get(unsafeDowncast($0, to: Root.self)).map { $0 } },
+            setMany: { set(unsafeDowncast($0, to: Root.self), $1.map { unsafeDowncast($0, to: D.self) }) },
+            insertMember: { owner, member in
+                let root = unsafeDowncast(owner, to: Root.self)
+                // Take the array out of the object first so that appending does not copy it.
+                var members = get(root)
+                if members.contains(where: { $0 === member }) { return false }
+                set(root, [])
+                members.append(unsafeDowncast(member, to: D.self))
+                set(root, members)
+                return true
+            },
+            removeMember: { owner, member in
+                let root = unsafeDowncast(owner, to: Root.self)
+                var members = get(root)
+                guard let position = members.firstIndex(where: { $0 === member }) else { return }
+                set(root, [])
+                members.remove(at: position)
+                set(root, members)
+            },
+            containsMember: { owner, member in
+                get(unsafeDowncast(owner, to: Root.self)).contains { $0 === member }
+            },
+            isEmpty: { get(unsafeDowncast($0, to: Root.self)).isEmpty })
     }
 
-    init<Root: EntityObject, D: EntityObject>(
+    @inlinable
+    convenience init<Root: EntityObject, D: EntityObject>(
         unordered name: String,
         index: Int,
         _: D.Type,
         get: @escaping @Sendable (Root) -> Set<D>,
         set: @escaping @Sendable (Root, Set<D>) -> Void
     ) {
-        self.name = name
-        self.index = index
-        self.kind = .toManyUnordered
-        self.destination = D.self
-        self.getOne = { get(unsafeDowncast($0, to: Root.self)).first }
-        self.setOne = { set(unsafeDowncast($0, to: Root.self), $1.map { [unsafeDowncast($0, to: D.self)] } ?? []) }
-        self.getMany = { get(unsafeDowncast($0, to: Root.self)).map { $0 } }
-        self.setMany = { set(unsafeDowncast($0, to: Root.self), Set($1.map { unsafeDowncast($0, to: D.self) })) }
-        self.insertMember = { owner, member in
-            let root = unsafeDowncast(owner, to: Root.self)
-            var members = get(root)
-            set(root, [])
-            let inserted = members.insert(unsafeDowncast(member, to: D.self)).inserted
-            set(root, members)
-            return inserted
-        }
-        self.removeMember = { owner, member in
-            let root = unsafeDowncast(owner, to: Root.self)
-            var members = get(root)
-            guard members.contains(unsafeDowncast(member, to: D.self)) else { return }
-            set(root, [])
-            members.remove(unsafeDowncast(member, to: D.self))
-            set(root, members)
-        }
-        self.containsMember = { owner, member in
-            get(unsafeDowncast(owner, to: Root.self)).contains(unsafeDowncast(member, to: D.self))
-        }
-        self.isEmpty = { get(unsafeDowncast($0, to: Root.self)).isEmpty }
+        self.init(
+            name: name, index: index, kind: .toManyUnordered, destination: D.self,
+            getOne: { get(unsafeDowncast($0, to: Root.self)).first },
+            setOne: { set(unsafeDowncast($0, to: Root.self), $1.map { [unsafeDowncast($0, to: D.self)] } ?? []) },
+            getMany: { get(unsafeDowncast($0, to: Root.self)).map { $0 } },
+            setMany: { set(unsafeDowncast($0, to: Root.self), Set($1.map { unsafeDowncast($0, to: D.self) })) },
+            insertMember: { owner, member in
+                let root = unsafeDowncast(owner, to: Root.self)
+                var members = get(root)
+                set(root, [])
+                let inserted = members.insert(unsafeDowncast(member, to: D.self)).inserted
+                set(root, members)
+                return inserted
+            },
+            removeMember: { owner, member in
+                let root = unsafeDowncast(owner, to: Root.self)
+                var members = get(root)
+                guard members.contains(unsafeDowncast(member, to: D.self)) else { return }
+                set(root, [])
+                members.remove(unsafeDowncast(member, to: D.self))
+                set(root, members)
+            },
+            containsMember: { owner, member in
+                get(unsafeDowncast(owner, to: Root.self)).contains(unsafeDowncast(member, to: D.self))
+            },
+            isEmpty: { get(unsafeDowncast($0, to: Root.self)).isEmpty })
     }
 }
 
@@ -329,7 +388,8 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
         self.name = name
     }
 
-    private mutating func add(_ field: FieldDescription, keyPath: AnyKeyPath) {
+    @usableFromInline
+    mutating func add(_ field: FieldDescription, keyPath: AnyKeyPath) {
         if fields.contains(where: { $0.name == field.name }) {
             problems.append("\(name).\(field.name) is declared twice")
         }
@@ -340,7 +400,11 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
         fields.append(field)
     }
 
+    @usableFromInline
+    var nextFieldIndex: Int { fields.count }
+
     /// Adds an attribute.
+    @inlinable
     public mutating func field<V: AttributeValue>(
         _ name: String,
         _ keyPath: KeyPath<Root, V>,
@@ -350,11 +414,12 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
         set: @escaping @Sendable (Root, V) -> Void
     ) {
         let attribute = AttributeDescription(
-            name: name, index: fields.count, V.self, defaultValue: defaultValue?(), get: get, set: set)
+            name: name, index: nextFieldIndex, V.self, defaultValue: defaultValue?(), get: get, set: set)
         add(.attribute(attribute), keyPath: keyPath)
     }
 
     /// Adds a to-one relationship.
+    @inlinable
     public mutating func field<D: EntityObject>(
         _ name: String,
         _ keyPath: KeyPath<Root, D?>,
@@ -363,11 +428,12 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
         get: @escaping @Sendable (Root) -> D?,
         set: @escaping @Sendable (Root, D?) -> Void
     ) {
-        let relationship = RelationshipDescription(toOne: name, index: fields.count, D.self, get: get, set: set)
+        let relationship = RelationshipDescription(toOne: name, index: nextFieldIndex, D.self, get: get, set: set)
         add(.relationship(relationship), keyPath: keyPath)
     }
 
     /// Adds an ordered to-many relationship.
+    @inlinable
     public mutating func field<D: EntityObject>(
         _ name: String,
         _ keyPath: KeyPath<Root, [D]>,
@@ -376,11 +442,12 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
         get: @escaping @Sendable (Root) -> [D],
         set: @escaping @Sendable (Root, [D]) -> Void
     ) {
-        let relationship = RelationshipDescription(ordered: name, index: fields.count, D.self, get: get, set: set)
+        let relationship = RelationshipDescription(ordered: name, index: nextFieldIndex, D.self, get: get, set: set)
         add(.relationship(relationship), keyPath: keyPath)
     }
 
     /// Adds an unordered to-many relationship.
+    @inlinable
     public mutating func field<D: EntityObject>(
         _ name: String,
         _ keyPath: KeyPath<Root, Set<D>>,
@@ -389,7 +456,7 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
         get: @escaping @Sendable (Root) -> Set<D>,
         set: @escaping @Sendable (Root, Set<D>) -> Void
     ) {
-        let relationship = RelationshipDescription(unordered: name, index: fields.count, D.self, get: get, set: set)
+        let relationship = RelationshipDescription(unordered: name, index: nextFieldIndex, D.self, get: get, set: set)
         add(.relationship(relationship), keyPath: keyPath)
     }
 

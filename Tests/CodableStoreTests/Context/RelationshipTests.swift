@@ -207,6 +207,29 @@ import Testing
         #expect(try RawDatabase(path).rows("SELECT l.name, j.position FROM Article_labels j JOIN Label l ON l._pk = j.target JOIN Article a ON a._pk = j.source WHERE a.id = 1 ORDER BY j.position") == [["b", "0"], ["c", "1"]])
     }
 
+    /// Links are written 32 rows per statement: 70 links (two full statements and 6 single rows), then a
+    /// reversal (every link re-positioned) with removals in between, must land with the right positions.
+    @Test func manyLinksInOneSaveKeepTheirPositions() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: [Article.self])
+        let names = (0..<70).map { "l\($0)" }
+        try store.write { context in
+            let article = Article(id: 1)
+            article.labels = names.map { Label(name: $0) }
+            try context.insert(article)
+        }
+        let raw = try RawDatabase(path)
+        let query = "SELECT l.name, j.position FROM Article_labels j JOIN Label l ON l._pk = j.target ORDER BY j.position"
+        #expect(try raw.rows(query) == names.enumerated().map { [$1, "\($0)"] })
+        let kept = names.reversed().filter { !$0.hasSuffix("5") }
+        try store.write { context in
+            let article = try #require(try context.object(Article.self, identity: 1))
+            article.labels = try kept.map { try #require(try context.object(Label.self, identity: $0)) }
+        }
+        #expect(try raw.rows(query) == kept.enumerated().map { [$1, "\($0)"] })
+        #expect(try raw.value("SELECT count(*) FROM Label") == "70")
+    }
+
     private func b(_ context: Context) throws -> Label { try #require(try context.object(Label.self, identity: "b")) }
 
     @Test func toManyWithoutInverseUsesItsOwnJoinTable() throws {
