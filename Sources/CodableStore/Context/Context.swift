@@ -127,7 +127,7 @@ public final class Context {
         try insertObject(object)
     }
 
-    func insertObject(_ object: some EntityObject) throws {
+    func insertObject(_ object: any EntityObject) throws {
         let state = object.entityState
         if isReadOnly { throw StoreError.readOnly("insert") }
         if let owner = state.context {
@@ -161,10 +161,8 @@ public final class Context {
         indexIdentity(of: object, mapping)
         if !mapping.hasRelationships { return }
         // Relationships assigned before insertion were not tracked: connect them now.
-        for case let relationship? in mapping.relationships {
-            let members = relationship.description.getMany(object)
-            if members.isEmpty { continue }
-            try connectMembers(members, of: object, relationship)
+        for case let relationship? in mapping.relationships where !relationship.description.isEmpty(object) {
+            try connectMembers(relationship.description.getMany(object), of: object, relationship)
         }
     }
 

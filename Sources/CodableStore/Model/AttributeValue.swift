@@ -50,10 +50,12 @@ public protocol AttributeValue: Equatable, Sendable, SendableMetatype {
 extension AttributeValue {
     public static var isOptional: Bool { false }
 
+    @inlinable
     public func bind(to statement: Statement, at index: Int32) throws {
         try statement.bind(sqliteValue, at: index)
     }
 
+    @inlinable
     public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self {
         try Self(sqliteValue: statement.value(at: column))
     }
@@ -280,17 +282,18 @@ extension URL: AttributeValue {
 
 // MARK: - Optional
 
+// Inlinable, so that optional attributes convert with their wrapped type's code rather than generically.
 extension Optional: AttributeValue where Wrapped: AttributeValue {
     public static var attributeType: AttributeType { Wrapped.attributeType }
     public static var isOptional: Bool { true }
-    public var sqliteValue: SQLiteValue { self?.sqliteValue ?? .null }
-    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
+    @inlinable public var sqliteValue: SQLiteValue { self?.sqliteValue ?? .null }
+    @inlinable public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
         self = sqliteValue.isNull ? nil : try Wrapped(sqliteValue: sqliteValue)
     }
-    public func bind(to statement: Statement, at index: Int32) throws {
+    @inlinable public func bind(to statement: Statement, at index: Int32) throws {
         if let self { try self.bind(to: statement, at: index) } else { try statement.bindNull(at: index) }
     }
-    public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self {
+    @inlinable public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self {
         statement.isNull(at: column) ? nil : try Wrapped.read(from: statement, at: column)
     }
 }

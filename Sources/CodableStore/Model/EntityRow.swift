@@ -4,48 +4,53 @@
 /// `NULL` for a non-optional) throws a ``StoreError`` naming the entity and the field. Relationships are not
 /// read here: they start empty and load on first access.
 public struct EntityRow {
-    private enum Source {
-        /// The current row of a statement.
-        case statement(Statement)
-        /// Values by field index (the decoder creating a new object).
-        case values([SQLiteValue])
-    }
-
-    private let source: Source
+    /// The current row of a statement, or (when nil) values by field index: the decoder creating an object.
+    @usableFromInline let statement: Statement?
+    @usableFromInline let values: [SQLiteValue]
     let mapping: EntityMapping
     /// Where the entity's columns start in the statement's result (after extra leading columns).
     private let columnOffset: Int32
 
     init(statement: Statement, mapping: EntityMapping, columnOffset: Int32 = 0) {
-        self.source = .statement(statement)
+        self.statement = statement
+        self.values = []
         self.mapping = mapping
         self.columnOffset = columnOffset
     }
 
     init(values: [SQLiteValue], mapping: EntityMapping) {
-        self.source = .values(values)
+        self.statement = nil
+        self.values = values
         self.mapping = mapping
         self.columnOffset = 0
     }
 
-    /// Reads an attribute.
+    /// Reads an attribute. Inlinable, so that each `init(row:)` reads its columns with the concrete types'
+    /// conversions instead of generic ones.
+    @inlinable
     public func value<V: AttributeValue>(_ field: Int, as type: V.Type) throws -> V {
-        do {
-            switch source {
-            case .statement(let statement):
-                return try V.read(from: statement, at: mapping.columnOfField[field] + columnOffset)
-            case .values(let values):
-                return try V(sqliteValue: values[field])
+        do throws(AttributeValueError) {
+            if let statement {
+                return try V.read(from: statement, at: column(of: field))
             }
+            return try V(sqliteValue: values[field])
         } catch {
-            throw StoreError.valueMismatch(entity: mapping.name, field: mapping.description.fields[field].name, error)
+            throw mismatch(field, error)
         }
     }
 
+    @usableFromInline
+    func column(of field: Int) -> Int32 { mapping.columnOfField[field] + columnOffset }
+
+    @usableFromInline
+    func mismatch(_ field: Int, _ error: AttributeValueError) -> StoreError {
+        StoreError.valueMismatch(entity: mapping.name, field: mapping.description.fields[field].name, error)
+    }
+
     /// A to-one relationship starts unloaded.
-    public func value<D: EntityObject>(_ field: Int, as type: D?.Type) throws -> D? { nil }
+    @inlinable public func value<D: EntityObject>(_ field: Int, as type: D?.Type) throws -> D? { nil }
     /// An ordered to-many relationship starts unloaded.
-    public func value<D: EntityObject>(_ field: Int, as type: [D].Type) throws -> [D] { [] }
+    @inlinable public func value<D: EntityObject>(_ field: Int, as type: [D].Type) throws -> [D] { [] }
     /// An unordered to-many relationship starts unloaded.
-    public func value<D: EntityObject>(_ field: Int, as type: Set<D>.Type) throws -> Set<D> { [] }
+    @inlinable public func value<D: EntityObject>(_ field: Int, as type: Set<D>.Type) throws -> Set<D> { [] }
 }
