@@ -383,7 +383,9 @@ extension StoreDecoderImpl {
         for entity in keys.keys.sorted() {
             try context.prefetch(entity: entity, keys: keys[entity]!)
         }
-        guard mapping.hasRelationships, !mapping.description.identity.isEmpty else { return }
+        guard mapping.hasRelationships, !mapping.description.identity.isEmpty,
+            context.materializedCounts[mapping.index] > 0
+        else { return }
         for relationshipDescription in mapping.description.relationships where relationshipDescription.isToMany {
             guard let relationship = mapping.relationships[relationshipDescription.index] else { continue }
             var owners: [any EntityObject] = []

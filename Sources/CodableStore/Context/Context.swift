@@ -38,6 +38,9 @@ public final class Context {
     var updateSQLCache: [UpdateKey: String] = [:]
     /// Identity indexes by entity, created on first use (see `Context+Identity.swift`).
     var identityIndexes: [IdentityIndex?]
+    /// Per entity, how many objects were read from the store since the last reset: when none were, no object
+    /// of the entity can have stored to-many memberships to load before a decode replaces them.
+    var materializedCounts: [Int]
 
     struct LinkChange {
         let table: Int
@@ -58,6 +61,7 @@ public final class Context {
         self.registries = Array(repeating: [:], count: model.mappings.count)
         self.nextRowIDs = Array(repeating: nil, count: model.mappings.count)
         self.identityIndexes = Array(repeating: nil, count: model.mappings.count)
+        self.materializedCounts = Array(repeating: 0, count: model.mappings.count)
     }
 
     /// Whether there are changes not yet written.
@@ -102,6 +106,7 @@ public final class Context {
         detachedObjects = []
         registries = Array(repeating: [:], count: model.mappings.count)
         identityIndexes = Array(repeating: nil, count: model.mappings.count)
+        materializedCounts = Array(repeating: 0, count: model.mappings.count)
         insertedObjects = []
         updatedObjects = []
         linkChanges = []
@@ -259,6 +264,7 @@ public final class Context {
         state.entityIndex = mapping.index
         state.status = .persistent
         state.rowID = rowID
+        materializedCounts[mapping.index] += 1
         for case let relationship? in mapping.relationships {
             let field = relationship.description.index
             if case .foreignKey = relationship.storage {
