@@ -99,7 +99,6 @@ extension Context {
         // Unknown keys are marked missing as they are collected (one hash per key, duplicates included);
         // the query below replaces the marks of the keys the store has.
         var pending: [IdentityKey] = []
-        index.entries.reserveCapacity(index.entries.count + keys.underestimatedCount)
         for key in keys where key.count == arity {
             switch index.entries.updateValue(.missing, forKey: key) {
             case nil:

@@ -253,7 +253,10 @@ public struct JSONTape: Sendable, Equatable {
     public static func parse(_ bytes: some ContiguousBytes, maximumDepth: Int = 512) throws -> JSONTape {
         let builder = JSONTapeBuilder()
         let reader = JSONReader(options: .init(maximumDepth: maximumDepth), handler: builder)
-        try bytes.withUnsafeBytes { try reader.parse($0) }
+        try bytes.withUnsafeBytes { buffer in
+            builder.reserveCapacity(forInputSize: buffer.count)
+            try reader.parse(buffer)
+        }
         try reader.finish()
         return builder.tape
     }

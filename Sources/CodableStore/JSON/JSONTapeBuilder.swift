@@ -26,6 +26,15 @@ final class JSONTapeBuilder: JSONEventHandler {
     /// of the tape is still alive somewhere (then the next value gets fresh buffers, as a value type must).
     func reset(baseOffset: Int) { state.pointee.reset(baseOffset: baseOffset) }
 
+    /// Reserves room for the tape of a whole document of `inputSize` bytes, so that a large document is not
+    /// copied again and again as the buffers double (and the copies do not raise the peak memory).
+    func reserveCapacity(forInputSize inputSize: Int) {
+        // String and key bytes never exceed the input; nodes are estimated (reference dumps need one per
+        // 12 input bytes), and the buffer still grows if a denser document needs more.
+        state.pointee.tape.bytes.reserveCapacity(inputSize / 2)
+        state.pointee.tape.nodes.reserveCapacity(inputSize / 12 + 16)
+    }
+
     func startObject(at offset: Int) throws { try state.pointee.startContainer(isObject: true, at: offset) }
     func endObject(at offset: Int) throws { state.pointee.endContainer() }
     func startArray(at offset: Int) throws { try state.pointee.startContainer(isObject: false, at: offset) }
