@@ -253,6 +253,24 @@ extension Context {
 extension Context {
     /// Sets a to-one relationship through the type-erased description, with inverse maintenance.
     func setToOne(_ owner: any EntityObject, _ relationship: ResolvedRelationship, _ new: (any EntityObject)?) {
+        let state = owner.entityState
+        let field = relationship.description.index
+        if case .foreignKey = relationship.storage, state.unloadedRelationships.contains(field) {
+            // Not loaded: the stored foreign key says what it is, without reading the old destination. Only an
+            // old destination in memory can have a loaded inverse to update; one that is not was never read.
+            let stored = state.foreignKeys[field]
+            let newRowID = new.flatMap { $0.entityState.status == .transient ? nil : $0.entityState.rowID }
+            state.unloadedRelationships.remove(field)
+            state.foreignKeys[field] = nil
+            if stored == newRowID, (new == nil) == (stored == nil) {
+                relationship.description.setOne(owner, new)
+                return
+            }
+            let old = stored.flatMap { registries[relationship.destination][$0] }
+            relationship.description.setOne(owner, new)
+            toOneDidChange(owner, relationship, old: old, new: new)
+            return
+        }
         let old = resolveToOne(owner, relationship)
         if old === new { return }
         relationship.description.setOne(owner, new)

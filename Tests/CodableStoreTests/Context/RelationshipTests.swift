@@ -175,6 +175,63 @@ import Testing
     init(name: String) { self.name = name }
 }
 
+/// Assigning a to-one that was never loaded compares foreign keys instead of reading the old destination.
+@Suite struct UnloadedToOneTests {
+    private func makeStore(_ path: String, _ log: StatementLog) throws -> Store {
+        let store = try Store(path: path, entities: TestStore.entities, options: .init(statementObserver: log.observer))
+        try store.write { context in
+            let (fr, de) = (Country(code: "FR", name: "France"), Country(code: "DE", name: "Germany"))
+            for id in 1...2 {
+                let person = Person(id: id)
+                person.country = fr
+                try context.insert(person)
+            }
+            try context.insert(de)
+        }
+        return store
+    }
+
+    @Test func theOldDestinationIsNotReadAndAnEqualOneWritesNothing() throws {
+        let path = TestStore.temporaryPath()
+        let log = StatementLog()
+        let store = try makeStore(path, log)
+        try store.write { context in
+            let germany = try #require(try context.object(Country.self, identity: "DE"))
+            let one = try #require(try context.object(Person.self, identity: 1))
+            log.reset()
+            one.country = germany  // France, the stored destination, is not in memory: it is not read
+            #expect(!log.all.contains { $0.contains("FROM \"Country\"") })
+            let two = try #require(try context.object(Person.self, identity: 2))
+            let france = try #require(try context.object(Country.self, identity: "FR"))
+            log.reset()
+            two.country = france  // what is stored already
+            #expect(!two.entityState.hasChanges)
+            try context.save()
+            #expect(log.writes.isEmpty)  // person 1's update was flushed before the lookups above
+        }
+        #expect(try RawDatabase(path).rows("SELECT p.id, c.code FROM Person p JOIN Country c ON c._pk = p.country ORDER BY p.id") == [["1", "DE"], ["2", "FR"]])
+    }
+
+    @Test func assigningAnotherDestinationUpdatesTheKeyAndLoadedInverses() throws {
+        let path = TestStore.temporaryPath()
+        let store = try makeStore(path, StatementLog())
+        try store.write { context in
+            let france = try #require(try context.object(Country.self, identity: "FR"))
+            #expect(france.people.count == 2)  // loaded: must lose person 1
+            let germany = try #require(try context.object(Country.self, identity: "DE"))
+            let one = try #require(try context.object(Person.self, identity: 1))
+            one.country = germany
+            #expect(france.people.map(\.id) == [2])
+            #expect(germany.people.map(\.id) == [1])
+            let two = try #require(try context.object(Person.self, identity: 2))
+            two.country = nil
+            #expect(france.people.isEmpty)
+        }
+        let raw = try RawDatabase(path)
+        #expect(try raw.rows("SELECT p.id, c.code FROM Person p LEFT JOIN Country c ON c._pk = p.country ORDER BY p.id") == [["1", "DE"], ["2", "NULL"]])
+    }
+}
+
 @Suite struct ManyToManyTests {
     @Test func orderedManyToManyKeepsOrderAndBothSides() throws {
         let path = TestStore.temporaryPath()
