@@ -130,8 +130,7 @@ public final class StoreDecoder: @unchecked Sendable {
     public func decode<T: Decodable>(_ type: T.Type, from data: Data, into context: Context) throws -> T {
         // The whole document is parsed (strictly, with yajl) before anything is decoded: a malformed document
         // changes nothing in the context.
-        let tape = try JSONTape.parse(data)
-        return try decode(type, from: JSONTapeView(tape: tape), into: context)
+        try JSONTape.withDocumentTape(data) { tape in try decode(type, from: JSONTapeView(tape: tape), into: context) }
     }
 
     /// Decodes from a record of a ``JSONRecordStream`` (the streaming importer's path).

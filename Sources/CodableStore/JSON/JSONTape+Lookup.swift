@@ -112,9 +112,7 @@ extension JSONTape {
         let node = nodes[position]
         guard node.kind == .key || node.kind == .string, Int(node.b) == utf8.count else { return false }
         guard utf8.count > 0 else { return true }
-        return bytes.withUnsafeBytes { buffer in
-            memcmp(buffer.baseAddress! + Int(node.a), utf8.baseAddress!, utf8.count) == 0
-        }
+        return withBytes(of: node) { memcmp($0.baseAddress!, utf8.baseAddress!, utf8.count) == 0 }
     }
 
     /// The position of the value of the last member named `utf8` in the object at `object`.
@@ -125,12 +123,12 @@ extension JSONTape {
         let end = Int(objectNode.a)
         let length = UInt32(truncatingIfNeeded: utf8.count)
         return nodes.withUnsafeBufferPointer { nodes in
-            bytes.withUnsafeBytes { bytes in
+            withStorage { storage in
                 @inline(__always)
                 func isMatch(_ position: Int) -> Bool {
                     let node = nodes[position]
                     guard node.info >> 8 == hash, node.b == length else { return false }
-                    return length == 0 || memcmp(bytes.baseAddress! + Int(node.a), utf8.baseAddress!, Int(length)) == 0
+                    return length == 0 || memcmp(storage.bytes(of: node).baseAddress!, utf8.baseAddress!, Int(length)) == 0
                 }
                 @inline(__always)
                 func next(_ position: Int) -> Int {

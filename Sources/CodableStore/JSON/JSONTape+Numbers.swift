@@ -37,9 +37,9 @@ extension JSONTape {
         _ node: Node,
         _ body: (UnsafeRawBufferPointer) throws(JSONNumberError) -> Result
     ) throws(JSONNumberError) -> Result {
-        let result: Swift.Result<Result, JSONNumberError> = bytes.withUnsafeBytes { buffer in
+        let result: Swift.Result<Result, JSONNumberError> = withBytes(of: node) { bytes in
             do throws(JSONNumberError) {
-                return .success(try body(UnsafeRawBufferPointer(rebasing: buffer[Int(node.a)..<Int(node.a + node.b)])))
+                return .success(try body(bytes))
             } catch {
                 return .failure(error)
             }

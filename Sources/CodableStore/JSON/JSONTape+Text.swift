@@ -7,7 +7,7 @@ extension JSONTape {
         let end = subtreeEnd(position)
         // For each open container: its end position and whether a separator is due.
         var open: [(end: Int, isObject: Bool, first: Bool)] = []
-        bytes.withUnsafeBytes { bytes in
+        withStorage { storage in
             while position < end || !open.isEmpty {
                 while let last = open.last, position >= last.end {
                     output.append(last.isObject ? UInt8(ascii: "}") : UInt8(ascii: "]"))
@@ -28,10 +28,10 @@ extension JSONTape {
                     output.append(isObject ? UInt8(ascii: "{") : UInt8(ascii: "["))
                     open.append((Int(node.a), isObject, true))
                 case .key, .string:
-                    Self.appendQuoted(bytes, node, to: &output)
+                    Self.appendQuoted(storage.bytes(of: node), to: &output)
                     if node.kind == .key { output.append(UInt8(ascii: ":")) }
                 case .number:
-                    output.append(contentsOf: bytes[Int(node.a)..<Int(node.a + node.b)])
+                    output.append(contentsOf: storage.bytes(of: node))
                 case .bool:
                     output.append(contentsOf: node.a != 0 ? Array("true".utf8) : Array("false".utf8))
                 case .null:
@@ -43,10 +43,10 @@ extension JSONTape {
         return String(decoding: output, as: UTF8.self)
     }
 
-    private static func appendQuoted(_ bytes: UnsafeRawBufferPointer, _ node: Node, to output: inout [UInt8]) {
+    private static func appendQuoted(_ bytes: UnsafeRawBufferPointer, to output: inout [UInt8]) {
         let hexDigits = Array("0123456789abcdef".utf8)
         output.append(UInt8(ascii: "\""))
-        for byte in bytes[Int(node.a)..<Int(node.a + node.b)] {
+        for byte in bytes {
             switch byte {
             case UInt8(ascii: "\""), UInt8(ascii: "\\"):
                 output.append(UInt8(ascii: "\\"))

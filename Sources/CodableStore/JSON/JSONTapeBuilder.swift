@@ -27,13 +27,22 @@ final class JSONTapeBuilder: JSONEventHandler {
     func reset(baseOffset: Int) { state.pointee.reset(baseOffset: baseOffset) }
 
     /// Reserves room for the tape of a whole document of `inputSize` bytes, so that a large document is not
-    /// copied again and again as the buffers double (and the copies do not raise the peak memory).
-    func reserveCapacity(forInputSize inputSize: Int) {
-        // String and key bytes never exceed the input; nodes are estimated (reference dumps need one per
-        // 12 input bytes), and the buffer still grows if a denser document needs more.
-        state.pointee.tape.bytes.reserveCapacity(inputSize / 2)
+    /// copied again and again as the buffers double (and the copies do not raise the peak memory). With
+    /// `borrowing` (the document, which the tape's `input` keeps), scalars whose bytes are inside it are not
+    /// copied, until ``endBorrowing()``.
+    func reserveCapacity(forInputSize inputSize: Int, borrowing input: UnsafeRawBufferPointer?) {
+        // Nodes are estimated (reference dumps need one per 12 input bytes); the buffers still grow if a
+        // denser document needs more.
         state.pointee.tape.nodes.reserveCapacity(inputSize / 12 + 16)
+        if let input, let base = input.baseAddress, input.count <= Int(UInt32.max) {
+            state.pointee.borrowed = (UnsafeRawPointer(base), input.count)
+            state.pointee.tape.bytes.reserveCapacity(inputSize / 16)  // escaped strings only
+        } else {
+            state.pointee.tape.bytes.reserveCapacity(inputSize / 2)
+        }
     }
+
+    func endBorrowing() { state.pointee.borrowed = nil }
 
     func startObject(at offset: Int) throws { try state.pointee.startContainer(isObject: true, at: offset) }
     func endObject(at offset: Int) throws { state.pointee.endContainer() }
@@ -63,6 +72,8 @@ struct JSONTapeBuilderState {
 
     var tape = JSONTape()
     private var open: [OpenContainer] = []
+    /// The document whose bytes scalars may point into instead of being copied (see `JSONTape.input`).
+    var borrowed: (base: UnsafeRawPointer, count: Int)?
 
     mutating func reset(baseOffset: Int) {
         tape.nodes.removeAll(keepingCapacity: true)
@@ -98,12 +109,23 @@ struct JSONTapeBuilderState {
         return UInt32(truncatingIfNeeded: start)
     }
 
+    /// Where a scalar's bytes will be: in the borrowed document when they are inside it, else copied.
+    @inline(__always)
+    private mutating func place(_ utf8: UnsafeRawBufferPointer) throws -> (start: UInt32, flag: UInt32) {
+        if let borrowed, let pointer = utf8.baseAddress, pointer >= borrowed.base,
+            pointer + utf8.count <= borrowed.base + borrowed.count
+        {
+            return (UInt32(truncatingIfNeeded: pointer - borrowed.base), JSONTape.bytesInInput)
+        }
+        return (try appendBytes(utf8), 0)
+    }
+
     mutating func appendScalar(_ kind: JSONTape.NodeKind, _ utf8: UnsafeRawBufferPointer, at offset: Int) throws {
         let relative = try relativeOffset(offset)
-        let start = try appendBytes(utf8)
+        let (start, flag) = try place(utf8)
         countInParent()
         tape.nodes.append(
-            JSONTape.Node(info: kind.rawValue, offset: relative, a: start, b: UInt32(truncatingIfNeeded: utf8.count))
+            JSONTape.Node(info: kind.rawValue | flag, offset: relative, a: start, b: UInt32(truncatingIfNeeded: utf8.count))
         )
     }
 
@@ -146,10 +168,10 @@ struct JSONTapeBuilderState {
         }
         container.count &+= 1
         open[last] = container
-        let start = try appendBytes(utf8)
+        let (start, flag) = try place(utf8)
         tape.nodes.append(
             JSONTape.Node(
-                info: JSONTape.NodeKind.key.rawValue | hash << 8,
+                info: JSONTape.NodeKind.key.rawValue | flag | hash << 8,
                 offset: relative,
                 a: start,
                 b: UInt32(truncatingIfNeeded: utf8.count)

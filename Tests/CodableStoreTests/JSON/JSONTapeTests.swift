@@ -185,6 +185,32 @@ struct JSONTapeTests {
         #expect(builder.tape.value(forKey: "a", in: builder.tape.root).flatMap(builder.tape.string(at:)) == "second")
     }
 
+    /// A whole document kept by the caller: plain strings, keys and numbers point into it, escaped strings are
+    /// copied; reads, lookups, numbers, text and equality do not tell the difference.
+    @Test func aDocumentTapeBorrowsPlainScalarsFromItsInput() throws {
+        let text = #"{"plain": "abc", "esc\u0061ped": "line\nbreak \"q\"", "n": -12.5e1, "k": [true, null, "", {"x": 7}]}"#
+        try JSONTape.withDocumentTape(Data(text.utf8)) { borrowed in try checkBorrowed(borrowed, text) }
+    }
+
+    private func checkBorrowed(_ borrowed: JSONTape, _ text: String) throws {
+        let owned = try JSONTape.parse(Array(text.utf8))
+        #expect(borrowed == owned)
+        #expect(borrowed.bytes.count < owned.bytes.count)
+        #expect(borrowed.bytes.count == "escaped".utf8.count + "line\nbreak \"q\"".utf8.count)
+        #expect(borrowed.nodes.contains { $0.info & JSONTape.bytesInInput != 0 })
+        let root = borrowed.root
+        #expect(borrowed.value(forKey: "plain", in: root).flatMap(borrowed.string(at:)) == "abc")
+        #expect(borrowed.value(forKey: "escaped", in: root).flatMap(borrowed.string(at:)) == "line\nbreak \"q\"")
+        #expect(try borrowed.value(forKey: "n", in: root).flatMap(borrowed.number(at:))?.double() == -125)
+        let list = try #require(borrowed.value(forKey: "k", in: root))
+        #expect(borrowed.elements(of: list).map { borrowed.kind(of: $0) } == [.bool, .null, .string, .object])
+        #expect(borrowed.jsonText(of: root) == owned.jsonText(of: owned.root))
+        // Not equal when a value differs in content only.
+        try JSONTape.withDocumentTape(Data(text.replacingOccurrences(of: "abc", with: "abd").utf8)) { other in
+            #expect(other != owned)
+        }
+    }
+
     @Test func parseAcceptsContiguousBytes() throws {
         let data = Data(#"{"a": [1]}"#.utf8)
         let fromData = try JSONTape.parse(data)
