@@ -28,7 +28,7 @@ extension JSONTape {
                     output.append(isObject ? UInt8(ascii: "{") : UInt8(ascii: "["))
                     open.append((Int(node.a), isObject, true))
                 case .key, .string:
-                    Self.appendQuoted(storage.bytes(of: node), to: &output)
+                    withBytes(of: node) { Self.appendQuoted($0, to: &output) }
                     if node.kind == .key { output.append(UInt8(ascii: ":")) }
                 case .number:
                     output.append(contentsOf: storage.bytes(of: node))

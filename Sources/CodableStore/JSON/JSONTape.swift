@@ -83,6 +83,8 @@ public struct JSONTape: Sendable, Equatable {
     static let mayHaveDuplicateKeys: UInt32 = 1 << 4
     /// Set on a string, key or number whose bytes are in ``input`` (at `a`) rather than in ``bytes``.
     static let bytesInInput: UInt32 = 1 << 5
+    /// Set (with ``bytesInInput``) on a string whose text in ``input`` still has its escapes: decoded when read.
+    static let escapedInInput: UInt32 = 1 << 6
 
     var nodes: [Node] = []
     var bytes: [UInt8] = []
@@ -139,6 +141,9 @@ public struct JSONTape: Sendable, Equatable {
     public func string(at index: Index) -> String? {
         let node = nodes[index.position]
         guard node.kind == .string || node.kind == .key else { return nil }
+        if node.info & JSONTape.escapedInInput != 0 {
+            return withStorage { JSONTape.unescapedString($0.bytes(of: node)) }
+        }
         return withBytes(of: node) { String(decoding: $0, as: UTF8.self) }
     }
 
@@ -163,7 +168,10 @@ public struct JSONTape: Sendable, Equatable {
 
     @inline(__always)
     func withBytes<Result>(of node: Node, _ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
-        try withStorage { storage in try body(storage.bytes(of: node)) }
+        try withStorage { storage in
+            guard node.info & JSONTape.escapedInInput != 0 else { return try body(storage.bytes(of: node)) }
+            return try JSONTape.unescape(storage.bytes(of: node)).withUnsafeBytes(body)
+        }
     }
 
     /// Where scalar bytes are: the tape's own buffer, and the borrowed input (empty when there is none).
@@ -195,20 +203,18 @@ public struct JSONTape: Sendable, Equatable {
     /// Tapes are equal when they hold the same values at the same offsets, wherever their bytes are kept.
     public static func == (left: JSONTape, right: JSONTape) -> Bool {
         guard left.baseOffset == right.baseOffset, left.nodes.count == right.nodes.count else { return false }
-        return left.withStorage { leftStorage in
-            right.withStorage { rightStorage in
-                for (a, b) in zip(left.nodes, right.nodes) {
-                    guard a.info & ~bytesInInput == b.info & ~bytesInInput, a.offset == b.offset else { return false }
-                    switch a.kind {
-                    case .string, .key, .number:
-                        guard leftStorage.bytes(of: a).elementsEqual(rightStorage.bytes(of: b)) else { return false }
-                    default:
-                        guard a.a == b.a, a.b == b.b else { return false }
-                    }
-                }
-                return true
+        let flags = bytesInInput | escapedInInput
+        for (a, b) in zip(left.nodes, right.nodes) {
+            guard a.info & ~flags == b.info & ~flags, a.offset == b.offset else { return false }
+            switch a.kind {
+            case .string, .key, .number:
+                let equal = left.withBytes(of: a) { a in right.withBytes(of: b) { b in a.elementsEqual(b) } }
+                guard equal else { return false }
+            default:
+                guard a.a == b.a, a.b == b.b else { return false }
             }
         }
+        return true
     }
 
     /// The absolute byte offset of the value in the source.

@@ -111,17 +111,48 @@ struct JSONTapeBuilderState {
 
     /// Where a scalar's bytes will be: in the borrowed document when they are inside it, else copied.
     @inline(__always)
+    private func isInBorrowed(_ utf8: UnsafeRawBufferPointer) -> Bool {
+        guard let borrowed, let pointer = utf8.baseAddress else { return false }
+        return pointer >= borrowed.base && pointer + utf8.count <= borrowed.base + borrowed.count
+    }
+
+    @inline(__always)
     private mutating func place(_ utf8: UnsafeRawBufferPointer) throws -> (start: UInt32, flag: UInt32) {
-        if let borrowed, let pointer = utf8.baseAddress, pointer >= borrowed.base,
-            pointer + utf8.count <= borrowed.base + borrowed.count
-        {
+        if let borrowed, isInBorrowed(utf8), let pointer = utf8.baseAddress {
             return (UInt32(truncatingIfNeeded: pointer - borrowed.base), JSONTape.bytesInInput)
         }
         return (try appendBytes(utf8), 0)
     }
 
+    /// For a string yajl decoded into its own buffer (it had escapes): its raw text in the borrowed document,
+    /// from just after the opening quote at `offset` to the closing quote, if the document has it there.
+    @inline(__always)
+    private func rawString(at offset: Int) -> (start: UInt32, count: UInt32)? {
+        guard let borrowed, offset >= 0, offset < borrowed.count,
+            borrowed.base.load(fromByteOffset: offset, as: UInt8.self) == UInt8(ascii: "\"")
+        else { return nil }
+        var position = offset + 1
+        while position < borrowed.count {
+            let byte = borrowed.base.load(fromByteOffset: position, as: UInt8.self)
+            if byte == UInt8(ascii: "\"") {
+                return (UInt32(truncatingIfNeeded: offset + 1), UInt32(truncatingIfNeeded: position - offset - 1))
+            }
+            position += byte == UInt8(ascii: "\\") ? 2 : 1
+        }
+        return nil
+    }
+
     mutating func appendScalar(_ kind: JSONTape.NodeKind, _ utf8: UnsafeRawBufferPointer, at offset: Int) throws {
         let relative = try relativeOffset(offset)
+        if kind == .string, borrowed != nil, !isInBorrowed(utf8), let raw = rawString(at: offset) {
+            // Kept escaped in the document and decoded when read: no copy of the decoded text.
+            countInParent()
+            tape.nodes.append(
+                JSONTape.Node(
+                    info: kind.rawValue | JSONTape.bytesInInput | JSONTape.escapedInInput, offset: relative,
+                    a: raw.start, b: raw.count))
+            return
+        }
         let (start, flag) = try place(utf8)
         countInParent()
         tape.nodes.append(
