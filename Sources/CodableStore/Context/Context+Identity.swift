@@ -68,7 +68,7 @@ extension Context {
     private func isCurrent(_ object: any EntityObject, _ key: IdentityKey, _ entity: Int) -> Bool {
         let state = object.entityState
         return (state.status == .inserted || state.status == .persistent)
-            && identityKey(of: object, model.mappings[entity]) == key
+            && (!state.identityMayHaveChanged || identityKey(of: object, model.mappings[entity]) == key)
     }
 
     /// The object with this identity if it is known without a query: in the index (and still carrying that

@@ -244,6 +244,7 @@ public final class Context {
     /// Records that `field` of `object` changed.
     func markChanged(_ object: any EntityObject, _ state: EntityState, _ field: Int) {
         state.changedFields.insert(field)
+        if model.mappings[state.entityIndex].identityFields.contains(field) { state.identityMayHaveChanged = true }
         if state.status == .persistent, !state.isScheduledForUpdate {
             state.isScheduledForUpdate = true
             updatedObjects.append(object)

@@ -247,6 +247,8 @@ final class EntityMapping: Sendable {
     /// The entity's decoding hooks, looked up once (a dynamic cast per decoded object costs more than
     /// decoding a few of its attributes).
     let jsonPreparing: (any EntityJSONPreparing.Type)?
+    /// The identity attributes' fields.
+    let identityFields: FieldSet
     let hasCustomDecoding: Bool
     /// `SELECT "_pk", … FROM "T"`.
     let selectSQL: String
@@ -305,6 +307,9 @@ final class EntityMapping: Sendable {
         self.relationships = relationships
         self.hasRelationships = relationships.contains { $0 != nil }
         self.jsonPreparing = description.type as? any EntityJSONPreparing.Type
+        var identityFields = FieldSet()
+        for field in description.identity { identityFields.insert(field) }
+        self.identityFields = identityFields
         self.hasCustomDecoding = description.type is any EntityCustomDecoding.Type
         var columns: [Column] = []
         var columnOfField = Array(repeating: Int32(-1), count: description.fields.count)

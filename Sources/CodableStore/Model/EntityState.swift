@@ -38,6 +38,9 @@ public final class EntityState {
     var entityIndex: Int = -1
     /// Whether the object is in its context's list of updated objects.
     var isScheduledForUpdate = false
+    /// Whether an identity attribute was ever assigned a new value: until then, the identity the context
+    /// indexed the object under is still its identity, and lookups need not recompute it.
+    var identityMayHaveChanged = false
 
     /// Whether the object is stored or inserted and has unsaved changes.
     public var hasChanges: Bool { status == .inserted || status == .deleted || !changedFields.isEmpty }

@@ -63,6 +63,25 @@ import Testing
         }
     }
 
+    /// An object whose identity attribute changes answers to its new identity only: decoding its old identity
+    /// afterwards finds the store's row for it, or creates one, never the renamed object.
+    @Test func changingAnIdentityMovesTheObjectToItsNewIdentity() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities)
+        try store.write { try $0.insert(Person(id: 1, name: "Ada")) }
+        let decoder = StoreDecoder()
+        try store.write { context in
+            let ada = try decoder.decode(Person.self, from: Data(#"{"id": 1, "name": "Ada L"}"#.utf8), into: context)
+            ada.id = 2
+            let grace = try decoder.decode(Person.self, from: Data(#"{"id": 1, "name": "Grace"}"#.utf8), into: context)
+            #expect(grace !== ada)
+            #expect(try decoder.decode(Person.self, from: Data(#"{"id": 2}"#.utf8), into: context) === ada)
+            ada.id = 3  // again, after a flush wrote id 2
+            #expect(try decoder.decode(Person.self, from: Data(#"{"id": 3}"#.utf8), into: context) === ada)
+        }
+        #expect(try RawDatabase(path).rows("SELECT id, name FROM Person ORDER BY id") == [["1", "Grace"], ["3", "Ada L"]])
+    }
+
     @Test func identityStaysUniqueAcrossContexts() throws {
         let path = TestStore.temporaryPath()
         let store = try Store(path: path, entities: TestStore.entities)
