@@ -378,10 +378,10 @@ extension StoreDecoderImpl {
     /// an import batch are) will need, with one query per entity and chunk; then loads, in one query per
     /// relationship, the current to-many memberships of the stored objects whose memberships will be replaced.
     static func prefetch(_ mapping: EntityMapping, _ items: [(StoreDecoderImpl, Node)], context: Context) throws {
-        var keys: [Int: [Context.IdentityKey]] = [:]
+        var keys: [[Context.IdentityKey]] = Array(repeating: [], count: context.model.mappings.count)
         for (impl, node) in items { impl.collectKeys(mapping, node, depth: 0, into: &keys) }
-        for entity in keys.keys.sorted() {
-            try context.prefetch(entity: entity, keys: keys[entity]!)
+        for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty {
+            try context.prefetch(entity: entity, keys: entityKeys)
         }
         guard mapping.hasRelationships, !mapping.description.identity.isEmpty,
             context.materializedCounts[mapping.index] > 0
@@ -401,11 +401,11 @@ extension StoreDecoderImpl {
         }
     }
 
-    func collectKeys(_ mapping: EntityMapping, _ node: Node, depth: Int, into keys: inout [Int: [Context.IdentityKey]]) {
+    func collectKeys(_ mapping: EntityMapping, _ node: Node, depth: Int, into keys: inout [[Context.IdentityKey]]) {
         guard depth < 16, source.kind(node) == .object else { return }
         let description = mapping.description
         if !description.identity.isEmpty, let key = try? identityKey(mapping, node, .root) {
-            keys[mapping.index, default: []].append(key)
+            keys[mapping.index].append(key)
         }
         guard mapping.hasRelationships else { return }
         for relationshipDescription in description.relationships {
@@ -413,23 +413,22 @@ extension StoreDecoderImpl {
                 let relationship = mapping.relationships[relationshipDescription.index]
             else { continue }
             let destination = context.model.mappings[relationship.destination]
-            let values: [Node]
-            if relationshipDescription.isToMany {
-                values = source.kind(valueNode) == .array ? source.elements(valueNode) : []
-            } else {
-                values = [valueNode]
-            }
-            for value in values {
+            func collect(_ value: Node) {
                 switch source.kind(value) {
                 case .null:
-                    continue
+                    return
                 case .object:
                     collectKeys(destination, value, depth: depth + 1, into: &keys)
                 default:
                     if !destination.description.identity.isEmpty, let key = try? referenceKey(destination, value, .root) {
-                        keys[destination.index, default: []].append(key)
+                        keys[destination.index].append(key)
                     }
                 }
+            }
+            if !relationshipDescription.isToMany {
+                collect(valueNode)
+            } else if source.kind(valueNode) == .array {
+                for value in source.tape.elements(of: valueNode) { collect(value) }
             }
         }
     }

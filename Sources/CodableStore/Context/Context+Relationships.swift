@@ -110,6 +110,9 @@ extension Context {
             // A new object's relationship, most often: nothing to compare.
             removed = []
             added = new
+        } else if old.count <= 16, new.count <= 16 {
+            removed = old.filter { member in !new.contains { $0 === member } }
+            added = new.filter { member in !old.contains { $0 === member } }
         } else {
             let oldIDs = Set(old.map { ObjectIdentifier($0) })
             let newIDs = Set(new.map { ObjectIdentifier($0) })
@@ -285,26 +288,47 @@ extension Context {
         if !state.unloadedRelationships.contains(field), relationship.description.isEmpty(owner) {
             // Nothing to compare with (a new object, most often).
             if members.isEmpty { return }
-            var new = members
-            if members.count > 1 {
-                var seen = Set<ObjectIdentifier>()
-                new = members.filter { seen.insert(ObjectIdentifier($0)).inserted }
-            }
+            let new = Self.withoutDuplicates(members)
             relationship.description.setMany(owner, new)
             toManyDidChange(owner, relationship, old: [], new: new)
             return
         }
         let old = loadToMany(owner, relationship)
-        var seen = Set<ObjectIdentifier>()
-        let new = members.filter { seen.insert(ObjectIdentifier($0)).inserted }
+        let new = Self.withoutDuplicates(members)
         if old.count == new.count {
             if relationship.description.isOrdered {
                 if zip(old, new).allSatisfy({ $0 === $1 }) { return }
-            } else if Set(old.map { ObjectIdentifier($0) }) == seen {
+            } else if Self.sameMembers(old, new) {
                 return
             }
         }
         relationship.description.setMany(owner, new)
         toManyDidChange(owner, relationship, old: old, new: new)
+    }
+
+    /// The members in order, each once. Short lists (most relationships in JSON) are checked pairwise, without
+    /// hashing.
+    static func withoutDuplicates(_ members: [any EntityObject]) -> [any EntityObject] {
+        if members.count < 2 { return members }
+        if members.count <= 16 {
+            var hasDuplicates = false
+            for index in 1..<members.count where !hasDuplicates {
+                for earlier in 0..<index where members[earlier] === members[index] {
+                    hasDuplicates = true
+                    break
+                }
+            }
+            if !hasDuplicates { return members }
+        }
+        var seen = Set<ObjectIdentifier>(minimumCapacity: members.count)
+        return members.filter { seen.insert(ObjectIdentifier($0)).inserted }
+    }
+
+    /// Whether two duplicate-free lists of the same length hold the same objects, in any order.
+    static func sameMembers(_ old: [any EntityObject], _ new: [any EntityObject]) -> Bool {
+        if old.count <= 16 {
+            return new.allSatisfy { member in old.contains { $0 === member } }
+        }
+        return Set(old.map { ObjectIdentifier($0) }) == Set(new.map { ObjectIdentifier($0) })
     }
 }
