@@ -40,8 +40,8 @@ extension StoreDecoderImpl {
         if mapping.hasCustomDecoding, let custom = object as? any EntityCustomDecoding {
             try with(node: node, path: path) { try custom.initialize(from: self) }
         } else {
-            if existing != nil { try applyAttributes(to: object, mapping, node, path) { _ in true } }
-            if mapping.hasRelationships { try applyRelationships(to: object, mapping, node, path) { _ in true } }
+            if existing != nil { try applyAttributes(to: object, mapping, node, path) }
+            if mapping.hasRelationships { try applyRelationships(to: object, mapping, node, path) }
         }
         return object
     }
@@ -93,11 +93,11 @@ extension StoreDecoderImpl {
     func field(
         _ object: Node, _ mapping: EntityMapping, _ index: Int, _ path: CodingPathNode, _ hint: inout JSONTape.LookupHint
     ) throws -> FieldValue? {
-        guard let keys = mapping.jsonKeys[index] else { return nil }
-        if keys.count == 1, case .useDefaultKeys = session.options.keyDecodingStrategy {
-            guard let node = source.member(object, key: keys[0], hint: &hint) else { return nil }
-            return FieldValue(node: node, parent: path, key: keys[0].string)
+        if session.usesDefaultKeys, let key = mapping.singleJSONKeys[index] {
+            guard let node = source.member(object, key: key, hint: &hint) else { return nil }
+            return FieldValue(node: node, parent: path, key: key.string)
         }
+        guard mapping.jsonKeys[index] != nil else { return nil }
         guard let keyPath = mapping.description.codingKeyPaths[index],
             let (node, fullPath) = try fieldNode(object, keyPath, path)
         else { return nil }
@@ -182,7 +182,6 @@ extension StoreDecoderImpl {
                 values[attribute.index] = stubIdentity.values[position]
                 continue
             }
-            let keyPath = description.codingKeyPaths[attribute.index]
             if let node, let value = try field(node, mapping, attribute.index, path, &hint) {
                 values[attribute.index] = try decodeAttributeValue(attribute, value)
             } else if let defaultValue = attribute.defaultValue {
@@ -194,7 +193,7 @@ extension StoreDecoderImpl {
                         "cannot create a stub \(mapping.name) for a reference at \(path.rendered): its attribute '\(attribute.name)' has no default value; give it one, make it optional, or set unknownReferencePolicy to .ignore",
                         entity: mapping.name, field: attribute.name)
                 }
-                let keys = keyPath ?? [attribute.name]
+                let keys = description.codingKeyPaths[attribute.index] ?? [attribute.name]
                 var containerPath = path
                 for component in keys.dropLast() { containerPath = containerPath.appending(component) }
                 let key = CodingKeys(stringValue: keys.last ?? attribute.name)
@@ -221,11 +220,13 @@ extension StoreDecoderImpl {
 
     /// Applies the attributes present in the JSON object to an existing object; equal values change nothing.
     func applyAttributes(
-        to object: any EntityObject, _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode, _ include: (String) -> Bool
+        to object: any EntityObject, _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode,
+        _ include: ((String) -> Bool)? = nil
     ) throws {
         let description = mapping.description
         var hint = JSONTape.LookupHint()
-        for attribute in description.attributes where include(attribute.name) {
+        for attribute in description.attributes {
+            if let include, !include(attribute.name) { continue }
             guard let value = try field(node, mapping, attribute.index, path, &hint) else { continue }
             if attribute.fastKind == .other {
                 try with(node: value.node, path: value.path) { try attribute.decodeAndAssign(object, self) }
@@ -242,11 +243,13 @@ extension StoreDecoderImpl {
     // MARK: - Relationships
 
     func applyRelationships(
-        to object: any EntityObject, _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode, _ include: (String) -> Bool
+        to object: any EntityObject, _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode,
+        _ include: ((String) -> Bool)? = nil
     ) throws {
         let description = mapping.description
         var hint = JSONTape.LookupHint()
-        for relationshipDescription in description.relationships where include(relationshipDescription.name) {
+        for relationshipDescription in description.relationships {
+            if let include, !include(relationshipDescription.name) { continue }
             guard let value = try field(node, mapping, relationshipDescription.index, path, &hint),
                 let relationship = mapping.relationships[relationshipDescription.index]
             else { continue }
@@ -448,8 +451,10 @@ extension StoreDecoderImpl: EntityDecodingHandle {
     func applyFields(to object: any EntityObject, _ include: (String) -> Bool) throws {
         let mapping = try context.model.mapping(of: object)
         guard source.kind(node) == .object else { throw typeMismatch([String: Any].self, node, path) }
-        try applyAttributes(to: object, mapping, node, path, include)
-        if mapping.hasRelationships { try applyRelationships(to: object, mapping, node, path, include) }
+        try withoutActuallyEscaping(include) { include in
+            try applyAttributes(to: object, mapping, node, path, include)
+            if mapping.hasRelationships { try applyRelationships(to: object, mapping, node, path, include) }
+        }
     }
 
     func decodeEntityArray<Element: EntityObject>(_ type: Element.Type) throws -> [Element] {

@@ -154,9 +154,13 @@ final class DecodingSession {
     /// When set, the objects decoded (per entity index), for the importer's "unchanged" count.
     var touched: [Int: Set<ObjectIdentifier>]?
 
+    /// Whether JSON keys are used as they are (no key strategy): field lookups then use precomputed keys.
+    let usesDefaultKeys: Bool
+
     init(context: Context, options: StoreDecoder.Options) {
         self.context = context
         self.options = options
+        if case .useDefaultKeys = options.keyDecodingStrategy { usesDefaultKeys = true } else { usesDefaultKeys = false }
     }
 
     /// The key a JSON key matches under the key strategy.

@@ -281,6 +281,9 @@ final class EntityMapping: Sendable {
     let encodingPlan: [EncodingPlanNode]
     /// The fields' JSON key paths with precomputed hashes, for the decoder's lookups.
     let jsonKeys: [[JSONKey]?]
+    /// Per field, its JSON key when it is a single key (not a key path): the decoder's common case, read
+    /// without touching the nested arrays of ``jsonKeys``.
+    let singleJSONKeys: [JSONKey?]
     /// The declared indexes, with their names and columns.
     let indexes: [ModelSnapshot.Index]
 
@@ -355,6 +358,7 @@ final class EntityMapping: Sendable {
         self.identityColumns = description.identity.map { description.fields[$0].name }
         self.encodingPlan = EncodingPlanNode.plan(for: description)
         self.jsonKeys = description.codingKeyPaths.map { path in path?.map { JSONKey($0) } }
+        self.singleJSONKeys = description.codingKeyPaths.map { path in path?.count == 1 ? JSONKey(path![0]) : nil }
         self.indexes = description.indexes.map { index in
             let columns = index.fields.compactMap { columnNameOfField[$0] }
             return ModelSnapshot.Index(
