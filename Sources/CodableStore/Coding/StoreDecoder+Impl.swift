@@ -205,8 +205,10 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
         case .millisecondsSince1970:
             return Date(timeIntervalSince1970: (try unwrapFloatingPoint(node, path()) as Double) / 1000)
         case .iso8601:
-            let text = try unwrapString(node, path())
-            guard let seconds = ISO8601.secondsSince1970(text) else {
+            try check(node, .string, String.self, path())
+            // Parsed from the tape's bytes: no String for a value that is read once.
+            let parsed = source.tape.withUTF8(at: node) { ISO8601.parse($0.assumingMemoryBound(to: UInt8.self)) }
+            guard let seconds = parsed ?? nil else {
                 throw DecodingError.dataCorrupted(
                     DecodingError.Context(codingPath: path().path, debugDescription: "Expected date string to be ISO8601-formatted."))
             }
