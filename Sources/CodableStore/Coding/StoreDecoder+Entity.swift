@@ -270,7 +270,7 @@ extension StoreDecoderImpl {
                 context.setToMany(object, relationship, [])
             case .array:
                 var members: [any EntityObject] = []
-                for (offset, element) in source.elements(valueNode).enumerated() {
+                for (offset, element) in source.tape.elements(of: valueNode).enumerated() {
                     if source.kind(element) == .null { continue }
                     if let member = try reference(destination, element, valuePath.appending(index: offset)) {
                         members.append(member)

@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 extension JSONTape {
     /// The UTF-8 of a JSON string's raw text (between its quotes), escapes decoded. The text was validated
     /// while parsing: every escape is well-formed and `\u` surrogates come in pairs.
@@ -25,8 +33,9 @@ extension JSONTape {
         let count = raw.count
         while position < count {
             // Copy the run up to the next backslash in one go.
-            var end = position
-            while end < count, raw[end] != UInt8(ascii: "\\") { end += 1 }
+            let end =
+                memchr(raw.baseAddress! + position, Int32(UInt8(ascii: "\\")), count - position)
+                .map { UnsafeRawPointer($0) - raw.baseAddress! } ?? count
             if end > position {
                 UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(output)[written..<written + end - position])
                     .copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[position..<end]))
