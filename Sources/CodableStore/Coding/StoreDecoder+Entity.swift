@@ -26,15 +26,16 @@ extension StoreDecoderImpl {
         }
         let description = mapping.description
         var existing: (any EntityObject)?
+        var key: Context.IdentityKey?
         if !description.identity.isEmpty {
-            let key = try identityKey(mapping, node, path)
-            existing = try context.object(entity: mapping.index, identity: key)
+            key = try identityKey(mapping, node, path)
+            existing = try context.object(entity: mapping.index, identity: key!)
         }
         let object: any EntityObject
         if let existing {
             object = existing
         } else {
-            object = try createEntity(mapping, node, path, stubIdentity: nil)
+            object = try createEntity(mapping, node, path, stubIdentity: nil, identity: key)
         }
         if session.touched != nil { session.touched![mapping.index, default: []].insert(ObjectIdentifier(object)) }
         if mapping.hasCustomDecoding, let custom = object as? any EntityCustomDecoding {
@@ -172,7 +173,8 @@ extension StoreDecoderImpl {
 
     /// Creates and inserts a new object from the JSON object (or, for a stub, from identity values only).
     func createEntity(
-        _ mapping: EntityMapping, _ node: Node?, _ path: CodingPathNode, stubIdentity: Context.IdentityKey?
+        _ mapping: EntityMapping, _ node: Node?, _ path: CodingPathNode, stubIdentity: Context.IdentityKey?,
+        identity: Context.IdentityKey? = nil
     ) throws -> any EntityObject {
         let description = mapping.description
         var values = Array(repeating: SQLiteValue.null, count: description.fields.count)
@@ -204,7 +206,7 @@ extension StoreDecoderImpl {
                         debugDescription: "No value associated with key \(key) (\"\(key.stringValue)\")."))
             }
         }
-        let object = try context.makeObject(entity: mapping.index, values: values)
+        let object = try context.makeObject(entity: mapping.index, values: values, identity: identity ?? stubIdentity)
         // To-many relationships the JSON does not set start unloaded rather than empty: they are read from the
         // store (after a flush) if anyone asks, and meanwhile the inverse updates of a large import (a user
         // gaining thousands of issues) do not have to maintain them in memory.

@@ -58,10 +58,11 @@ extension Context {
         })
     }
 
-    /// Records an object under its identity (after it was inserted or read).
-    func indexIdentity(of object: any EntityObject, _ mapping: EntityMapping) {
+    /// Records an object under its identity (after it was inserted or read); `key` when the caller has it
+    /// (the decoder, which looked it up).
+    func indexIdentity(of object: any EntityObject, _ mapping: EntityMapping, key: IdentityKey? = nil) {
         guard !mapping.identityColumns.isEmpty, let index = identityIndexes[mapping.index] else { return }
-        index.entries[identityKey(of: object, mapping)] = .object(object)
+        index.entries[key ?? identityKey(of: object, mapping)] = .object(object)
     }
 
     /// Whether an indexed object still answers to `key`: inserted or stored, and not re-identified since.
@@ -169,10 +170,10 @@ extension Context {
     }
 
     /// Creates and inserts a new object from values by field index (relationship slots are ignored).
-    func makeObject(entity: Int, values: [SQLiteValue]) throws -> any EntityObject {
+    func makeObject(entity: Int, values: [SQLiteValue], identity: IdentityKey?) throws -> any EntityObject {
         let mapping = model.mappings[entity]
         let object = try mapping.description.type.init(row: EntityRow(values: values, mapping: mapping))
-        try insertObject(object)
+        try insertObject(object, identity: identity)
         return object
     }
 }

@@ -132,7 +132,7 @@ public final class Context {
         try insertObject(object)
     }
 
-    func insertObject(_ object: any EntityObject) throws {
+    func insertObject(_ object: any EntityObject, identity: IdentityKey? = nil) throws {
         let state = object.entityState
         if isReadOnly { throw StoreError.readOnly("insert") }
         if let owner = state.context {
@@ -163,7 +163,7 @@ public final class Context {
         registries[entity][rowID] = object
         insertedObjects.append(object)
         let mapping = model.mappings[entity]
-        indexIdentity(of: object, mapping)
+        indexIdentity(of: object, mapping, key: identity)
         if !mapping.hasRelationships { return }
         // Relationships assigned before insertion were not tracked: connect them now.
         for case let relationship? in mapping.relationships where !relationship.description.isEmpty(object) {
