@@ -30,6 +30,12 @@ public final class Connection {
     /// The path it was opened with.
     public let path: String
     private var statementCache: [String: Statement] = [:]
+    private var statementUses = 0
+    /// At most this many cached statements: SQL built from data (raw predicates, `IN` lists of varying
+    /// length, one UPDATE per set of changed columns) would otherwise grow the cache for ever.
+    public static let statementCacheLimit = 512
+    /// The number of statements in the cache.
+    public var cachedStatementCount: Int { statementCache.count }
     private var traceBox: TraceBox?
 
     /// Opens (and with `.readWriteCreate`, creates) a database.
@@ -100,13 +106,25 @@ public final class Connection {
     ///
     /// Use it for SQL that is built from the schema (never from data) and runs many times.
     public func cachedStatement(sql: String) throws -> Statement {
+        statementUses &+= 1
         if let statement = statementCache[sql] {
             statement.reset()
+            statement.lastUse = statementUses
             return statement
         }
+        if statementCache.count >= Self.statementCacheLimit { evictLeastRecentlyUsedStatements() }
         let statement = try makeStatement(sql: sql, persistent: true)
+        statement.lastUse = statementUses
         statementCache[sql] = statement
         return statement
+    }
+
+    /// Drops the least recently used quarter of the cache (a statement still held by a caller stays valid:
+    /// it is finalized when released).
+    private func evictLeastRecentlyUsedStatements() {
+        let uses = statementCache.values.map(\.lastUse).sorted()
+        let threshold = uses[uses.count / 4]
+        statementCache = statementCache.filter { $0.value.lastUse > threshold }
     }
 
     /// Drops the cached statements, after a schema change for instance.

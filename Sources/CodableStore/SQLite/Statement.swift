@@ -28,6 +28,8 @@ public final class Statement {
     /// The SQL this statement was prepared from.
     public let sql: String
     let sqliteConnection: OpaquePointer
+    /// When the connection's statement cache last handed it out (for evicting the least recently used).
+    var lastUse = 0
 
     init(sqliteStatement: OpaquePointer, sql: String, sqliteConnection: OpaquePointer) {
         self.sqliteStatement = sqliteStatement

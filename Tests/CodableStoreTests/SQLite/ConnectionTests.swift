@@ -65,6 +65,21 @@ import Testing
         #expect(try connection.rows(sql: "SELECT v FROM t ORDER BY v") == [[.integer(1)], [.integer(3)]])
     }
 
+    /// SQL built from data must not grow the cache without bound; what is used often stays cached.
+    @Test func theStatementCacheIsBoundedAndKeepsWhatIsUsed() throws {
+        let connection = try Connection(path: ":memory:")
+        let hot = try connection.cachedStatement(sql: "SELECT 0")
+        for n in 1...(Connection.statementCacheLimit * 3) {
+            let statement = try connection.cachedStatement(sql: "SELECT \(n)")
+            #expect(try statement.step())
+            #expect(statement.int64(at: 0) == Int64(n))
+            if n.isMultiple(of: 50) { #expect(try connection.cachedStatement(sql: "SELECT 0") === hot) }
+            #expect(connection.cachedStatementCount <= Connection.statementCacheLimit)
+        }
+        #expect(try connection.cachedStatement(sql: "SELECT 0") === hot)
+        #expect(try hot.step())
+    }
+
     @Test func cachedStatementsAreReusedAndTraceSeesEveryExecution() throws {
         let connection = try Connection(path: ":memory:")
         var traced: [String] = []
