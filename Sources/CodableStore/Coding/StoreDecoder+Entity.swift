@@ -383,6 +383,12 @@ extension StoreDecoderImpl {
     /// an import batch are) will need, with one query per entity and chunk; then loads, in one query per
     /// relationship, the current to-many memberships of the stored objects whose memberships will be replaced.
     static func prefetch(_ mapping: EntityMapping, _ items: [(StoreDecoderImpl, Node)], context: Context) throws {
+        // Nothing to look up when every entity's identity index already knows all its stored objects (an
+        // empty store, a first sync): skip reading the identities twice.
+        let allComplete = context.model.mappings.allSatisfy { entity in
+            entity.identityColumns.isEmpty || context.identityIndex(entity.index).isComplete
+        }
+        if allComplete { return }
         var keys: [[Context.IdentityKey]] = Array(repeating: [], count: context.model.mappings.count)
         for (impl, node) in items { impl.collectKeys(mapping, node, depth: 0, into: &keys) }
         for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty {

@@ -37,12 +37,25 @@ extension Context {
             case missing
         }
         var entries: [IdentityKey: Entry] = [:]
+        /// Whether every stored object of the entity is in `entries`: its table was empty when the index was
+        /// made and every insert since went through the index. A key not in `entries` is then missing, and
+        /// nothing needs to be asked of the store (decoding into an empty store, a first sync).
+        var isComplete = false
     }
 
     func identityIndex(_ entity: Int) -> IdentityIndex {
         if let index = identityIndexes[entity] { return index }
         let index = IdentityIndex()
         identityIndexes[entity] = index
+        // A write context holds the write lock: rows appear only through its own inserts, which this index
+        // sees from now on. So an empty table, with no object of the entity held yet, makes it complete.
+        if !isReadOnly, registries[entity].isEmpty,
+            let statement = try? connection.cachedStatement(
+                sql: "SELECT 1 FROM \(quoteIdentifier(model.mappings[entity].name)) LIMIT 1")
+        {
+            index.isComplete = (try? statement.step()) == false
+            statement.reset()
+        }
         return index
     }
 
@@ -86,7 +99,7 @@ extension Context {
         case .missing:
             return (nil, true)
         case nil:
-            return (nil, false)
+            return (nil, index.isComplete)
         }
     }
 
@@ -97,6 +110,7 @@ extension Context {
         let arity = mapping.identityColumns.count
         guard arity > 0 else { return }
         let index = identityIndex(entity)
+        if index.isComplete { return }  // what is not in the index is not stored
         // Unknown keys are marked missing as they are collected (one hash per key, duplicates included);
         // the query below replaces the marks of the keys the store has.
         var pending: [IdentityKey] = []

@@ -244,7 +244,11 @@ public final class Context {
     /// Records that `field` of `object` changed.
     func markChanged(_ object: any EntityObject, _ state: EntityState, _ field: Int) {
         state.changedFields.insert(field)
-        if model.mappings[state.entityIndex].identityFields.contains(field) { state.identityMayHaveChanged = true }
+        if model.mappings[state.entityIndex].identityFields.contains(field) {
+            state.identityMayHaveChanged = true
+            // The index no longer knows every identity in use: lookups of unknown keys ask the store again.
+            identityIndexes[state.entityIndex]?.isComplete = false
+        }
         if state.status == .persistent, !state.isScheduledForUpdate {
             state.isScheduledForUpdate = true
             updatedObjects.append(object)

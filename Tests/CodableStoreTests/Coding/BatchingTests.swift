@@ -22,17 +22,25 @@ import Testing
     @Test func decodingAThousandIssuesRunsAConstantNumberOfLookups() throws {
         let log = StatementLog()
         let store = try Store(path: TestStore.temporaryPath(), entities: issueEntities, options: .init(statementObserver: log.observer))
-        // Stubs created for labels referenced by id before their object appears need a name: Topic.name has a default.
+        // One stored row per entity, so that identities must be looked up (an empty table needs no lookups,
+        // see below). Stubs created for labels referenced by id before their object appears need a name:
+        // Topic.name has a default.
+        try store.write {
+            _ = try StoreDecoder().decode(
+                GitIssue.self, from: Data(#"{"id": -1, "number": 0, "title": "t", "user": {"id": -1}, "labels": [{"id": -1}]}"#.utf8),
+                into: $0)
+        }
         log.reset()
         try store.write { _ = try StoreDecoder().decode([GitIssue].self, from: Self.payload(count: 1_000), into: $0) }
         let first = selects(log)
-        // Identity lookups: 4 chunks of 256 issues, 1 for users, 1 for topics; plus one max(_pk) per entity.
+        // Identity lookups: 4 chunks of 256 issues, 1 for users, 1 for topics; plus per entity one max(_pk) and
+        // one check whether its table is empty.
         let lookups = first.filter { $0.contains(" IN (") }
         #expect(lookups.count == 6, "\(lookups)")
-        #expect(first.count == 9, "\(first.count) SELECTs: \(first)")
-        #expect(try store.read { try $0.count(GitIssue.self) } == 1_000)
-        #expect(try store.read { try $0.count(User.self) } == 50)
-        #expect(try store.read { try $0.count(Topic.self) } == 20)
+        #expect(first.count == 12, "\(first.count) SELECTs: \(first)")
+        #expect(try store.read { try $0.count(GitIssue.self) } == 1_001)
+        #expect(try store.read { try $0.count(User.self) } == 51)
+        #expect(try store.read { try $0.count(Topic.self) } == 21)
 
         // Re-decoding the same stored objects: memberships are loaded in batches too.
         log.reset()
@@ -40,6 +48,27 @@ import Testing
         let second = selects(log)
         #expect(second.count <= 16, "\(second.count) SELECTs: \(second.prefix(20))")
         #expect(log.writes.isEmpty, "\(log.writes.prefix(5))")
+    }
+
+    /// Into empty tables nothing needs looking up: the context knows every object there is.
+    @Test func decodingIntoAnEmptyStoreLooksNothingUp() throws {
+        let log = StatementLog()
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: issueEntities, options: .init(statementObserver: log.observer))
+        log.reset()
+        try store.write { context in
+            _ = try StoreDecoder().decode([GitIssue].self, from: Self.payload(count: 1_000), into: context)
+            // A second payload repeating the same identities finds them in memory: still no lookups.
+            _ = try StoreDecoder().decode([GitIssue].self, from: Self.payload(count: 500), into: context)
+        }
+        #expect(!selects(log).contains { $0.contains(" IN (") }, "\(selects(log))")
+        // Per entity of the model (5): whether its table is empty; per inserted entity (3): max(_pk).
+        #expect(selects(log).count == 8, "\(selects(log))")
+        let raw = try RawDatabase(path)
+        #expect(try raw.value("SELECT count(*) FROM GitIssue") == "1000")
+        #expect(try raw.value("SELECT count(*) FROM User") == "50")
+        #expect(try raw.value("SELECT count(*) FROM Topic") == "20")
+        #expect(try raw.value("SELECT count(DISTINCT id) FROM GitIssue") == "1000")
     }
 
     @Test func lookupsDoNotGrowWithTheNumberOfElements() throws {

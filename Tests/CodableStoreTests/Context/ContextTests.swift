@@ -82,6 +82,24 @@ import Testing
         #expect(try RawDatabase(path).rows("SELECT id, name FROM Person ORDER BY id") == [["1", "Grace"], ["3", "Ada L"]])
     }
 
+    /// The same in an empty store, where the context answers identity lookups without asking the store.
+    @Test func renamesAndDeletesInAnEmptyStoreKeepIdentitiesRight() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities)
+        let decoder = StoreDecoder()
+        try store.write { context in
+            let ada = try decoder.decode(Person.self, from: Data(#"{"id": 1, "name": "Ada"}"#.utf8), into: context)
+            ada.id = 2
+            let grace = try decoder.decode(Person.self, from: Data(#"{"id": 1, "name": "Grace"}"#.utf8), into: context)
+            #expect(grace !== ada)
+            #expect(try decoder.decode(Person.self, from: Data(#"{"id": 2}"#.utf8), into: context) === ada)
+            try context.delete(ada)
+            let again = try decoder.decode(Person.self, from: Data(#"{"id": 2, "name": "Alan"}"#.utf8), into: context)
+            #expect(again !== ada)
+        }
+        #expect(try RawDatabase(path).rows("SELECT id, name FROM Person ORDER BY id") == [["1", "Grace"], ["2", "Alan"]])
+    }
+
     @Test func identityStaysUniqueAcrossContexts() throws {
         let path = TestStore.temporaryPath()
         let store = try Store(path: path, entities: TestStore.entities)
