@@ -384,15 +384,16 @@ extension StoreDecoderImpl {
     /// relationship, the current to-many memberships of the stored objects whose memberships will be replaced.
     static func prefetch(_ mapping: EntityMapping, _ items: [(StoreDecoderImpl, Node)], context: Context) throws {
         // Nothing to look up when every entity's identity index already knows all its stored objects (an
-        // empty store, a first sync): skip reading the identities twice.
+        // empty store, a first sync): skip reading the identities twice. Memberships may still need loading.
         let allComplete = context.model.mappings.allSatisfy { entity in
             entity.identityColumns.isEmpty || context.identityIndex(entity.index).isComplete
         }
-        if allComplete { return }
-        var keys: [[Context.IdentityKey]] = Array(repeating: [], count: context.model.mappings.count)
-        for (impl, node) in items { impl.collectKeys(mapping, node, depth: 0, into: &keys) }
-        for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty {
-            try context.prefetch(entity: entity, keys: entityKeys)
+        if !allComplete {
+            var keys: [[Context.IdentityKey]] = Array(repeating: [], count: context.model.mappings.count)
+            for (impl, node) in items { impl.collectKeys(mapping, node, depth: 0, into: &keys) }
+            for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty {
+                try context.prefetch(entity: entity, keys: entityKeys)
+            }
         }
         guard mapping.hasRelationships, !mapping.description.identity.isEmpty,
             context.materializedCounts[mapping.index] > 0

@@ -127,6 +127,10 @@ public final class StoreDecoder: @unchecked Sendable {
     /// - Throws: `DecodingError` for data that does not fit the types (with the coding path),
     ///   ``StoreError`` for store failures, and ``JSONSyntaxError`` (byte offset, line, column, snippet) for
     ///   malformed JSON. A malformed document changes nothing in the context.
+    ///
+    /// The `Decoder` your types' `init(from:)` receive reads `data` in place (strings are not copied until
+    /// asked for): keep values, not the decoder, past `init(from:)`. Using it after `decode` returned stops
+    /// the program with a clear message rather than reading released memory.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data, into context: Context) throws -> T {
         // The whole document is parsed (strictly, with yajl) before anything is decoded: a malformed document
         // changes nothing in the context.

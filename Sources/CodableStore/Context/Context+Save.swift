@@ -71,6 +71,7 @@ extension Context {
         }
         for (entity, count) in inserted.enumerated() where count > 0 {
             writeCounts[entity, default: (0, 0)].inserted += count
+            materializedCounts[entity] += count
         }
         for object in updatedObjects {
             let state = object.entityState

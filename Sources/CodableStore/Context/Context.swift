@@ -38,8 +38,9 @@ public final class Context {
     var updateSQLCache: [UpdateKey: String] = [:]
     /// Identity indexes by entity, created on first use (see `Context+Identity.swift`).
     var identityIndexes: [IdentityIndex?]
-    /// Per entity, how many objects were read from the store since the last reset: when none were, no object
-    /// of the entity can have stored to-many memberships to load before a decode replaces them.
+    /// Per entity, how many objects were read from the store or written to it since the last reset: when
+    /// none were, no object of the entity can have stored to-many memberships to load before a decode
+    /// replaces them.
     var materializedCounts: [Int]
 
     struct LinkChange {

@@ -110,9 +110,13 @@ extension JSONTape {
     @inline(__always)
     private func matches(_ position: Int, _ utf8: UnsafeRawBufferPointer) -> Bool {
         let node = nodes[position]
-        guard node.kind == .key || node.kind == .string, Int(node.b) == utf8.count else { return false }
-        guard utf8.count > 0 else { return true }
-        return withBytes(of: node) { memcmp($0.baseAddress!, utf8.baseAddress!, utf8.count) == 0 }
+        guard node.kind == .key || node.kind == .string else { return false }
+        // A string kept escaped in its document has the raw length in `b`: compare what it decodes to.
+        let isEscaped = node.info & JSONTape.escapedInInput != 0
+        guard isEscaped || Int(node.b) == utf8.count else { return false }
+        return withBytes(of: node) { bytes in
+            bytes.count == utf8.count && (utf8.count == 0 || memcmp(bytes.baseAddress!, utf8.baseAddress!, utf8.count) == 0)
+        }
     }
 
     /// The position of the value of the last member named `utf8` in the object at `object`.

@@ -206,6 +206,11 @@ struct JSONTapeTests {
         let list = try #require(borrowed.value(forKey: "k", in: root))
         #expect(borrowed.elements(of: list).map { borrowed.kind(of: $0) } == [.bool, .null, .string, .object])
         #expect(borrowed.jsonText(of: root) == owned.jsonText(of: owned.root))
+        // Comparisons see the decoded text of an escaped string, not its raw length.
+        let escaped = try #require(borrowed.value(forKey: "escaped", in: root))
+        #expect(borrowed.key(escaped, equals: "line\nbreak \"q\""))
+        #expect(!borrowed.key(escaped, equals: #"line\nbreak \"q\""#))
+        #expect(!borrowed.key(escaped, equals: "line\nbreak \"q\"abc"))  // as long as the raw text
         // Not equal when a value differs in content only.
         try JSONTape.withDocumentTape(Data(text.replacingOccurrences(of: "abc", with: "abd").utf8)) { other in
             #expect(other != owned)
