@@ -99,7 +99,7 @@ extension Context {
         case .missing:
             return (nil, true)
         case nil:
-            return (nil, index.isComplete)
+            return (nil, index.isComplete || insertedIdentities[entity]?.mayContain(key) == false)
         }
     }
 
@@ -114,10 +114,11 @@ extension Context {
         // Unknown keys are marked missing as they are collected (one hash per key, duplicates included);
         // the query below replaces the marks of the keys the store has.
         var pending: [IdentityKey] = []
+        let filter = insertedIdentities[entity]
         for key in keys where key.count == arity {
             switch index.entries.updateValue(.missing, forKey: key) {
             case nil:
-                pending.append(key)
+                if filter?.mayContain(key) != false { pending.append(key) }
             case .missing:
                 break
             case .object(let object):
@@ -189,5 +190,61 @@ extension Context {
         let object = try mapping.description.type.init(row: EntityRow(values: values, mapping: mapping))
         try insertObject(object, identity: identity)
         return object
+    }
+}
+
+/// A Bloom filter of identity keys: `mayContain` is false only for keys never inserted. About 1% false
+/// positives at 10 bits per key (1.2 MB for a million); past its capacity it adds a layer twice as large
+/// (each layer adds its ~1%), so it never needs to know the final count. A false positive only costs a query.
+final class IdentityFilter {
+    private var layers: [(bits: [UInt64], capacity: Int, count: Int)] = []
+    private static let hashes = 7
+
+    init(expectedCount: Int) {
+        addLayer(capacity: max(expectedCount, 1 << 16))
+    }
+
+    private func addLayer(capacity: Int) {
+        // ~9.6 bits per key for 1% with 7 hashes; rounded up to whole words.
+        layers.append((Array(repeating: 0, count: (capacity * 10 + 63) / 64), capacity, 0))
+    }
+
+    private static func probes(_ key: Context.IdentityKey, _ words: Int) -> (UInt64, UInt64, UInt64) {
+        var hasher = Hasher()
+        hasher.combine(key)
+        let first = UInt64(bitPattern: Int64(hasher.finalize()))
+        // A second, independent-enough hash for double hashing.
+        var second = first &* 0x9E37_79B9_7F4A_7C15
+        second ^= second >> 29
+        return (first, second | 1, UInt64(words) * 64)
+    }
+
+    func insert(_ key: Context.IdentityKey) {
+        if layers[layers.count - 1].count >= layers[layers.count - 1].capacity {
+            addLayer(capacity: layers[layers.count - 1].capacity * 2)
+        }
+        let last = layers.count - 1
+        let (first, second, size) = Self.probes(key, layers[last].bits.count)
+        for probe in 0..<UInt64(Self.hashes) {
+            let bit = (first &+ probe &* second) % size
+            layers[last].bits[Int(bit >> 6)] |= 1 << (bit & 63)
+        }
+        layers[last].count += 1
+    }
+
+    func mayContain(_ key: Context.IdentityKey) -> Bool {
+        for layer in layers {
+            let (first, second, size) = Self.probes(key, layer.bits.count)
+            var all = true
+            for probe in 0..<UInt64(Self.hashes) {
+                let bit = (first &+ probe &* second) % size
+                if layer.bits[Int(bit >> 6)] & (1 << (bit & 63)) == 0 {
+                    all = false
+                    break
+                }
+            }
+            if all { return true }
+        }
+        return false
     }
 }

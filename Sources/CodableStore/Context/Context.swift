@@ -38,6 +38,9 @@ public final class Context {
     var updateSQLCache: [UpdateKey: String] = [:]
     /// Identity indexes by entity, created on first use (see `Context+Identity.swift`).
     var identityIndexes: [IdentityIndex?]
+    /// Per entity, when set (by an import into a table that was empty), the identities of every object this
+    /// context inserted, as a Bloom filter: a key it rules out is not stored. Survives ``reset()``.
+    var insertedIdentities: [IdentityFilter?]
     /// Per entity, how many objects were read from the store or written to it since the last reset: when
     /// none were, no object of the entity can have stored to-many memberships to load before a decode
     /// replaces them.
@@ -62,6 +65,7 @@ public final class Context {
         self.registries = Array(repeating: [:], count: model.mappings.count)
         self.nextRowIDs = Array(repeating: nil, count: model.mappings.count)
         self.identityIndexes = Array(repeating: nil, count: model.mappings.count)
+        self.insertedIdentities = Array(repeating: nil, count: model.mappings.count)
         self.materializedCounts = Array(repeating: 0, count: model.mappings.count)
     }
 
@@ -165,6 +169,7 @@ public final class Context {
         insertedObjects.append(object)
         let mapping = model.mappings[entity]
         indexIdentity(of: object, mapping, key: identity)
+        if let filter = insertedIdentities[entity] { filter.insert(identity ?? identityKey(of: object, mapping)) }
         if !mapping.hasRelationships { return }
         // Relationships assigned before insertion were not tracked: connect them now.
         for case let relationship? in mapping.relationships where !relationship.description.isEmpty(object) {
@@ -247,8 +252,10 @@ public final class Context {
         state.changedFields.insert(field)
         if model.mappings[state.entityIndex].identityFields.contains(field) {
             state.identityMayHaveChanged = true
-            // The index no longer knows every identity in use: lookups of unknown keys ask the store again.
+            // The index (and the filter of inserted identities) no longer know every identity in use: lookups
+            // of unknown keys ask the store again.
             identityIndexes[state.entityIndex]?.isComplete = false
+            insertedIdentities[state.entityIndex] = nil
         }
         if state.status == .persistent, !state.isScheduledForUpdate {
             state.isScheduledForUpdate = true

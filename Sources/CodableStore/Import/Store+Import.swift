@@ -110,6 +110,13 @@ private final class Importer {
             ])
         if !options.commitEveryBatch { try connection.execute(sql: "BEGIN IMMEDIATE TRANSACTION") }
         do {
+            // Into an empty table in one transaction, every stored row of the entity is one this import
+            // inserted: a filter of those identities answers most lookups of new records without a query.
+            if !options.commitEveryBatch, !mapping.identityColumns.isEmpty,
+                try connection.scalar(sql: "SELECT 1 FROM \(quoteIdentifier(mapping.name)) LIMIT 1") == nil
+            {
+                context.insertedIdentities[mapping.index] = IdentityFilter(expectedCount: (totalBytes ?? 0) / 256)
+            }
             let chunkSize = JSONRecordStream.defaultChunkSize
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
             defer { buffer.deallocate() }

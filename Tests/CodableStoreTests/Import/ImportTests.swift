@@ -71,6 +71,29 @@ import Testing
         #expect((second.entities["GitIssue"]?.unchanged ?? 0) >= issues)
     }
 
+    /// Into an empty table, the importer knows which identities it inserted: new records need no lookup,
+    /// and an id repeated in a later batch is still found (one row per id).
+    @Test func anImportIntoAnEmptyStoreLooksUpOnlyRepeatedIdentities() throws {
+        let path = TestStore.temporaryPath()
+        let log = StatementLog()
+        let store = try Store(path: path, entities: issueEntities, options: .init(statementObserver: log.observer))
+        let fresh = try Self.dump(count: 300, duplicates: 0)
+        log.reset()
+        _ = try store.importJSON(GitIssue.self, from: .file(fresh), options: Self.options(batchSize: 50))
+        let issueLookups = { log.all.filter { $0.contains("FROM \"GitIssue\" WHERE") && $0.contains(" IN (") } }
+        #expect(issueLookups().isEmpty, "\(issueLookups().prefix(2))")
+
+        let repeated = try Self.dump(count: 300)  // 10% of records repeat an earlier id, across batches
+        let otherPath = TestStore.temporaryPath()
+        let other = try Store(path: otherPath, entities: issueEntities, options: .init(statementObserver: log.observer))
+        log.reset()
+        _ = try other.importJSON(GitIssue.self, from: .file(repeated), options: Self.options(batchSize: 50))
+        #expect(!issueLookups().isEmpty)
+        let raw = try RawDatabase(otherPath)
+        #expect(try raw.value("SELECT count(*) FROM GitIssue") == raw.value("SELECT count(DISTINCT id) FROM GitIssue"))
+        #expect(Int(try raw.value("SELECT count(*) FROM GitIssue"))! < 300)
+    }
+
     @Test func reImportOfADumpWithRepeatedIdsEndsInTheSameStore() throws {
         let dump = try Self.dump(count: 300)
         let path = TestStore.temporaryPath()
