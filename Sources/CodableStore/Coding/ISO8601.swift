@@ -5,12 +5,7 @@
 /// offset `±HH:MM` / `±HHMM`; `t` and a space are accepted as the date-time separator. Dates are proleptic
 /// Gregorian. Foundation's formatter costs microseconds per date; a dump has millions of them.
 enum ISO8601 {
-    /// Seconds since 1970-01-01T00:00:00Z, or nil if `text` is not such a timestamp.
-    static func secondsSince1970(_ text: String) -> Double? {
-        var text = text
-        return text.withUTF8 { parse($0) }
-    }
-
+    /// Seconds since 1970-01-01T00:00:00Z, or nil if the UTF-8 `bytes` are not such a timestamp.
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
         var position = 0
         func digits(_ count: Int) -> Int? {

@@ -49,14 +49,16 @@ extension Context {
         identityIndexes[entity] = index
         // A write context holds the write lock: rows appear only through its own inserts, which this index
         // sees from now on. So an empty table, with no object of the entity held yet, makes it complete.
-        if !isReadOnly, registries[entity].isEmpty,
-            let statement = try? connection.cachedStatement(
-                sql: "SELECT 1 FROM \(quoteIdentifier(model.mappings[entity].name)) LIMIT 1")
-        {
-            index.isComplete = (try? statement.step()) == false
-            statement.reset()
-        }
+        if !isReadOnly, registries[entity].isEmpty { index.isComplete = (try? isTableEmpty(entity)) == true }
         return index
+    }
+
+    /// Whether the entity's table has no row.
+    func isTableEmpty(_ entity: Int) throws -> Bool {
+        let statement = try connection.cachedStatement(
+            sql: "SELECT 1 FROM \(quoteIdentifier(model.mappings[entity].name)) LIMIT 1")
+        defer { statement.reset() }
+        return try !statement.step()
     }
 
     /// The identity of an object, from its current attribute values.
@@ -209,14 +211,24 @@ final class IdentityFilter {
         layers.append((Array(repeating: 0, count: (capacity * 10 + 63) / 64), capacity, 0))
     }
 
-    private static func probes(_ key: Context.IdentityKey, _ words: Int) -> (UInt64, UInt64, UInt64) {
+    /// Calls `body` with the word and bit of each of the key's probes into a layer of `words` words, until it
+    /// returns false; returns whether it never did.
+    private static func forEachProbe(
+        _ key: Context.IdentityKey, words: Int, _ body: (_ word: Int, _ bit: UInt64) -> Bool
+    ) -> Bool {
         var hasher = Hasher()
         hasher.combine(key)
         let first = UInt64(bitPattern: Int64(hasher.finalize()))
         // A second, independent-enough hash for double hashing.
         var second = first &* 0x9E37_79B9_7F4A_7C15
         second ^= second >> 29
-        return (first, second | 1, UInt64(words) * 64)
+        second |= 1
+        let size = UInt64(words) * 64
+        for probe in 0..<UInt64(hashes) {
+            let bit = (first &+ probe &* second) % size
+            if !body(Int(bit >> 6), 1 << (bit & 63)) { return false }
+        }
+        return true
     }
 
     func insert(_ key: Context.IdentityKey) {
@@ -224,27 +236,16 @@ final class IdentityFilter {
             addLayer(capacity: layers[layers.count - 1].capacity * 2)
         }
         let last = layers.count - 1
-        let (first, second, size) = Self.probes(key, layers[last].bits.count)
-        for probe in 0..<UInt64(Self.hashes) {
-            let bit = (first &+ probe &* second) % size
-            layers[last].bits[Int(bit >> 6)] |= 1 << (bit & 63)
+        _ = Self.forEachProbe(key, words: layers[last].bits.count) { word, bit in
+            layers[last].bits[word] |= bit
+            return true
         }
         layers[last].count += 1
     }
 
     func mayContain(_ key: Context.IdentityKey) -> Bool {
-        for layer in layers {
-            let (first, second, size) = Self.probes(key, layer.bits.count)
-            var all = true
-            for probe in 0..<UInt64(Self.hashes) {
-                let bit = (first &+ probe &* second) % size
-                if layer.bits[Int(bit >> 6)] & (1 << (bit & 63)) == 0 {
-                    all = false
-                    break
-                }
-            }
-            if all { return true }
+        layers.contains { layer in
+            Self.forEachProbe(key, words: layer.bits.count) { word, bit in layer.bits[word] & bit != 0 }
         }
-        return false
     }
 }

@@ -112,9 +112,7 @@ private final class Importer {
         do {
             // Into an empty table in one transaction, every stored row of the entity is one this import
             // inserted: a filter of those identities answers most lookups of new records without a query.
-            if !options.commitEveryBatch, !mapping.identityColumns.isEmpty,
-                try connection.scalar(sql: "SELECT 1 FROM \(quoteIdentifier(mapping.name)) LIMIT 1") == nil
-            {
+            if !options.commitEveryBatch, !mapping.identityColumns.isEmpty, try context.isTableEmpty(mapping.index) {
                 context.insertedIdentities[mapping.index] = IdentityFilter(expectedCount: (totalBytes ?? 0) / 256)
             }
             let chunkSize = JSONRecordStream.defaultChunkSize

@@ -311,13 +311,20 @@ public struct JSONTape: Sendable, Equatable {
 
     /// Parses a whole (small) document into a tape. For dumps, use ``JSONRecordStream``.
     public static func parse(_ bytes: some ContiguousBytes, maximumDepth: Int = 512) throws -> JSONTape {
+        try bytes.withUnsafeBytes { buffer in try build(buffer, borrowing: nil, maximumDepth: maximumDepth) }
+    }
+
+    /// Parses a whole document into a tape that copies its scalars, or (`borrowing`) points into the document.
+    private static func build(
+        _ buffer: UnsafeRawBufferPointer, borrowing: BorrowedBytes?, maximumDepth: Int
+    ) throws -> JSONTape {
         let builder = JSONTapeBuilder()
         let reader = JSONReader(options: .init(maximumDepth: maximumDepth), handler: builder)
-        try bytes.withUnsafeBytes { buffer in
-            builder.reserveCapacity(forInputSize: buffer.count, borrowing: nil)
-            try reader.parse(buffer)
-        }
+        builder.tape.input = borrowing
+        builder.reserveCapacity(forInputSize: buffer.count, borrowing: borrowing == nil ? nil : buffer)
+        try reader.parse(buffer)
         try reader.finish()
+        builder.endBorrowing()
         return builder.tape
     }
 
@@ -329,14 +336,7 @@ public struct JSONTape: Sendable, Equatable {
         try data.withUnsafeBytes { buffer in
             let borrowed = BorrowedBytes(buffer)
             defer { borrowed.buffer = nil }
-            let builder = JSONTapeBuilder()
-            let reader = JSONReader(options: .init(maximumDepth: maximumDepth), handler: builder)
-            builder.tape.input = borrowed
-            builder.reserveCapacity(forInputSize: buffer.count, borrowing: buffer)
-            try reader.parse(buffer)
-            try reader.finish()
-            builder.endBorrowing()
-            return try body(builder.tape)
+            return try body(try build(buffer, borrowing: borrowed, maximumDepth: maximumDepth))
         }
     }
 
