@@ -25,8 +25,9 @@ extension Store {
     /// print(report.summary)
     /// ```
     ///
-    /// The input is read in 64 KiB chunks and parsed by the JSON layer one record at a time; records are
-    /// grouped in batches of ``ImportOptions/batchSize``; the identities of a batch (nested objects and bare
+    /// The input is read in 64 KiB chunks and parsed by the JSON layer one record at a time, on a thread of its
+    /// own that stays at most one batch ahead (reading and parsing use one core, decoding and SQLite another);
+    /// records are grouped in batches of ``ImportOptions/batchSize``; the identities of a batch (nested objects and bare
     /// references included) are resolved with a few queries; each batch is saved, then forgotten, so memory
     /// stays flat. The whole import is one transaction (all or nothing) unless
     /// ``ImportOptions/commitEveryBatch`` is set.
@@ -54,6 +55,7 @@ private final class Importer {
     let options: ImportOptions
     let context: Context
     var report = ImportReport()
+    /// The batch being decoded.
     var batch: [JSONRecord] = []
     let clock = ContinuousClock()
     let start: ContinuousClock.Instant
@@ -67,7 +69,6 @@ private final class Importer {
         self.options = options
         self.context = Context(connection: connection, model: model, isReadOnly: false)
         self.start = clock.now
-        batch.reserveCapacity(options.batchSize)
     }
 
     var elapsed: Double {
@@ -101,7 +102,6 @@ private final class Importer {
             case .arrayAt(let keyPath): .array(atPath: keyPath)
             case .jsonLines: .jsonLines
             }
-        let stream = JSONRecordStream(mode: mode)
         options.logger.info(
             "import started",
             metadata: [
@@ -115,23 +115,29 @@ private final class Importer {
             if !options.commitEveryBatch, !mapping.identityColumns.isEmpty, try context.isTableEmpty(mapping.index) {
                 context.insertedIdentities[mapping.index] = IdentityFilter(expectedCount: (totalBytes ?? 0) / 256)
             }
-            let chunkSize = JSONRecordStream.defaultChunkSize
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
-            defer { buffer.deallocate() }
-            while true {
-                let count = read(descriptor, buffer.baseAddress, chunkSize)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    let code = errno
-                    throw ImportError(reason: "cannot read input: \(String(cString: strerror(code)))", underlyingError: JSONRecordStream.ReadError(path: path, operation: "read", code: code))
-                }
-                if count == 0 { break }
-                try stream.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { record in try self.add(record) }
-                bytesRead = stream.byteOffset
+            // Reading and parsing run on a thread of their own (see RecordPipeline); batches come back here in
+            // input order, and so do the reader's errors.
+            let pipeline = RecordPipeline()
+            defer { pipeline.finish() }
+            let batchSize = options.batchSize
+            let input = path
+            try pipeline.start { pipeline in
+                try Self.readRecords(descriptor, path: input, mode: mode, batchSize: batchSize, into: pipeline)
             }
-            try stream.finish { record in try self.add(record) }
-            bytesRead = stream.byteOffset
-            try processBatch()
+            reading: while true {
+                switch pipeline.pop() {
+                case .batch(let records, let bytes):
+                    report.recordsRead += records.count
+                    bytesRead = bytes
+                    batch = records
+                    try processBatch()
+                case .end(let bytes):
+                    bytesRead = bytes
+                    break reading
+                case .failure(let error):
+                    throw error
+                }
+            }
             if !options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
             options.progress?(ImportProgress(bytesRead: bytesRead, totalBytes: totalBytes, recordsRead: report.recordsRead, elapsed: elapsed))
         } catch {
@@ -164,12 +170,42 @@ private final class Importer {
         return ImportError(codingPath: codingPath, reason: reason, underlyingError: error)
     }
 
-    func add(_ record: borrowing JSONRecord) throws {
-        report.recordsRead += 1
-        batch.append(copy record)
-        if batch.count >= options.batchSize {
-            try processBatch()
+    /// The reader thread: reads the input in chunks, parses it into records and hands them over in batches;
+    /// returns the number of bytes read.
+    static func readRecords(
+        _ descriptor: Int32, path: String?, mode: JSONRecordStream.Mode, batchSize: Int, into pipeline: RecordPipeline
+    ) throws -> Int {
+        let stream = JSONRecordStream(mode: mode)
+        var batch: [JSONRecord] = []
+        batch.reserveCapacity(batchSize)
+        func add(_ record: borrowing JSONRecord) throws {
+            batch.append(copy record)
+            if batch.count >= batchSize {
+                guard pipeline.push(.batch(batch, bytesRead: stream.byteOffset)) else { throw RecordPipeline.Cancelled() }
+                batch = []
+                batch.reserveCapacity(batchSize)
+            }
         }
+        let chunkSize = JSONRecordStream.defaultChunkSize
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = read(descriptor, buffer.baseAddress, chunkSize)
+            if count < 0 {
+                if errno == EINTR { continue }
+                let code = errno
+                throw ImportError(
+                    reason: "cannot read input: \(String(cString: strerror(code)))",
+                    underlyingError: JSONRecordStream.ReadError(path: path, operation: "read", code: code))
+            }
+            if count == 0 { break }
+            try stream.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), add)
+        }
+        try stream.finish(add)
+        if !batch.isEmpty {
+            guard pipeline.push(.batch(batch, bytesRead: stream.byteOffset)) else { throw RecordPipeline.Cancelled() }
+        }
+        return stream.byteOffset
     }
 
     private struct SkipRecord: Error {

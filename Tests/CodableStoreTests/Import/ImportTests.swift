@@ -166,4 +166,51 @@ import Testing
         let size = try FileManager.default.attributesOfItem(atPath: dump)[.size] as! Int
         #expect(lines.last == "250 \(size) \(size)")
     }
+
+    /// Records `{"id": i, "number": i, "title": "t"}` for i in `range`, some replaced by other text.
+    static func plainDump(_ range: Range<Int>, replacing replacements: [Int: String]) throws -> String {
+        let records = range.map { replacements[$0] ?? #"{"id": \#($0), "number": \#($0), "title": "t"}"# }
+        let path = TestStore.temporaryPath("plain.json")
+        try Data(("[" + records.joined(separator: ",\n") + "]").utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// The input is read on another thread, ahead of decoding: its errors must still come in record order,
+    /// after every batch before them, and a failure while decoding must stop the reader.
+    @Test func errorsComeInRecordOrderWhileTheInputIsReadAhead() throws {
+        // A wrong type in record 150 (batch 1) and a syntax error in record 4000 that the reader may reach
+        // first: the import reports record 150, keeping batch 0 (committed), and returns.
+        let dump = try Self.plainDump(0..<5_000, replacing: [
+            150: #"{"id": 150, "number": "150", "title": "t"}"#, 4_000: #"{"id": 4000, "number": 4000 "title": "t"}"#,
+        ])
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: issueEntities)
+        var options = Self.options(batchSize: 100)
+        options.commitEveryBatch = true
+        let error = try #require(throws: ImportError.self) {
+            _ = try store.importJSON(GitIssue.self, from: .file(dump), options: options)
+        }
+        #expect(error.recordIndex == 150)
+        #expect(error.codingPath == "[150].number")
+        #expect(try RawDatabase(path).value("SELECT count(*) FROM GitIssue") == "100")
+        #expect(try RawDatabase(path).value("SELECT max(id) FROM GitIssue") == "99")
+
+        // Only the syntax error: the batches before the one it cuts short are kept, that batch is not.
+        let syntax = try Self.plainDump(0..<5_000, replacing: [4_000: #"{"id": 4000, "number": 4000 "title": "t"}"#])
+        let second = TestStore.temporaryPath()
+        let error2 = try #require(throws: ImportError.self) {
+            _ = try Store(path: second, entities: issueEntities).importJSON(GitIssue.self, from: .file(syntax), options: options)
+        }
+        #expect(error2.recordIndex == 4_000)
+        #expect(error2.line == 4_001)
+        #expect(error2.underlyingError is JSONSyntaxError)
+        #expect(try RawDatabase(second).value("SELECT count(*) FROM GitIssue") == "4000")
+
+        // In one transaction (the default), neither leaves anything.
+        let third = TestStore.temporaryPath()
+        #expect(throws: ImportError.self) {
+            _ = try Store(path: third, entities: issueEntities).importJSON(GitIssue.self, from: .file(syntax), options: Self.options(batchSize: 100))
+        }
+        #expect(try RawDatabase(third).value("SELECT count(*) FROM GitIssue") == "0")
+    }
 }

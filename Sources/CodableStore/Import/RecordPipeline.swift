@@ -1,0 +1,128 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads and parses an import's input on a thread of its own, handing complete batches of records to the
+/// importer in order, so that reading, yajl and building the records' tapes run on one core while decoding
+/// and SQLite run on another.
+///
+/// The hand-over is bounded: the reader waits while `capacity` batches are waiting, so at most the batch being
+/// decoded, the waiting ones and the one being read are in memory, whatever the size of the input. Items come
+/// out in input order, and a failure of the reader (a syntax error, a read error) comes after every batch read
+/// before it, so the importer sees errors in record order, as if it had parsed the input itself. A batch cut
+/// short by a failure is not handed over: the records before a syntax error in the same batch are not imported
+/// (as before; under ``ImportOptions/commitEveryBatch`` the batches committed earlier stay).
+final class RecordPipeline: @unchecked Sendable {
+    // @unchecked: every stored property but the constants is read and written under `mutex`.
+
+    enum Item: Sendable {
+        /// Records in input order, with the number of input bytes consumed when the batch was complete.
+        case batch([JSONRecord], bytesRead: Int)
+        /// The input ended after the last batch.
+        case end(bytesRead: Int)
+        /// The reader failed after the last batch.
+        case failure(any Error)
+    }
+
+    /// Thrown inside the reader when the importer stopped taking batches.
+    struct Cancelled: Error {}
+
+    private let capacity: Int
+    private var mutex = pthread_mutex_t()
+    private var changed = pthread_cond_t()
+    private var items: [Item] = []
+    private var isCancelled = false
+    private var thread: pthread_t?
+
+    init(capacity: Int = 1) {
+        self.capacity = max(1, capacity)
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&changed, nil)
+    }
+
+    deinit {
+        precondition(thread == nil, "RecordPipeline released while its reader runs: call finish()")
+        pthread_cond_destroy(&changed)
+        pthread_mutex_destroy(&mutex)
+    }
+
+    /// Starts `read` on a new thread; it hands over batches with ``push(_:)`` and must end with `.end` or
+    /// `.failure` (pushed by `start` when `read` throws).
+    func start(_ read: @escaping @Sendable (RecordPipeline) throws -> Int) throws {
+        final class Job {
+            let pipeline: RecordPipeline
+            let read: @Sendable (RecordPipeline) throws -> Int
+            init(_ pipeline: RecordPipeline, _ read: @escaping @Sendable (RecordPipeline) throws -> Int) {
+                self.pipeline = pipeline
+                self.read = read
+            }
+            func run() {
+                do {
+                    let bytesRead = try read(pipeline)
+                    _ = pipeline.push(.end(bytesRead: bytesRead))
+                } catch is Cancelled {
+                    return
+                } catch {
+                    _ = pipeline.push(.failure(error))
+                }
+            }
+        }
+        let job = Unmanaged.passRetained(Job(self, read)).toOpaque()
+        #if canImport(Darwin)
+        var created: pthread_t?
+        #else
+        var created = pthread_t()
+        #endif
+        let status = pthread_create(
+            &created, nil,
+            { argument in
+                Unmanaged<Job>.fromOpaque(argument!).takeRetainedValue().run()
+                return nil
+            }, job)
+        guard status == 0 else {
+            Unmanaged<Job>.fromOpaque(job).release()
+            let error = JSONRecordStream.ReadError(path: nil, operation: "start a reader thread for", code: status)
+            throw ImportError(reason: error.description, underlyingError: error)
+        }
+        thread = created
+    }
+
+    /// Hands an item to the importer, waiting while the queue is full. False when the importer has stopped:
+    /// the reader should then return (throw ``Cancelled``).
+    func push(_ item: Item) -> Bool {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        while items.count >= capacity, !isCancelled { pthread_cond_wait(&changed, &mutex) }
+        if isCancelled { return false }
+        items.append(item)
+        pthread_cond_broadcast(&changed)
+        return true
+    }
+
+    /// The next item, waiting for the reader when there is none.
+    func pop() -> Item {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        while items.isEmpty { pthread_cond_wait(&changed, &mutex) }
+        let item = items.removeFirst()
+        pthread_cond_broadcast(&changed)
+        return item
+    }
+
+    /// Stops the reader (if it still runs) and waits for its thread to end; safe to call more than once.
+    func finish() {
+        pthread_mutex_lock(&mutex)
+        isCancelled = true
+        items.removeAll()
+        pthread_cond_broadcast(&changed)
+        pthread_mutex_unlock(&mutex)
+        if let thread {
+            pthread_join(thread, nil)
+            self.thread = nil
+        }
+    }
+}
