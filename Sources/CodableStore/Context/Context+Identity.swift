@@ -73,13 +73,6 @@ extension Context {
         })
     }
 
-    /// Records an object under its identity (after it was inserted or read); `key` when the caller has it
-    /// (the decoder, which looked it up).
-    func indexIdentity(of object: any EntityObject, _ mapping: EntityMapping, key: IdentityKey? = nil) {
-        guard !mapping.identityColumns.isEmpty, let index = identityIndexes[mapping.index] else { return }
-        index.entries[key ?? identityKey(of: object, mapping)] = .object(object)
-    }
-
     /// Whether an indexed object still answers to `key`: inserted or stored, and not re-identified since.
     private func isCurrent(_ object: any EntityObject, _ key: IdentityKey, _ entity: Int) -> Bool {
         let state = object.entityState
@@ -190,7 +183,7 @@ extension Context {
     func makeObject(entity: Int, values: [SQLiteValue], identity: IdentityKey?) throws -> any EntityObject {
         let mapping = model.mappings[entity]
         let object = try mapping.description.type.init(row: EntityRow(values: values, mapping: mapping))
-        try insertObject(object, identity: identity)
+        try insertCreated(object, mapping, identity: identity)
         return object
     }
 }

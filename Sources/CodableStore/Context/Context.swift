@@ -160,6 +160,26 @@ public final class Context {
             lastInsertedType = type
             lastInsertedEntity = entity
         }
+        let mapping = model.mappings[entity]
+        try register(inserted: object, state, mapping, identity: identity)
+        if !mapping.hasRelationships { return }
+        // Relationships assigned before insertion were not tracked: connect them now.
+        for case let relationship? in mapping.relationships where !relationship.description.isEmpty(object) {
+            try connectMembers(relationship.description.getMany(object), of: object, relationship)
+        }
+    }
+
+    /// Inserts an object the decoder just created with `init(row:)`: new, in no context, with empty
+    /// relationships, so none of ``insertObject(_:identity:)``'s checks apply.
+    func insertCreated(_ object: any EntityObject, _ mapping: EntityMapping, identity: IdentityKey?) throws {
+        if isReadOnly { throw StoreError.readOnly("insert") }
+        try register(inserted: object, object.entityState, mapping, identity: identity)
+    }
+
+    private func register(
+        inserted object: any EntityObject, _ state: EntityState, _ mapping: EntityMapping, identity: IdentityKey?
+    ) throws {
+        let entity = mapping.index
         let rowID = try nextRowID(for: entity)
         state.context = self
         state.entityIndex = entity
@@ -167,13 +187,12 @@ public final class Context {
         state.rowID = rowID
         registries[entity][rowID] = object
         insertedObjects.append(object)
-        let mapping = model.mappings[entity]
-        indexIdentity(of: object, mapping, key: identity)
-        if let filter = insertedIdentities[entity] { filter.insert(identity ?? identityKey(of: object, mapping)) }
-        if !mapping.hasRelationships { return }
-        // Relationships assigned before insertion were not tracked: connect them now.
-        for case let relationship? in mapping.relationships where !relationship.description.isEmpty(object) {
-            try connectMembers(relationship.description.getMany(object), of: object, relationship)
+        let index = identityIndexes[entity]
+        let filter = insertedIdentities[entity]
+        if index != nil || filter != nil, !mapping.identityColumns.isEmpty {
+            let key = identity ?? identityKey(of: object, mapping)
+            index?.entries[key] = .object(object)
+            filter?.insert(key)
         }
     }
 
