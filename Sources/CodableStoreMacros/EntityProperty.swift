@@ -35,6 +35,7 @@ struct EntityLayout {
     let declaresIdentity: Bool
     /// Whether the class declares a `static let indexes` (or `static var`).
     let declaresIndexes: Bool
+    let declaresInverses: Bool
     /// The case names of a nested `CodingKeys` enum (its JSON keys), if the class declares one.
     let codingKeyCases: [String]?
     /// Whether the class declares an initializer of its own.
@@ -86,6 +87,7 @@ struct EntityAnalysis {
             fields: collector.fields,
             declaresIdentity: collector.declaresIdentity,
             declaresIndexes: collector.declaresIndexes,
+            declaresInverses: collector.declaresInverses,
             codingKeyCases: collector.codingKeyCases,
             declaresInitializer: collector.declaresInitializer
         )
@@ -98,6 +100,7 @@ private struct MemberCollector {
     var diagnostics: [Diagnostic] = []
     var declaresIdentity = false
     var declaresIndexes = false
+    var declaresInverses = false
     var codingKeyCases: [String]?
     var declaresInitializer = false
 
@@ -129,6 +132,9 @@ private struct MemberCollector {
             }
             if variable.singleBinding?.name.bareName == "indexes" {
                 declaresIndexes = true
+            }
+            if variable.singleBinding?.name.bareName == "inverses" {
+                declaresInverses = true
             }
             return
         }

@@ -379,6 +379,60 @@ import Testing
         )
     }
 
+    @Test func declaredIndexesAndInversesArePassedToTheBuilder() {
+        assertExpansion(
+            """
+            @Entity final class Note {
+                var id: Int
+                static let identity = Identity(\\Note.id)
+                static let indexes = [EntityIndex(\\Note.id)]
+                static let inverses: [Inverse<Note>] = []
+                init(id: Int) { self.id = id }
+            }
+            """,
+            expandedSource: """
+            final class Note {
+                var id: Int {
+                    @storageRestrictions(initializes: _id)
+                    init(initialValue) {
+                        _id = initialValue
+                    }
+                    get {
+                        _$EntityAccess.get(self, 0, _id) { $0._id = $1 }
+                    }
+                    set {
+                        _$EntityAccess.set(self, 0, _id, newValue) { $0._id = $1 }
+                    }
+                }
+
+                private var _id: Int
+                static let identity = Identity(\\Note.id)
+                static let indexes = [EntityIndex(\\Note.id)]
+                static let inverses: [Inverse<Note>] = []
+                init(id: Int) { self.id = id }
+
+                let entityState = EntityState()
+
+                static let entityDescription: EntityDescription = {
+                    var builder = EntityDescriptionBuilder<Note>(name: "Note")
+                    builder.field("id", \\Note.id, as: Int.self, get: { $0._id }, set: { $0._id = $1 })
+                    return builder.build(identity: Note.identity, indexes: Note.indexes, inverses: Note.inverses)
+                }()
+
+                required init(row: EntityRow) throws {
+                    self._id = try row.value(0, as: Int.self)
+                }
+
+                required convenience init(from decoder: any Decoder) throws {
+                    throw _$EntityDecoding.unsupportedDecoder(Note.self, decoder)
+                }
+            }
+
+            extension Note: CodableStore.EntityObject, Decodable {}
+            """
+        )
+    }
+
     @Test func defaultInitIsGeneratedWhenAllFieldsHaveDefaults() {
         assertExpansion(
             """

@@ -41,14 +41,58 @@ final class StoreModel: Sendable {
             problems.append("entity name \(name) is reserved")
         }
 
-        // Find inverses: a relationship A.r → B and B.s → A are inverses when each is the only relationship
-        // of its entity pointing at the other.
-        func relationships(of entity: Int, to destination: Int) -> [RelationshipDescription] {
-            descriptions[entity].relationships.filter { indexByType[ObjectIdentifier($0.destination)] == destination }
-        }
+        // Inverses: the declared pairs (see `Inverse`) first. Then a relationship A.r → B and B.s → A left
+        // undeclared are inverses when each is the only undeclared relationship of its entity pointing at the other.
         var inverse: [[Int: Int]] = Array(repeating: [:], count: descriptions.count)  // field → inverse field
+        var declared: [Set<Int>] = Array(repeating: [], count: descriptions.count)
         for (entity, description) in descriptions.enumerated() {
-            for relationship in description.relationships {
+            for declaration in description.declaredInverses {
+                guard case .relationship(let relationship) = description.fields[declaration.field] else { continue }
+                let name = "\(description.name).\(relationship.name)"
+                guard ObjectIdentifier(declaration.destination) == ObjectIdentifier(relationship.destination),
+                    let destination = indexByType[ObjectIdentifier(declaration.destination)]
+                else {
+                    problems.append(
+                        "\(name): its declared inverse must be a relationship of its destination \(relationship.destination), not of \(declaration.destination)")
+                    continue
+                }
+                let target = descriptions[destination]
+                guard let field = target.fieldIndex(for: declaration.inverse),
+                    case .relationship(let other) = target.fields[field]
+                else {
+                    problems.append("\(name): its declared inverse is not a relationship of \(target.name)")
+                    continue
+                }
+                let otherName = "\(target.name).\(other.name)"
+                if indexByType[ObjectIdentifier(other.destination)] != entity {
+                    problems.append("\(name) and \(otherName) cannot be inverses: \(otherName) points at \(other.destination)")
+                    continue
+                }
+                if destination == entity, field == declaration.field {
+                    problems.append("\(name) cannot be its own inverse")
+                    continue
+                }
+                if let previous = inverse[entity][declaration.field], previous != field {
+                    problems.append("\(name) is declared with two inverses: \(target.fields[previous].name) and \(other.name)")
+                    continue
+                }
+                if let previous = inverse[destination][field], previous != declaration.field {
+                    problems.append("\(otherName) is declared with two inverses: \(description.fields[previous].name) and \(relationship.name)")
+                    continue
+                }
+                inverse[entity][declaration.field] = field
+                inverse[destination][field] = declaration.field
+                declared[entity].insert(declaration.field)
+                declared[destination].insert(field)
+            }
+        }
+        func relationships(of entity: Int, to destination: Int) -> [RelationshipDescription] {
+            descriptions[entity].relationships.filter {
+                !declared[entity].contains($0.index) && indexByType[ObjectIdentifier($0.destination)] == destination
+            }
+        }
+        for (entity, description) in descriptions.enumerated() {
+            for relationship in description.relationships where !declared[entity].contains(relationship.index) {
                 let destination = indexByType[ObjectIdentifier(relationship.destination)]!
                 let outgoing = relationships(of: entity, to: destination)
                 var incoming = relationships(of: destination, to: entity)

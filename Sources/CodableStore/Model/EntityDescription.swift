@@ -38,6 +38,16 @@ public final class EntityDescription: Sendable {
     /// coded (left out of a declared `CodingKeys`).
     public let codingKeyPaths: [[String]?]
     private let fieldIndexByKeyPath: KeyPathTable
+    /// Declared inverses: a relationship's field index, and the key path of its inverse in the destination
+    /// (resolved when a store links the entities).
+    let declaredInverses: [DeclaredInverse]
+
+    struct DeclaredInverse: @unchecked Sendable {
+        // @unchecked: key paths are immutable once formed; `AnyKeyPath` does not declare Sendable.
+        let field: Int
+        let inverse: AnyKeyPath
+        let destination: any EntityObject.Type
+    }
 
     init(
         name: String,
@@ -47,9 +57,11 @@ public final class EntityDescription: Sendable {
         keyPaths: [AnyKeyPath: Int],
         codingKeyPaths: [[String]?],
         indexes: [IndexDescription] = [],
+        declaredInverses: [DeclaredInverse] = [],
         problems: [String]
     ) {
         self.indexes = indexes
+        self.declaredInverses = declaredInverses
         self.codingKeyPaths = codingKeyPaths
         self.name = name
         self.type = type
@@ -465,8 +477,18 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
     }
 
     /// The description, with `identity` resolved to attribute fields.
-    public func build(identity: Identity<Root>?, indexes: [EntityIndex<Root>] = []) -> EntityDescription {
+    public func build(
+        identity: Identity<Root>?, indexes: [EntityIndex<Root>] = [], inverses: [Inverse<Root>] = []
+    ) -> EntityDescription {
         var problems = self.problems
+        var declaredInverses: [EntityDescription.DeclaredInverse] = []
+        for inverse in inverses {
+            guard let field = keyPaths[inverse.keyPath], case .relationship = fields[field] else {
+                problems.append("\(name): an inverse is declared for a key path that does not name a relationship")
+                continue
+            }
+            declaredInverses.append(.init(field: field, inverse: inverse.inverse, destination: inverse.destination))
+        }
         var indexFields: [(fields: [Int], unique: Bool)] = []
         for index in indexes {
             var fields: [Int] = []
@@ -512,6 +534,6 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
         return EntityDescription(
             name: name, type: Root.self, fields: fields, identity: identityFields, keyPaths: keyPaths,
             codingKeyPaths: keyPathsOfFields, indexes: indexFields.map { EntityDescription.IndexDescription(fields: $0.fields, isUnique: $0.unique) },
-            problems: problems)
+            declaredInverses: declaredInverses, problems: problems)
     }
 }

@@ -82,3 +82,37 @@ public struct EntityIndex<Root: AnyObject>: @unchecked Sendable {
         self.isUnique = unique
     }
 }
+
+/// Two relationships that are each other's inverse, declared where the store cannot tell by itself.
+///
+/// The store pairs a relationship `A.r → B` with `B.s → A` when each is the only relationship of its entity
+/// pointing at the other. When an entity has several relationships to the same destination, declare the
+/// pairs; the relationships left undeclared are then paired by the same rule among themselves:
+///
+/// ```swift
+/// @Entity final class Issue {
+///     var author: User?
+///     var assignee: User?
+///     static let inverses = [Inverse(\Issue.author, \User.authored)]   // assignee ↔ assigned is found
+/// }
+/// @Entity final class User {
+///     var authored: Set<Issue>
+///     var assigned: Set<Issue>
+/// }
+/// ```
+/// Declaring a pair on one side is enough; declaring it on both sides is allowed if they agree. Inverses are
+/// kept consistent in memory (setting `issue.author` adds the issue to `user.authored`) and share storage:
+/// a to-many whose inverse is a to-one is stored by that foreign key, a many-to-many pair by one join table.
+public struct Inverse<Root: AnyObject>: @unchecked Sendable {
+    // @unchecked: key paths are immutable once formed; `AnyKeyPath` does not declare Sendable.
+    public let keyPath: PartialKeyPath<Root>
+    public let inverse: AnyKeyPath
+    /// The entity the inverse belongs to.
+    public let destination: any EntityObject.Type
+
+    public init<Destination: EntityObject>(_ keyPath: PartialKeyPath<Root>, _ inverse: PartialKeyPath<Destination>) {
+        self.keyPath = keyPath
+        self.inverse = inverse
+        self.destination = Destination.self
+    }
+}
