@@ -17,7 +17,7 @@ import Darwin
 /// short by a failure is not handed over: the records before a syntax error in the same batch are not imported
 /// (as before; under ``ImportOptions/commitEveryBatch`` the batches committed earlier stay).
 final class RecordPipeline: @unchecked Sendable {
-    // @unchecked: every stored property but the constants is read and written under `mutex`.
+    // @unchecked: `items` and `isCancelled` are read and written under `mutex`; `thread` only by the importer.
 
     enum Item: Sendable {
         /// Records in input order, with the number of input bytes consumed when the batch was complete.
@@ -31,23 +31,39 @@ final class RecordPipeline: @unchecked Sendable {
     /// Thrown inside the reader when the importer stopped taking batches.
     struct Cancelled: Error {}
 
+    /// How long the reader waits for input before checking whether the importer stopped, in milliseconds: a
+    /// failed import from a pipe that stays open (`tail -f dump.jsonl | codable-store import …`) still ends.
+    static let pollInterval: Int32 = 100
+
     private let capacity: Int
-    private var mutex = pthread_mutex_t()
-    private var changed = pthread_cond_t()
+    // Allocated: the address of a stored property is not guaranteed stable, and pthread objects must not move.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var items: [Item] = []
-    private var isCancelled = false
+    private var cancelled = false
     private var thread: pthread_t?
 
     init(capacity: Int = 1) {
         self.capacity = max(1, capacity)
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&changed, nil)
+        mutex.initialize(to: pthread_mutex_t())
+        changed.initialize(to: pthread_cond_t())
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(changed, nil)
     }
 
     deinit {
         precondition(thread == nil, "RecordPipeline released while its reader runs: call finish()")
-        pthread_cond_destroy(&changed)
-        pthread_mutex_destroy(&mutex)
+        pthread_cond_destroy(changed)
+        pthread_mutex_destroy(mutex)
+        changed.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Whether the importer has stopped taking batches: a reader waiting for input should give up.
+    var isCancelled: Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return cancelled
     }
 
     /// Starts `read` on a new thread; it hands over batches with ``push(_:)`` and must end with `.end` or
@@ -94,32 +110,33 @@ final class RecordPipeline: @unchecked Sendable {
     /// Hands an item to the importer, waiting while the queue is full. False when the importer has stopped:
     /// the reader should then return (throw ``Cancelled``).
     func push(_ item: Item) -> Bool {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        while items.count >= capacity, !isCancelled { pthread_cond_wait(&changed, &mutex) }
-        if isCancelled { return false }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while items.count >= capacity, !cancelled { pthread_cond_wait(changed, mutex) }
+        if cancelled { return false }
         items.append(item)
-        pthread_cond_broadcast(&changed)
+        pthread_cond_broadcast(changed)
         return true
     }
 
     /// The next item, waiting for the reader when there is none.
     func pop() -> Item {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        while items.isEmpty { pthread_cond_wait(&changed, &mutex) }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while items.isEmpty { pthread_cond_wait(changed, mutex) }
         let item = items.removeFirst()
-        pthread_cond_broadcast(&changed)
+        pthread_cond_broadcast(changed)
         return item
     }
 
-    /// Stops the reader (if it still runs) and waits for its thread to end; safe to call more than once.
+    /// Stops the reader (if it still runs) and waits for its thread to end; safe to call more than once. A
+    /// reader waiting for input notices within ``pollInterval``.
     func finish() {
-        pthread_mutex_lock(&mutex)
-        isCancelled = true
+        pthread_mutex_lock(mutex)
+        cancelled = true
         items.removeAll()
-        pthread_cond_broadcast(&changed)
-        pthread_mutex_unlock(&mutex)
+        pthread_cond_broadcast(changed)
+        pthread_mutex_unlock(mutex)
         if let thread {
             pthread_join(thread, nil)
             self.thread = nil

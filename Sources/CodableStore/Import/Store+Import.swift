@@ -190,6 +190,13 @@ private final class Importer {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
         defer { buffer.deallocate() }
         while true {
+            // Wait for input a little at a time, so that a reader blocked on a pipe notices a failed import.
+            var waiting = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            while true {
+                let ready = poll(&waiting, 1, RecordPipeline.pollInterval)
+                if ready > 0 || (ready < 0 && errno != EINTR) { break }  // input, end, or an error read reports
+                if pipeline.isCancelled { throw RecordPipeline.Cancelled() }
+            }
             let count = read(descriptor, buffer.baseAddress, chunkSize)
             if count < 0 {
                 if errno == EINTR { continue }

@@ -213,4 +213,22 @@ import Testing
         }
         #expect(try RawDatabase(third).value("SELECT count(*) FROM GitIssue") == "0")
     }
+
+    /// The input is read on another thread; when decoding fails while that thread waits on a pipe that stays
+    /// open (a live feed), the import must still end with the error.
+    @Test(.timeLimit(.minutes(1))) func aFailedImportFromAPipeThatStaysOpenEnds() throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer {
+            close(ends[0])
+            close(ends[1])
+        }
+        let text = #"[{"id": 1, "number": "one", "title": "a"},"#
+        #expect(text.utf8.withContiguousStorageIfAvailable { write(ends[1], $0.baseAddress, $0.count) } == text.utf8.count)
+        let store = try Store.inMemory(entities: issueEntities)
+        let error = try #require(throws: ImportError.self) {
+            _ = try store.importJSON(GitIssue.self, from: .fileDescriptor(ends[0]), options: Self.options(batchSize: 1))
+        }
+        #expect(error.codingPath == "[0].number")
+    }
 }
