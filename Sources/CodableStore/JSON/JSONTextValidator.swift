@@ -136,6 +136,18 @@ struct JSONTextValidator {
             case .structural:
                 // Only `"`, `\n`, `\v` and `\f` matter here; yajl checks everything else outside strings.
                 while index < count {
+                    // Skip 8 bytes at a time while none is a quote or at most 0x0C.
+                    while index &+ 8 <= count {
+                        let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                        let mask = Self.specialStructuralBytes(word)
+                        if mask == 0 {
+                            index &+= 8
+                        } else {
+                            index &+= mask.trailingZeroBitCount &>> 3
+                            break
+                        }
+                    }
+                    guard index < count else { break }
                     let byte = bytes[index]
                     if byte == UInt8(ascii: "\"") {
                         mode = .string
@@ -191,6 +203,13 @@ struct JSONTextValidator {
                         break
                     }
                     if byte >= 0x80 {
+                        // A whole, valid sequence in this chunk (the common case) is skipped here; anything else
+                        // goes through the byte-by-byte state machine, which also explains failures.
+                        let length = Self.validSequenceLength(bytes, at: index)
+                        if length > 0 {
+                            index &+= length
+                            continue
+                        }
                         if let failure = startSequence(byte, at: index, base: base) { return failure }
                         index += 1
                         break
@@ -315,6 +334,43 @@ struct JSONTextValidator {
         let hasBackslash = (backslashes &- ones) & ~backslashes
         let hasControl = (word &- ones &* 0x20) & ~word
         return (hasQuote | hasBackslash | hasControl | word) & highs
+    }
+
+    /// A mask with the high bit set in (at least) the first byte of `word` that is a quote or at most 0x0C (the
+    /// lowest flagged byte is exact; higher ones may be false positives).
+    @inline(__always)
+    private static func specialStructuralBytes(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let quotes = word ^ (ones &* 0x22)
+        let hasQuote = (quotes &- ones) & ~quotes
+        let hasLow = (word &- ones &* 0x0D) & ~word
+        return (hasQuote | hasLow) & highs
+    }
+
+    /// The length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms, surrogates, or code points
+    /// above U+10FFFF) starting at `index` if it ends inside `bytes`; 0 otherwise.
+    @inline(__always)
+    private static func validSequenceLength(_ bytes: UnsafeRawBufferPointer, at index: Int) -> Int {
+        let lead = bytes[index]
+        var lower: UInt8 = 0x80
+        var upper: UInt8 = 0xBF
+        let length: Int
+        switch lead {
+        case 0xC2...0xDF: length = 2
+        case 0xE0: length = 3; lower = 0xA0
+        case 0xED: length = 3; upper = 0x9F
+        case 0xE1...0xEF: length = 3
+        case 0xF0: length = 4; lower = 0x90
+        case 0xF4: length = 4; upper = 0x8F
+        case 0xF1...0xF3: length = 4
+        default: return 0
+        }
+        guard index &+ length <= bytes.count else { return 0 }
+        let second = bytes[index &+ 1]
+        guard second >= lower, second <= upper else { return 0 }
+        for offset in 2..<length where bytes[index &+ offset] & 0xC0 != 0x80 { return 0 }
+        return length
     }
 
     private mutating func startSequence(_ lead: UInt8, at index: Int, base: Int) -> Failure? {
