@@ -93,8 +93,7 @@ extension Context {
         state.foreignKeys[relationship.description.index] = nil
         markChanged(owner, state, relationship.description.index)
         if let new, new.entityState.status == .transient { insertForRelationship(new) }
-        guard let inverseField = relationship.inverse else { return }
-        let inverse = model.mappings[relationship.destination].relationships[inverseField]!
+        guard let inverse = relationship.inverseRelationship else { return }
         if let old { unlinkInverse(member: old, inverse, owner: owner) }
         if let new { linkInverse(member: new, inverse, owner: owner) }
     }
@@ -124,8 +123,7 @@ extension Context {
             for member in removed { recordLink(table, owner, member, ownerIsSource: ownerIsSource, isLink: false) }
             for member in added { recordLink(table, owner, member, ownerIsSource: ownerIsSource, isLink: true) }
         }
-        guard let inverseField = relationship.inverse else { return }
-        let inverse = model.mappings[relationship.destination].relationships[inverseField]!
+        guard let inverse = relationship.inverseRelationship else { return }
         for member in removed { unlinkInverse(member: member, inverse, owner: owner) }
         for member in added { linkInverse(member: member, inverse, owner: owner) }
     }
@@ -136,8 +134,7 @@ extension Context {
         if case .joinTable(let table, let ownerIsSource) = relationship.storage {
             for member in members { recordLink(table, owner, member, ownerIsSource: ownerIsSource, isLink: true) }
         }
-        guard let inverseField = relationship.inverse else { return }
-        let inverse = model.mappings[relationship.destination].relationships[inverseField]!
+        guard let inverse = relationship.inverseRelationship else { return }
         for member in members { linkInverse(member: member, inverse, owner: owner) }
     }
 
@@ -168,8 +165,7 @@ extension Context {
             let current = resolveToOne(member, inverse)
             if current === owner { return }
             // The member leaves its previous owner (one-to-many) or partner (one-to-one).
-            if let current, let back = inverse.inverse {
-                let forward = model.mappings[inverse.destination].relationships[back]!
+            if let current, let forward = inverse.inverseRelationship {
                 removeInMemory(member, from: current, forward)
             }
             inverse.description.setOne(member, owner)

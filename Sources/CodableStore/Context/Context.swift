@@ -243,8 +243,8 @@ public final class Context {
                 members = resolveToOne(object, relationship).map { [$0] } ?? []
             }
             for member in members {
-                if let inverse = relationship.inverse {
-                    unlinkInverse(member: member, model.mappings[relationship.destination].relationships[inverse]!, owner: object)
+                if let inverse = relationship.inverseRelationship {
+                    unlinkInverse(member: member, inverse, owner: object)
                 }
             }
         }

@@ -176,6 +176,13 @@ final class StoreModel: Sendable {
                 .invalidModel, "the entities are not a valid model: " + problems.joined(separator: "; "),
                 differences: problems)
         }
+        for mapping in mappings {
+            for case let relationship? in mapping.relationships {
+                relationship.inverseRelationship = relationship.inverse.flatMap {
+                    mappings[relationship.destination].relationships[$0]
+                }
+            }
+        }
         self.mappings = mappings
         self.joinTables = joinTables
         self.hasOrderedForeignKeyRelationships = mappings.contains { mapping in
@@ -218,7 +225,11 @@ enum RelationshipStorage: Equatable, Sendable {
 }
 
 /// A relationship with its destination, inverse and storage resolved.
-struct ResolvedRelationship: Sendable {
+///
+/// A class: the context passes relationships around on every assignment, and copying a struct of several
+/// references and strings cost a retain each.
+final class ResolvedRelationship: @unchecked Sendable {
+    // @unchecked: `inverseRelationship` is set once while the model is built, before it is shared.
     let description: RelationshipDescription
     /// The owner's entity index.
     let owner: Int
@@ -227,10 +238,22 @@ struct ResolvedRelationship: Sendable {
     /// The inverse's field index in the destination, if there is an inverse.
     let inverse: Int?
     let storage: RelationshipStorage
+    /// The inverse relationship itself, when there is one. Unowned: the model owns every relationship (through
+    /// its mappings) for as long as anything can reach this one.
+    fileprivate(set) unowned(unsafe) var inverseRelationship: ResolvedRelationship?
+
+    init(description: RelationshipDescription, owner: Int, destination: Int, inverse: Int?, storage: RelationshipStorage) {
+        self.description = description
+        self.owner = owner
+        self.destination = destination
+        self.inverse = inverse
+        self.storage = storage
+    }
 }
 
-/// A join table for a to-many relationship that is not stored by a foreign key.
-struct JoinTable: Sendable {
+/// A join table for a to-many relationship that is not stored by a foreign key. A class: saves look it up per
+/// link, and a struct with four strings cost four retains per copy.
+final class JoinTable: Sendable {
     let index: Int
     let name: String
     /// Entity index of the `source` column.
