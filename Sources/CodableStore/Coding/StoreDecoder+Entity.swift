@@ -272,6 +272,7 @@ extension StoreDecoderImpl {
                 context.setToMany(object, relationship, [])
             case .array:
                 var members: [any EntityObject] = []
+                members.reserveCapacity(source.tape.count(of: valueNode))
                 for (offset, element) in source.tape.elements(of: valueNode).enumerated() {
                     if source.kind(element) == .null { continue }
                     if let member = try reference(destination, element, valuePath.appending(index: offset)) {

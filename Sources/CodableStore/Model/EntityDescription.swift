@@ -241,7 +241,7 @@ public final class RelationshipDescription: Sendable {
     let getOne: @Sendable (AnyObject) -> (any EntityObject)?
     let setOne: @Sendable (AnyObject, AnyObject?) -> Void
     let getMany: @Sendable (AnyObject) -> [any EntityObject]
-    let setMany: @Sendable (AnyObject, [AnyObject]) -> Void
+    let setMany: @Sendable (AnyObject, [any EntityObject]) -> Void
     /// Adds a member unless it is there already; returns whether it was added.
     let insertMember: @Sendable (AnyObject, AnyObject) -> Bool
     let removeMember: @Sendable (AnyObject, AnyObject) -> Void
@@ -258,7 +258,7 @@ public final class RelationshipDescription: Sendable {
         getOne: @escaping @Sendable (AnyObject) -> (any EntityObject)?,
         setOne: @escaping @Sendable (AnyObject, AnyObject?) -> Void,
         getMany: @escaping @Sendable (AnyObject) -> [any EntityObject],
-        setMany: @escaping @Sendable (AnyObject, [AnyObject]) -> Void,
+        setMany: @escaping @Sendable (AnyObject, [any EntityObject]) -> Void,
         insertMember: @escaping @Sendable (AnyObject, AnyObject) -> Bool,
         removeMember: @escaping @Sendable (AnyObject, AnyObject) -> Void,
         containsMember: @escaping @Sendable (AnyObject, AnyObject) -> Bool,
@@ -360,7 +360,11 @@ public final class RelationshipDescription: Sendable {
             getOne: { get(unsafeDowncast($0, to: Root.self)).first },
             setOne: { set(unsafeDowncast($0, to: Root.self), $1.map { [unsafeDowncast($0, to: D.self)] } ?? []) },
             getMany: { get(unsafeDowncast($0, to: Root.self)).map { $0 } },
-            setMany: { set(unsafeDowncast($0, to: Root.self), Set($1.map { unsafeDowncast($0, to: D.self) })) },
+            setMany: { owner, members in
+                var typed = Set<D>(minimumCapacity: members.count)
+                for member in members { typed.insert(unsafeDowncast(member, to: D.self)) }
+                set(unsafeDowncast(owner, to: Root.self), typed)
+            },
             insertMember: { owner, member in
                 let root = unsafeDowncast(owner, to: Root.self)
                 var members = get(root)
