@@ -97,14 +97,16 @@ extension Context {
     }
 
     /// Inserts new objects, grouped by entity, several rows per statement (as a hand-written importer
-    /// would): fewer statement executions for SQLite to run. Foreign keys are checked at commit, so the
-    /// order of entities does not matter.
+    /// would): fewer statement executions for SQLite to run. Foreign keys are checked at commit, so any order
+    /// is correct; parents go first (``StoreModel/insertOrder``) because a child row inserted before its
+    /// parent costs a deferred violation, and the parent's insert then a search of the child table.
     private func writeInserts() throws {
         var byEntity: [[any EntityObject]] = Array(repeating: [], count: model.mappings.count)
         for object in insertedObjects where object.entityState.status == .inserted {
             byEntity[object.entityState.entityIndex].append(object)
         }
-        for (entity, objects) in byEntity.enumerated() where !objects.isEmpty {
+        for entity in model.insertOrder where !byEntity[entity].isEmpty {
+            let objects = byEntity[entity]
             let mapping = model.mappings[entity]
             let fits = EntityMapping.insertBatchRows * (mapping.insertColumnCount + 1) <= connection.maximumVariableCount
             let rowsPerStatement = fits ? EntityMapping.insertBatchRows : 1

@@ -16,6 +16,10 @@ final class StoreModel: Sendable {
     let joinTables: [JoinTable]
     /// Whether some ordered to-many relationship keeps positions in a column of its destination.
     let hasOrderedForeignKeyRelationships: Bool
+    /// Entity indexes with the destinations of foreign keys before the tables holding them (where cycles
+    /// allow): saves insert parent rows first, so that SQLite's deferred foreign-key checks find every parent
+    /// at once and never have to look for children when a parent arrives.
+    let insertOrder: [Int]
     private let indexByType: [ObjectIdentifier: Int]
 
     init(entities: [any EntityObject.Type]) throws {
@@ -183,6 +187,18 @@ final class StoreModel: Sendable {
                 }
             }
         }
+        var insertOrder: [Int] = []
+        var visited = Array(repeating: false, count: mappings.count)
+        func visit(_ entity: Int) {
+            if visited[entity] { return }
+            visited[entity] = true  // a cycle stops here: its rows rely on the deferred checks
+            for case let relationship? in mappings[entity].relationships {
+                if case .foreignKey = relationship.storage { visit(relationship.destination) }
+            }
+            insertOrder.append(entity)
+        }
+        for entity in mappings.indices { visit(entity) }
+        self.insertOrder = insertOrder
         self.mappings = mappings
         self.joinTables = joinTables
         self.hasOrderedForeignKeyRelationships = mappings.contains { mapping in

@@ -331,4 +331,22 @@ import Testing
         let code = try store.read { try $0.object(Person.self, identity: 1)?.country?.code }
         #expect(code == "FR")
     }
+
+    /// Rows are inserted parents first (whatever the order of the entities in the model), so the deferred
+    /// foreign-key checks never count a violation that a later insert must resolve by searching the children.
+    @Test func savesInsertParentRowsBeforeTheRowsThatReferToThem() throws {
+        let log = StatementLog()
+        let store = try Store(path: TestStore.temporaryPath(), entities: TestStore.entities, options: .init(statementObserver: log.observer))
+        try store.write { context in
+            let ada = Person(id: 1, name: "Ada")
+            try context.insert(ada)
+            ada.country = Country(code: "FR", name: "France")
+            ada.attributes = [PersonAttribute(key: "a", value: "1")]
+            log.reset()
+        }
+        let tables = log.writes.filter { $0.hasPrefix("INSERT") }.compactMap { sql in
+            ["\"Country\"", "\"PersonAttribute\"", "\"Person\""].first { sql.contains("INTO \($0)") }
+        }
+        #expect(tables == ["\"Country\"", "\"Person\"", "\"PersonAttribute\""], "\(log.writes)")
+    }
 }
