@@ -172,16 +172,23 @@ extension Context {
         // A fixed number of rows per statement keeps the SQL constant, so the statement is prepared once;
         // the last chunk repeats its last key to fill the slots.
         let rowsPerStatement = max(1, min(256, connection.maximumVariableCount / arity))
-        let columns = mapping.identityColumns.map(quoteIdentifier)
-        let condition: String
-        if arity == 1 {
-            condition = "\(columns[0]) IN (" + Array(repeating: "?", count: rowsPerStatement).joined(separator: ", ") + ")"
+        let sql: String
+        if let cached = lookupSQL[mapping.index] {
+            sql = cached
         } else {
-            let row = "(" + Array(repeating: "?", count: arity).joined(separator: ", ") + ")"
-            condition = "(" + columns.joined(separator: ", ") + ") IN (VALUES "
-                + Array(repeating: row, count: rowsPerStatement).joined(separator: ", ") + ")"
+            let columns = mapping.identityColumns.map(quoteIdentifier)
+            let condition: String
+            if arity == 1 {
+                condition = "\(columns[0]) IN (" + Array(repeating: "?", count: rowsPerStatement).joined(separator: ", ") + ")"
+            } else {
+                let row = "(" + Array(repeating: "?", count: arity).joined(separator: ", ") + ")"
+                condition = "(" + columns.joined(separator: ", ") + ") IN (VALUES "
+                    + Array(repeating: row, count: rowsPerStatement).joined(separator: ", ") + ")"
+            }
+            sql = mapping.selectSQL + " WHERE " + condition
+            lookupSQL[mapping.index] = sql
         }
-        let statement = try connection.cachedStatement(sql: mapping.selectSQL + " WHERE " + condition)
+        let statement = try connection.cachedStatement(sql: sql)
         var start = 0
         while start < pending.count {
             let chunk = pending[start..<min(start + rowsPerStatement, pending.count)]
