@@ -35,6 +35,7 @@ struct EntityLayout {
     let declaresIdentity: Bool
     /// Whether the class declares a `static let indexes` (or `static var`).
     let declaresIndexes: Bool
+    /// Whether the class declares a `static let inverses` (or `static var`).
     let declaresInverses: Bool
     /// The case names of a nested `CodingKeys` enum (its JSON keys), if the class declares one.
     let codingKeyCases: [String]?

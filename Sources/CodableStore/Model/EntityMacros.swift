@@ -16,6 +16,9 @@
 /// schema (``EntityObject/entityDescription``), the tracking state (``EntityObject/entityState``), an
 /// `init(row:)` that the store uses to create objects from rows without calling your initializers, and the
 /// ``EntityObject`` conformance. Mark stored properties the store must ignore with ``Transient()``.
+///
+/// Three static properties, when declared, are read by name: `identity` (an ``Identity``), `indexes` (an
+/// array of ``EntityIndex``) and `inverses` (an array of ``Inverse``).
 @attached(member, names: named(entityState), named(entityDescription), named(init))
 @attached(memberAttribute)
 @attached(extension, conformances: EntityObject, Decodable)
