@@ -26,7 +26,9 @@ public struct ImportOptions: @unchecked Sendable {
     }
 
     public var layout: Layout
-    /// Records decoded and saved together: identities of a batch are looked up with a few queries.
+    /// Records decoded and saved together: identities of a batch are looked up with a few queries. While one
+    /// batch is decoded, the reader thread holds at most two more (one waiting, one being read), so memory
+    /// grows with the batch size, not with the input.
     public var batchSize: Int
     public var failurePolicy: FailurePolicy
     /// Commit after every batch instead of once at the end. An interrupted import keeps the committed batches
