@@ -88,15 +88,17 @@ final class RecordPipeline: @unchecked Sendable {
             }
         }
         let job = Unmanaged.passRetained(Job(self, read)).toOpaque()
-        #if canImport(Darwin)
-        var created: pthread_t?
-        #else
+        // Glibc's pthread_t is an integer; Darwin's and Musl's are pointers, imported as optionals here.
+        #if canImport(Glibc)
         var created = pthread_t()
+        #else
+        var created: pthread_t? = nil
         #endif
         let status = pthread_create(
             &created, nil,
             { argument in
-                Unmanaged<Job>.fromOpaque(argument!).takeRetainedValue().run()
+                // Optional on Glibc and Musl, not on Darwin: the cast makes one spelling work on all of them.
+                Unmanaged<Job>.fromOpaque((argument as UnsafeMutableRawPointer?)!).takeRetainedValue().run()
                 return nil
             }, job)
         guard status == 0 else {
