@@ -17,7 +17,7 @@ import Darwin
 /// short by a failure is not handed over: the records before a syntax error in the same batch are not imported
 /// (as before; under ``ImportOptions/commitEveryBatch`` the batches committed earlier stay).
 final class RecordPipeline: @unchecked Sendable {
-    // @unchecked: `items` and `isCancelled` are read and written under `mutex`; `thread` only by the importer.
+    // @unchecked: `items` and `cancelled` are read and written under `mutex`; `thread` only by the importer.
 
     enum Item: Sendable {
         /// Records in input order, with the number of input bytes consumed when the batch was complete.
@@ -66,8 +66,8 @@ final class RecordPipeline: @unchecked Sendable {
         return cancelled
     }
 
-    /// Starts `read` on a new thread; it hands over batches with ``push(_:)`` and must end with `.end` or
-    /// `.failure` (pushed by `start` when `read` throws).
+    /// Starts `read` on a new thread. It hands over batches with ``push(_:)`` and returns the number of bytes
+    /// read; `.end` (when it returns) or `.failure` (when it throws) is pushed for it.
     func start(_ read: @escaping @Sendable (RecordPipeline) throws -> Int) throws {
         final class Job {
             let pipeline: RecordPipeline

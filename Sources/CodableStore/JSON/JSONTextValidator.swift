@@ -134,19 +134,10 @@ struct JSONTextValidator {
         while index < count {
             switch mode {
             case .structural:
-                // Only `"`, `\n`, `\v` and `\f` matter here; yajl checks everything else outside strings.
+                // Only `"`, `\n`, `\v` and `\f` matter here (at most 0x0C); yajl checks everything else outside
+                // strings.
                 while index < count {
-                    // Skip 8 bytes at a time while none is a quote or at most 0x0C.
-                    while index &+ 8 <= count {
-                        let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-                        let mask = Self.specialStructuralBytes(word)
-                        if mask == 0 {
-                            index &+= 8
-                        } else {
-                            index &+= mask.trailingZeroBitCount &>> 3
-                            break
-                        }
-                    }
+                    index = Self.skipWords(bytes, from: index, until: Self.specialStructuralBytes)
                     guard index < count else { break }
                     let byte = bytes[index]
                     if byte == UInt8(ascii: "\"") {
@@ -177,17 +168,7 @@ struct JSONTextValidator {
 
             case .string:
                 while true {
-                    // Skip 8 plain bytes at a time: no quote, backslash, control character or non-ASCII byte.
-                    while index &+ 8 <= count {
-                        let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-                        let mask = Self.specialStringBytes(word)
-                        if mask == 0 {
-                            index &+= 8
-                        } else {
-                            index &+= mask.trailingZeroBitCount &>> 3
-                            break
-                        }
-                    }
+                    index = Self.skipWords(bytes, from: index, until: Self.specialStringBytes)
                     guard index < count else { return nil }
                     let byte = bytes[index]
                     if byte == UInt8(ascii: "\"") {
@@ -334,6 +315,21 @@ struct JSONTextValidator {
         let hasBackslash = (backslashes &- ones) & ~backslashes
         let hasControl = (word &- ones &* 0x20) & ~word
         return (hasQuote | hasBackslash | hasControl | word) & highs
+    }
+
+    /// Skips 8 bytes at a time from `index` while `special` flags none of them: returns the first flagged
+    /// byte's index, or where fewer than 8 bytes are left (the caller goes on byte by byte).
+    @inline(__always)
+    private static func skipWords(
+        _ bytes: UnsafeRawBufferPointer, from index: Int, until special: (UInt64) -> UInt64
+    ) -> Int {
+        var index = index
+        while index &+ 8 <= bytes.count {
+            let mask = special(UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)))
+            if mask != 0 { return index &+ (mask.trailingZeroBitCount &>> 3) }
+            index &+= 8
+        }
+        return index
     }
 
     /// A mask with the high bit set in (at least) the first byte of `word` that is a quote or at most 0x0C (the
