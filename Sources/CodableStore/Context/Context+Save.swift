@@ -47,18 +47,13 @@ extension Context {
             touchedEntities.insert(model.joinTables[change.table].source)
             touchedEntities.insert(model.joinTables[change.table].target)
         }
+        let plan = makeWritePlan()
+        let statements = { (sql: String) in try self.connection.cachedStatement(sql: sql) }
         // A savepoint makes a failed flush leave nothing behind, so the caller may fix things and retry.
-        let write = {
-            try self.writeDeletes()
-            try self.writeInserts()
-            try self.writeUpdates()
-            try self.writeLinks()
-            try self.writePositions()
-        }
         if usingSavepoint {
-            try connection.inSavepoint(named: "codablestore_save", write)
+            try connection.inSavepoint(named: "codablestore_save") { try plan.run(model: model, statements: statements) }
         } else {
-            try write()
+            try plan.run(model: model, statements: statements)
         }
         // Only now that everything is written does the in-memory state move on.
         var inserted = Array(repeating: 0, count: model.mappings.count)
@@ -87,20 +82,23 @@ extension Context {
         linkChanges.removeAll()
     }
 
-    private func writeDeletes() throws {
-        for (entity, rowID) in deletedObjects {
-            let statement = try connection.cachedStatement(
-                sql: "DELETE FROM \(quoteIdentifier(model.mappings[entity].name)) WHERE \"_pk\" = ?")
-            try statement.bind(rowID, at: 1)
-            try statement.execute()
-        }
+    /// The pending changes as SQL and values, in the order they must be written: deletes, inserts, updates,
+    /// links, positions. Reads the objects; writes nothing.
+    func makeWritePlan() -> WritePlan {
+        var plan = WritePlan()
+        for (entity, rowID) in deletedObjects { plan.steps.append(.delete(entity: entity, rowID: rowID)) }
+        planInserts(&plan)
+        planUpdates(&plan)
+        planLinks(&plan)
+        planPositions(&plan)
+        return plan
     }
 
     /// Inserts new objects, grouped by entity, several rows per statement (as a hand-written importer
     /// would): fewer statement executions for SQLite to run. Foreign keys are checked at commit, so any order
     /// is correct; parents go first (``StoreModel/insertOrder``) because a child row inserted before its
     /// parent costs a deferred violation, and the parent's insert then a search of the child table.
-    private func writeInserts() throws {
+    private func planInserts(_ plan: inout WritePlan) {
         var byEntity: [[any EntityObject]] = Array(repeating: [], count: model.mappings.count)
         for object in insertedObjects where object.entityState.status == .inserted {
             byEntity[object.entityState.entityIndex].append(object)
@@ -108,74 +106,51 @@ extension Context {
         for entity in model.insertOrder where !byEntity[entity].isEmpty {
             let objects = byEntity[entity]
             let mapping = model.mappings[entity]
-            let fits = EntityMapping.insertBatchRows * (mapping.insertColumnCount + 1) <= connection.maximumVariableCount
+            let width = mapping.insertColumnCount + 1
+            let fits = EntityMapping.insertBatchRows * width <= connection.maximumVariableCount
             let rowsPerStatement = fits ? EntityMapping.insertBatchRows : 1
             var start = 0
             while start < objects.count {
                 let rows = objects.count - start >= rowsPerStatement ? rowsPerStatement : 1
-                let chunk = objects[start..<(start + rows)]
-                let statement = try connection.cachedStatement(sql: mapping.insertSQL(rows: rows))
-                var parameter: Int32 = 1
-                for object in chunk { try bindInsert(object, mapping, statement, &parameter) }
-                do {
-                    try statement.execute()
-                } catch let error as SQLiteError where error.resultCode.rawValue == 2067 /* SQLITE_CONSTRAINT_UNIQUE */ {
-                    // Find the object whose identity is taken, row by row. INSERT OR FAIL kept the rows before
-                    // the failing one: those fail again on their row id (ours, so only they can), and are skipped.
-                    let single = try connection.cachedStatement(sql: mapping.insertSQL(rows: 1))
-                    for object in chunk {
-                        var parameter: Int32 = 1
-                        try bindInsert(object, mapping, single, &parameter)
-                        do {
-                            try single.execute()
-                        } catch let error as SQLiteError where error.resultCode.rawValue == 2067 {
-                            throw identityConflict(object, mapping, error)
-                        } catch let error as SQLiteError where error.resultCode.rawValue == 1555 /* PRIMARYKEY */ {
-                            continue
+                var values: [SQLiteValue] = []
+                values.reserveCapacity(rows * width)
+                for object in objects[start..<(start + rows)] {
+                    values.append(.integer(object.entityState.rowID))
+                    for column in mapping.insertBinders {
+                        switch column {
+                        case .attribute(let read): values.append(read(object))
+                        case .foreignKey(let position): values.append(value(of: mapping.columns[position], of: object))
                         }
                     }
-                    throw identityConflict(chunk[chunk.startIndex], mapping, error)
                 }
+                plan.steps.append(.insert(entity: entity, rows: rows, values: values))
                 start += rows
             }
         }
     }
 
-    /// Binds one row of an INSERT: the row id, then attributes through their typed closures, and foreign
-    /// keys as the destination's row id.
-    private func bindInsert(_ object: any EntityObject, _ mapping: EntityMapping, _ statement: Statement, _ parameter: inout Int32) throws {
-        try statement.bind(object.entityState.rowID, at: parameter)
-        parameter += 1
-        for binder in mapping.insertBinders {
-            switch binder {
-            case .attribute(let bind): try bind(object, statement, parameter)
-            case .foreignKey(let position): try bind(mapping.columns[position], of: object, to: statement, at: parameter)
-            }
-            parameter += 1
-        }
-    }
-
-    private func bind(_ column: EntityMapping.Column, of object: any EntityObject, to statement: Statement, at index: Int32) throws {
+    /// The stored value of a column of `object`: an attribute, a foreign key as the destination's row id, or
+    /// NULL for a position (written afterwards).
+    private func value(of column: EntityMapping.Column, of object: any EntityObject) -> SQLiteValue {
         switch column.kind {
         case .attribute(let attribute):
-            try attribute.bindValue(object, statement, index)
+            return attribute.value(of: object)
         case .foreignKey(let relationship, _):
             let state = object.entityState
             if state.unloadedRelationships.contains(relationship.index), let rowID = state.foreignKeys[relationship.index] {
-                try statement.bind(rowID, at: index)
+                return .integer(rowID)
             } else if let destination = relationship.getOne(object),
                 destination.entityState.status == .inserted || destination.entityState.status == .persistent
             {
-                try statement.bind(destination.entityState.rowID, at: index)
-            } else {
-                try statement.bindNull(at: index)
+                return .integer(destination.entityState.rowID)
             }
+            return .null
         case .order:
-            try statement.bindNull(at: index)
+            return .null
         }
     }
 
-    private func writeUpdates() throws {
+    private func planUpdates(_ plan: inout WritePlan) {
         for object in updatedObjects {
             let state = object.entityState
             guard state.status == .persistent else { continue }
@@ -196,31 +171,24 @@ extension Context {
                     + " WHERE \"_pk\" = ?"
                 updateSQLCache[key] = sql
             }
-            let statement = try connection.cachedStatement(sql: sql)
-            for (offset, field) in fields.enumerated() {
-                let column = mapping.columns[Int(mapping.columnOfField[field]) - 1]
-                try bind(column, of: object, to: statement, at: Int32(offset + 1))
+            var values: [SQLiteValue] = []
+            values.reserveCapacity(fields.count + 1)
+            for field in fields {
+                values.append(value(of: mapping.columns[Int(mapping.columnOfField[field]) - 1], of: object))
             }
-            try statement.bind(state.rowID, at: Int32(fields.count + 1))
-            do {
-                try statement.execute()
-            } catch let error as SQLiteError where error.resultCode.rawValue == 2067 {
-                throw identityConflict(object, mapping, error)
-            }
+            values.append(.integer(state.rowID))
+            plan.steps.append(.update(entity: mapping.index, sql: sql, fields: fields, values: values))
         }
     }
 
-    /// Writes link changes in order; a run of links to one table goes 32 rows per statement.
-    private func writeLinks() throws {
+    /// Link changes in order; a run of links to one table goes 32 rows per statement.
+    private func planLinks(_ plan: inout WritePlan) {
         var start = 0
         while start < linkChanges.count {
             let first = linkChanges[start]
             let join = model.joinTables[first.table]
             guard first.isLink else {
-                let statement = try connection.cachedStatement(sql: join.unlinkSQL)
-                try statement.bind(first.source, at: 1)
-                try statement.bind(first.target, at: 2)
-                try statement.execute()
+                plan.steps.append(.unlink(table: first.table, source: first.source, target: first.target))
                 start += 1
                 continue
             }
@@ -232,19 +200,18 @@ extension Context {
             }
             let rows = end - start == JoinTable.linkBatchRows ? JoinTable.linkBatchRows : 1
             if rows == 1 { end = start + 1 }
-            let statement = try connection.cachedStatement(sql: rows == 1 ? join.linkSQL : join.linkBatchSQL)
-            var parameter: Int32 = 1
+            var values: [SQLiteValue] = []
+            values.reserveCapacity(rows * 3)
             for change in linkChanges[start..<end] {
-                try statement.bind(change.source, at: parameter)
-                try statement.bind(change.target, at: parameter + 1)
+                values.append(.integer(change.source))
+                values.append(.integer(change.target))
                 if join.hasPosition, let position = position(of: change.target, in: change.source, join) {
-                    try statement.bind(Int64(position), at: parameter + 2)
+                    values.append(.integer(Int64(position)))
                 } else {
-                    try statement.bindNull(at: parameter + 2)
+                    values.append(.null)
                 }
-                parameter += 3
             }
-            try statement.execute()
+            plan.steps.append(.link(table: first.table, rows: rows, values: values))
             start = end
         }
     }
@@ -261,8 +228,8 @@ extension Context {
         return nil
     }
 
-    /// Rewrites positions of ordered relationships whose order changed on stored objects.
-    private func writePositions() throws {
+    /// Positions of ordered relationships whose order changed on stored objects.
+    private func planPositions(_ plan: inout WritePlan) {
         for object in updatedObjects {
             let state = object.entityState
             guard state.status == .persistent else { continue }
@@ -274,15 +241,12 @@ extension Context {
                 let members = relationship.description.getMany(object)
                 switch relationship.storage {
                 case .inverseForeignKey(_, let orderColumn?):
-                    try writeOrderColumn(orderColumn, of: members, in: model.mappings[relationship.destination])
+                    planOrderColumn(orderColumn, of: members, in: model.mappings[relationship.destination], &plan)
                 case .joinTable(let index, ownerIsSource: true) where model.joinTables[index].hasPosition:
-                    let statement = try connection.cachedStatement(
-                        sql: "UPDATE \(quoteIdentifier(model.joinTables[index].name)) SET \"position\" = ? WHERE \"source\" = ? AND \"target\" = ?")
+                    let sql = "UPDATE \(quoteIdentifier(model.joinTables[index].name)) SET \"position\" = ? WHERE \"source\" = ? AND \"target\" = ?"
                     for (position, member) in members.enumerated() {
-                        try statement.bind(Int64(position), at: 1)
-                        try statement.bind(state.rowID, at: 2)
-                        try statement.bind(member.entityState.rowID, at: 3)
-                        try statement.execute()
+                        plan.steps.append(
+                            .statement(sql: sql, values: [.integer(Int64(position)), .integer(state.rowID), .integer(member.entityState.rowID)]))
                     }
                 default:
                     continue
@@ -298,30 +262,16 @@ extension Context {
                 guard case .inverseForeignKey(_, let orderColumn?) = relationship.storage else { continue }
                 let members = relationship.description.getMany(object)
                 if members.isEmpty { continue }
-                try writeOrderColumn(orderColumn, of: members, in: model.mappings[relationship.destination])
+                planOrderColumn(orderColumn, of: members, in: model.mappings[relationship.destination], &plan)
             }
         }
     }
 
-    /// Writes each member's position in an ordered one-to-many relationship into its order column.
-    private func writeOrderColumn(_ orderColumn: String, of members: [any EntityObject], in destination: EntityMapping) throws {
-        let statement = try connection.cachedStatement(
-            sql: "UPDATE \(quoteIdentifier(destination.name)) SET \(quoteIdentifier(orderColumn)) = ? WHERE \"_pk\" = ?")
+    /// Each member's position in an ordered one-to-many relationship, written into its order column.
+    private func planOrderColumn(_ orderColumn: String, of members: [any EntityObject], in destination: EntityMapping, _ plan: inout WritePlan) {
+        let sql = "UPDATE \(quoteIdentifier(destination.name)) SET \(quoteIdentifier(orderColumn)) = ? WHERE \"_pk\" = ?"
         for (position, member) in members.enumerated() {
-            try statement.bind(Int64(position), at: 1)
-            try statement.bind(member.entityState.rowID, at: 2)
-            try statement.execute()
+            plan.steps.append(.statement(sql: sql, values: [.integer(Int64(position)), .integer(member.entityState.rowID)]))
         }
-    }
-
-    private func identityConflict(_ object: any EntityObject, _ mapping: EntityMapping, _ error: SQLiteError) -> StoreError {
-        let values = mapping.description.identity.map { field -> String in
-            guard case .attribute(let attribute) = mapping.description.fields[field] else { return "?" }
-            return "\(attribute.name) = \(attribute.value(of: object))"
-        }
-        return StoreError(
-            .identityConflict,
-            "\(mapping.name) with identity \(values.joined(separator: ", ")) already exists; fetch it and update it instead of inserting a new object",
-            entity: mapping.name, cause: error)
     }
 }

@@ -350,12 +350,12 @@ final class EntityMapping: Sendable {
     }
     /// Number of columns bound by ``insertSQL`` after `_pk`.
     let insertColumnCount: Int
-    /// How each column of ``insertSQL`` after `_pk` is bound: precomputed so that inserting a row does not
-    /// switch over column kinds.
+    /// How each column of ``insertSQL`` after `_pk` gets its value: precomputed so that inserting a row does
+    /// not switch over column kinds.
     let insertBinders: [InsertBinder]
 
     enum InsertBinder: Sendable {
-        case attribute(@Sendable (AnyObject, Statement, Int32) throws -> Void)
+        case attribute(@Sendable (AnyObject) -> SQLiteValue)
         case foreignKey(Int)
     }
     /// Identity column names.
@@ -418,7 +418,7 @@ final class EntityMapping: Sendable {
         }
         let insertColumnCount = columns.count
         self.insertBinders = columns.enumerated().map { position, column in
-            if case .attribute(let attribute) = column.kind { return .attribute(attribute.bindValue) }
+            if case .attribute(let attribute) = column.kind { return .attribute(attribute.readValue) }
             return .foreignKey(position)
         }
         columns += orderColumns.map { Column(name: $0, kind: .order) }

@@ -122,7 +122,6 @@ public final class AttributeDescription: Sendable {
     /// The declared default value, as stored. It becomes the column's DEFAULT.
     public let defaultValue: SQLiteValue?
     let valueType: any AttributeValue.Type
-    let bindValue: @Sendable (AnyObject, Statement, Int32) throws -> Void
     let readValue: @Sendable (AnyObject) -> SQLiteValue
     let writeValue: @Sendable (AnyObject, SQLiteValue) throws(AttributeValueError) -> Void
     /// Decodes the attribute from a decoder positioned on its JSON value, as stored.
@@ -156,7 +155,6 @@ public final class AttributeDescription: Sendable {
         index: Int,
         valueType: any AttributeValue.Type,
         defaultValue: SQLiteValue?,
-        bindValue: @escaping @Sendable (AnyObject, Statement, Int32) throws -> Void,
         readValue: @escaping @Sendable (AnyObject) -> SQLiteValue,
         writeValue: @escaping @Sendable (AnyObject, SQLiteValue) throws(AttributeValueError) -> Void,
         decodeSQLiteValue: @escaping @Sendable (any Decoder) throws -> SQLiteValue,
@@ -170,7 +168,6 @@ public final class AttributeDescription: Sendable {
         self.defaultValue = defaultValue
         self.valueType = valueType
         self.fastKind = Self.fastKind(of: valueType)
-        self.bindValue = bindValue
         self.readValue = readValue
         self.writeValue = writeValue
         self.decodeSQLiteValue = decodeSQLiteValue
@@ -195,9 +192,6 @@ public final class AttributeDescription: Sendable {
             index: index,
             valueType: V.self,
             defaultValue: defaultValue?.sqliteValue,
-            bindValue: { object, statement, parameter in
-                try get(unsafeDowncast(object, to: Root.self)).bind(to: statement, at: parameter)
-            },
             readValue: { object in get(unsafeDowncast(object, to: Root.self)).sqliteValue },
             writeValue: { object, value throws(AttributeValueError) in
                 set(unsafeDowncast(object, to: Root.self), try V(sqliteValue: value))

@@ -1,0 +1,134 @@
+/// The SQL of one save, with every value it binds: what ``Context/flush(usingSavepoint:)`` writes.
+///
+/// A save happens in two steps. The context first turns its pending changes into a plan, reading its objects
+/// on its own thread (`Context.makeWritePlan()`). The plan then runs on a connection. A plain save runs it at
+/// once. An import under the stop policy hands it to a writer thread (``WriteBehind``), so that SQLite writes
+/// one batch while the next one is decoded. A plan holds only values (row ids, column values, SQL), never
+/// the context's objects, so it can cross threads.
+struct WritePlan: Sendable {
+    enum Step: Sendable {
+        /// Deletes a row.
+        case delete(entity: Int, rowID: Int64)
+        /// Inserts `rows` rows (1 or ``EntityMapping/insertBatchRows``): per row, the row id and then the
+        /// insert columns (``EntityMapping/insertColumnCount`` values).
+        case insert(entity: Int, rows: Int, values: [SQLiteValue])
+        /// Updates the changed columns of one stored row: `values` are the new values of `fields`, in order,
+        /// then the row id.
+        case update(entity: Int, sql: String, fields: [Int], values: [SQLiteValue])
+        /// Links `rows` pairs (1 or ``JoinTable/linkBatchRows``): source, target and position per row.
+        case link(table: Int, rows: Int, values: [SQLiteValue])
+        /// Removes one pair from a join table.
+        case unlink(table: Int, source: Int64, target: Int64)
+        /// Any other statement (positions of ordered relationships).
+        case statement(sql: String, values: [SQLiteValue])
+    }
+
+    var steps: [Step] = []
+
+    /// Runs every step in order with statements from `statements` (cached for the connection they belong to).
+    func run(model: StoreModel, statements: (String) throws -> Statement) throws {
+        for step in steps { try Self.run(step, model: model, statements: statements) }
+    }
+
+    /// Runs one step.
+    static func run(_ step: Step, model: StoreModel, statements: (String) throws -> Statement) throws {
+        switch step {
+        case .delete(let entity, let rowID):
+            let statement = try statements("DELETE FROM \(quoteIdentifier(model.mappings[entity].name)) WHERE \"_pk\" = ?")
+            try statement.bind(rowID, at: 1)
+            try statement.execute()
+        case .insert(let entity, let rows, let values):
+            let mapping = model.mappings[entity]
+            let statement = try statements(mapping.insertSQL(rows: rows))
+            try bind(values[...], to: statement)
+            do {
+                try statement.execute()
+            } catch let error as SQLiteError where error.resultCode.rawValue == 2067 /* SQLITE_CONSTRAINT_UNIQUE */ {
+                throw try insertConflict(mapping, rows: rows, values: values, error, statements: statements)
+            }
+        case .update(let entity, let sql, let fields, let values):
+            let statement = try statements(sql)
+            try bind(values[...], to: statement)
+            do {
+                try statement.execute()
+            } catch let error as SQLiteError where error.resultCode.rawValue == 2067 {
+                throw try updateConflict(model.mappings[entity], fields: fields, values: values, error, statements: statements)
+            }
+        case .link(let table, let rows, let values):
+            let join = model.joinTables[table]
+            let statement = try statements(rows == 1 ? join.linkSQL : join.linkBatchSQL)
+            try bind(values[...], to: statement)
+            try statement.execute()
+        case .unlink(let table, let source, let target):
+            let statement = try statements(model.joinTables[table].unlinkSQL)
+            try statement.bind(source, at: 1)
+            try statement.bind(target, at: 2)
+            try statement.execute()
+        case .statement(let sql, let values):
+            let statement = try statements(sql)
+            try bind(values[...], to: statement)
+            try statement.execute()
+        }
+    }
+
+    private static func bind(_ values: ArraySlice<SQLiteValue>, to statement: Statement) throws {
+        var parameter: Int32 = 1
+        for value in values {
+            try statement.bind(value, at: parameter)
+            parameter += 1
+        }
+    }
+
+    /// The identity conflict of a multi-row INSERT: which row's identity is taken, found row by row. INSERT OR
+    /// FAIL kept the rows before the failing one: those fail again on their row id (ours, so only they can),
+    /// and are skipped.
+    private static func insertConflict(
+        _ mapping: EntityMapping, rows: Int, values: [SQLiteValue], _ error: SQLiteError,
+        statements: (String) throws -> Statement
+    ) throws -> StoreError {
+        let width = mapping.insertColumnCount + 1
+        let single = try statements(mapping.insertSQL(rows: 1))
+        for row in 0..<rows {
+            let rowValues = values[(row * width)..<((row + 1) * width)]
+            try bind(rowValues, to: single)
+            do {
+                try single.execute()
+            } catch let error as SQLiteError where error.resultCode.rawValue == 2067 {
+                return identityConflict(mapping, error) { field in rowValues[rowValues.startIndex + Int(mapping.columnOfField[field])] }
+            } catch let error as SQLiteError where error.resultCode.rawValue == 1555 /* SQLITE_CONSTRAINT_PRIMARYKEY */ {
+                continue
+            }
+        }
+        return identityConflict(mapping, error) { field in values[Int(mapping.columnOfField[field])] }
+    }
+
+    /// The identity conflict of an UPDATE: the identity is the new value of each identity attribute the update
+    /// changes, and the stored value of the others (the failed statement changed nothing).
+    private static func updateConflict(
+        _ mapping: EntityMapping, fields: [Int], values: [SQLiteValue], _ error: SQLiteError,
+        statements: (String) throws -> Statement
+    ) throws -> StoreError {
+        guard case .integer(let rowID) = values.last else { return identityConflict(mapping, error) { _ in .null } }
+        let select = try statements(mapping.selectSQL + " WHERE \"_pk\" = ?")
+        defer { select.reset() }
+        try select.bind(rowID, at: 1)
+        let stored = try select.step()
+        return identityConflict(mapping, error) { field in
+            if let offset = fields.firstIndex(of: field) { return values[offset] }
+            return stored ? select.value(at: mapping.columnOfField[field]) : .null
+        }
+    }
+
+    private static func identityConflict(
+        _ mapping: EntityMapping, _ error: SQLiteError, value: (Int) -> SQLiteValue
+    ) -> StoreError {
+        let values = mapping.description.identity.map { field -> String in
+            guard case .attribute(let attribute) = mapping.description.fields[field] else { return "?" }
+            return "\(attribute.name) = \(value(field))"
+        }
+        return StoreError(
+            .identityConflict,
+            "\(mapping.name) with identity \(values.joined(separator: ", ")) already exists; fetch it and update it instead of inserting a new object",
+            entity: mapping.name, cause: error)
+    }
+}
