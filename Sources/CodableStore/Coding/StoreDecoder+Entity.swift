@@ -392,8 +392,13 @@ extension StoreDecoderImpl {
         if !allComplete {
             var keys: [[Context.IdentityKey]] = Array(repeating: [], count: context.model.mappings.count)
             for (impl, node) in items { impl.collectKeys(mapping, node, depth: 0, into: &keys) }
-            for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty {
-                try context.prefetch(entity: entity, keys: entityKeys)
+            // One hold of the connection for all the entities' lookups, when an import's writer thread shares it
+            // (saved first: a save waits for the writer, which must not wait for this hold).
+            try context.flush()
+            try context.withSharedConnection { _ in
+                for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty {
+                    try context.prefetch(entity: entity, keys: entityKeys)
+                }
             }
         }
         guard mapping.hasRelationships, !mapping.description.identity.isEmpty,

@@ -119,7 +119,10 @@ extension Context {
         guard let index = identityIndexes[entity] else { return (nil, false) }
         switch index.entries[key] {
         case .object(let object):
-            if isCurrent(object, key, entity) { return (object, true) }
+            if isCurrent(object, key, entity) {
+                object.entityState.generation = generation
+                return (object, true)
+            }
             // Its identity changed, or it was deleted: the store decides.
             index.entries[key] = nil
             return (nil, false)
@@ -171,7 +174,7 @@ extension Context {
         try flush()
         // A fixed number of rows per statement keeps the SQL constant, so the statement is prepared once;
         // the last chunk repeats its last key to fill the slots.
-        let rowsPerStatement = max(1, min(256, connection.maximumVariableCount / arity))
+        let rowsPerStatement = max(1, min(256, maximumVariableCount / arity))
         let sql: String
         if let cached = lookupSQL[mapping.index] {
             sql = cached
@@ -188,25 +191,29 @@ extension Context {
             sql = mapping.selectSQL + " WHERE " + condition
             lookupSQL[mapping.index] = sql
         }
-        let statement = try connection.cachedStatement(sql: sql)
-        var start = 0
-        while start < pending.count {
-            let chunk = pending[start..<min(start + rowsPerStatement, pending.count)]
-            var parameter: Int32 = 1
-            for slot in 0..<rowsPerStatement {
-                let key = slot < chunk.count ? chunk[chunk.startIndex + slot] : chunk[chunk.endIndex - 1]
-                try key.forEach { value in
-                    try statement.bind(value, at: parameter)
-                    parameter += 1
+        // Keys no object in memory answers: rows a writer thread may still be writing are all of objects in
+        // memory (see `WriteBehind`), so this query need not wait for it.
+        try withSharedConnection { connection in
+            let statement = try connection.cachedStatement(sql: sql)
+            var start = 0
+            while start < pending.count {
+                let chunk = pending[start..<min(start + rowsPerStatement, pending.count)]
+                var parameter: Int32 = 1
+                for slot in 0..<rowsPerStatement {
+                    let key = slot < chunk.count ? chunk[chunk.startIndex + slot] : chunk[chunk.endIndex - 1]
+                    try key.forEach { value in
+                        try statement.bind(value, at: parameter)
+                        parameter += 1
+                    }
                 }
+                defer { statement.reset() }
+                while try statement.step() {
+                    let object = try object(for: mapping, statement: statement)
+                    index.entries[identityKey(of: object, mapping)] = .object(object)
+                }
+                statement.reset()
+                start += rowsPerStatement
             }
-            defer { statement.reset() }
-            while try statement.step() {
-                let object = try object(for: mapping, statement: statement)
-                index.entries[identityKey(of: object, mapping)] = .object(object)
-            }
-            statement.reset()
-            start += rowsPerStatement
         }
     }
 

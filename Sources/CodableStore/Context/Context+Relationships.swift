@@ -41,11 +41,13 @@ extension Context {
             try flush()
             let destination = model.mappings[relationship.destination]
             let sql = membershipSQL(relationship, owners: 1)
-            let statement = try connection.cachedStatement(sql: sql)
-            defer { statement.reset() }
-            try statement.bind(state.rowID, at: 1)
-            while try statement.step() {
-                members.append(try object(for: destination, statement: statement, columnOffset: 1))
+            try withMembershipConnection(owners: CollectionOfOne(owner)) { connection in
+                let statement = try connection.cachedStatement(sql: sql)
+                defer { statement.reset() }
+                try statement.bind(state.rowID, at: 1)
+                while try statement.step() {
+                    members.append(try object(for: destination, statement: statement, columnOffset: 1))
+                }
             }
         } catch {
             deferredError = deferredError ?? relationshipLoadError(relationship, error)
@@ -150,6 +152,8 @@ extension Context {
         let ownerRow = owner.entityState.rowID
         let memberRow = member.entityState.rowID
         guard ownerRow != 0, memberRow != 0 else { return }
+        owner.entityState.generation = generation
+        member.entityState.generation = generation
         linkChanges.append(
             LinkChange(
                 table: table, source: ownerIsSource ? ownerRow : memberRow, target: ownerIsSource ? memberRow : ownerRow,
@@ -225,26 +229,43 @@ extension Context {
         let chunkSize = 256
         let sql = membershipSQL(relationship, owners: chunkSize)
         // Rows come with the owner's row id first; the entity's columns follow, shifted by one.
-        let statement = try connection.cachedStatement(sql: sql)
-        var start = 0
-        while start < pending.count {
-            let chunk = pending[start..<min(start + chunkSize, pending.count)]
-            for slot in 0..<chunkSize {
-                let owner = slot < chunk.count ? chunk[chunk.startIndex + slot] : chunk[chunk.endIndex - 1]
-                try statement.bind(owner.entityState.rowID, at: Int32(slot + 1))
+        try withMembershipConnection(owners: pending) { connection in
+            let statement = try connection.cachedStatement(sql: sql)
+            var start = 0
+            while start < pending.count {
+                let chunk = pending[start..<min(start + chunkSize, pending.count)]
+                for slot in 0..<chunkSize {
+                    let owner = slot < chunk.count ? chunk[chunk.startIndex + slot] : chunk[chunk.endIndex - 1]
+                    try statement.bind(owner.entityState.rowID, at: Int32(slot + 1))
+                }
+                var members: [Int64: [any EntityObject]] = [:]
+                defer { statement.reset() }
+                while try statement.step() {
+                    let ownerRow = statement.int64(at: 0)
+                    members[ownerRow, default: []].append(try object(for: destination, statement: statement, columnOffset: 1))
+                }
+                statement.reset()
+                for owner in chunk where owner.entityState.unloadedRelationships.contains(field) {
+                    owner.entityState.unloadedRelationships.remove(field)
+                    relationship.description.setMany(owner, members[owner.entityState.rowID] ?? [])
+                }
+                start += chunkSize
             }
-            var members: [Int64: [any EntityObject]] = [:]
-            defer { statement.reset() }
-            while try statement.step() {
-                let ownerRow = statement.int64(at: 0)
-                members[ownerRow, default: []].append(try object(for: destination, statement: statement, columnOffset: 1))
-            }
-            statement.reset()
-            for owner in chunk where owner.entityState.unloadedRelationships.contains(field) {
-                owner.entityState.unloadedRelationships.remove(field)
-                relationship.description.setMany(owner, members[owner.entityState.rowID] ?? [])
-            }
-            start += chunkSize
+        }
+    }
+}
+
+extension Context {
+    /// Runs a membership load of `owners`. While a writer thread runs, a plan it has not written yet may hold
+    /// memberships of an object kept from the generation before (and of no other: see `WriteBehind`), so
+    /// only those loads wait for the writer.
+    private func withMembershipConnection(
+        owners: some Sequence<any EntityObject>, _ body: (Connection) throws -> Void
+    ) throws {
+        if writeBehind != nil, owners.contains(where: { $0.entityState.isCarriedOver }) {
+            try body(connection)
+        } else {
+            try withSharedConnection(body)
         }
     }
 }

@@ -48,12 +48,19 @@ extension Context {
             touchedEntities.insert(model.joinTables[change.table].target)
         }
         let plan = makeWritePlan()
-        let statements = { (sql: String) in try self.connection.cachedStatement(sql: sql) }
-        // A savepoint makes a failed flush leave nothing behind, so the caller may fix things and retry.
-        if usingSavepoint {
+        if let writeBehind {
+            // The writer thread writes it; the objects it writes are kept meanwhile (see `retireObjects()`).
+            // Never while holding the connection: the writer could not finish the plan this waits for.
+            precondition(!isSharingConnection, "a save while holding the shared connection")
+            for object in insertedObjects { object.entityState.generation = generation }
+            for object in updatedObjects { object.entityState.generation = generation }
+            try writeBehind.enqueue(plan)
+        } else if usingSavepoint {
+            // A savepoint makes a failed flush leave nothing behind, so the caller may fix things and retry.
+            let statements = { (sql: String) in try self.connection.cachedStatement(sql: sql) }
             try connection.inSavepoint(named: "codablestore_save") { try plan.run(model: model, statements: statements) }
         } else {
-            try plan.run(model: model, statements: statements)
+            try plan.run(model: model) { sql in try self.connection.cachedStatement(sql: sql) }
         }
         // Only now that everything is written does the in-memory state move on.
         var inserted = Array(repeating: 0, count: model.mappings.count)
@@ -107,7 +114,7 @@ extension Context {
             let objects = byEntity[entity]
             let mapping = model.mappings[entity]
             let width = mapping.insertColumnCount + 1
-            let fits = EntityMapping.insertBatchRows * width <= connection.maximumVariableCount
+            let fits = EntityMapping.insertBatchRows * width <= maximumVariableCount
             let rowsPerStatement = fits ? EntityMapping.insertBatchRows : 1
             var start = 0
             while start < objects.count {

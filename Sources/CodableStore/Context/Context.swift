@@ -16,7 +16,35 @@
 /// transaction, so fetches, counts and relationship loads always see what you changed, and nothing is
 /// visible to other connections before the transaction commits.
 public final class Context {
-    let connection: Connection
+    /// The connection. Use ``connection`` instead, or ``withSharedConnection(_:)`` for lookups and loads.
+    let storeConnection: Connection
+    /// While set (an import under the stop policy), saves hand their plans to this writer thread instead of
+    /// writing them (see ``WriteBehind``), and objects are kept for a generation (`retireObjects()`).
+    var writeBehind: WriteBehind?
+    /// Counts the importer's batches while writing behind: objects used in the current generation or the one
+    /// before are kept (see `retireObjects()`).
+    var generation = 0
+    /// The most parameters a statement takes (read once: saves ask for it, and must not wait for the writer).
+    let maximumVariableCount: Int
+
+    /// The connection, for queries: while a writer thread runs, only once it has written every plan handed to
+    /// it, so that the query sees all the context's changes. (Its error, if any, is thrown by the next save.)
+    var connection: Connection {
+        writeBehind?.waitUntilIdle()
+        return storeConnection
+    }
+
+    /// Runs a lookup or a load on the connection without waiting for the writer thread (between two of its
+    /// statements): correct only for rows no waiting plan writes, see ``WriteBehind``.
+    func withSharedConnection<T>(_ body: (Connection) throws -> T) rethrows -> T {
+        guard let writeBehind, !isSharingConnection else { return try body(storeConnection) }
+        isSharingConnection = true
+        defer { isSharingConnection = false }
+        return try writeBehind.withConnection { try body(storeConnection) }
+    }
+    /// Whether this thread holds the connection in ``withSharedConnection(_:)`` (which nests: the decoder
+    /// holds it across a batch's lookups, each of which asks for it again).
+    private(set) var isSharingConnection = false
     let model: StoreModel
     /// Whether inserts, deletes and saves are refused.
     public let isReadOnly: Bool
@@ -61,7 +89,8 @@ public final class Context {
     }
 
     init(connection: Connection, model: StoreModel, isReadOnly: Bool) {
-        self.connection = connection
+        self.storeConnection = connection
+        self.maximumVariableCount = connection.maximumVariableCount
         self.model = model
         self.isReadOnly = isReadOnly
         self.registries = Array(repeating: [:], count: model.mappings.count)
@@ -92,6 +121,70 @@ public final class Context {
         nextRowIDs = Array(repeating: nil, count: model.mappings.count)
         deletedObjects.removeAll()
         deferredError = nil
+    }
+
+    /// What a context writing behind does between two batches instead of ``reset()``: lets go of the objects
+    /// not used in the generation ending now, and starts the next one.
+    ///
+    /// The objects used in this generation are kept: its plans may still wait for the writer thread, and a
+    /// lookup of one of their identities must find them in memory, not in a table the writer has not reached
+    /// yet (the caller waits for the previous generation's plans first). Their relationships that reach a
+    /// retired object become unloaded, so that a relationship of an object used in every batch (a label's
+    /// issues) does not grow for ever; loading one again waits for the writer (``EntityState/isCarriedOver``).
+    func retireObjects() {
+        let ending = generation
+        generation += 1
+        for entity in registries.indices {
+            let mapping = model.mappings[entity]
+            var kept: [Int64: any EntityObject] = [:]
+            for (rowID, object) in registries[entity] {
+                if object.entityState.generation == ending {
+                    kept[rowID] = object
+                } else {
+                    detach(object, mapping)
+                }
+            }
+            for object in kept.values {
+                object.entityState.isCarriedOver = true
+                if mapping.hasRelationships { forgetRetiredDestinations(object, mapping, ending) }
+            }
+            registries[entity] = kept
+            if let index = identityIndexes[entity] {
+                // Only the kept objects answer from memory now; every other key goes to the store again.
+                index.entries = IdentityIndex.Table()
+                index.isComplete = false
+                if !mapping.identityColumns.isEmpty {
+                    for object in kept.values { index.entries[identityKey(of: object, mapping)] = .object(object) }
+                }
+            }
+        }
+        for object in detachedObjects {
+            if let mapping = try? model.mapping(of: object) { detach(object, mapping) }
+        }
+        detachedObjects = []
+    }
+
+    /// Makes the relationships of a kept object that reach a retired object unloaded, as if just read from
+    /// the store; relationships among kept objects stay as they are (an issue's labels and user, kept because
+    /// the next batch used them too).
+    private func forgetRetiredDestinations(_ object: any EntityObject, _ mapping: EntityMapping, _ ending: Int) {
+        let state = object.entityState
+        for case let relationship? in mapping.relationships {
+            let field = relationship.description.index
+            if state.unloadedRelationships.contains(field) { continue }
+            if relationship.description.isToMany {
+                let members = relationship.description.getMany(object)
+                if members.allSatisfy({ $0.entityState.generation == ending }) { continue }
+                relationship.description.setMany(object, [])
+            } else {
+                guard let destination = relationship.description.getOne(object),
+                    destination.entityState.generation != ending
+                else { continue }
+                if case .foreignKey = relationship.storage { state.foreignKeys[field] = destination.entityState.rowID }
+                relationship.description.setOne(object, nil)
+            }
+            state.unloadedRelationships.insert(field)
+        }
     }
 
     /// Detaches every object when the context's closure ends (or the importer moves to its next batch).
@@ -187,6 +280,7 @@ public final class Context {
         state.entityIndex = entity
         state.status = .inserted
         state.rowID = rowID
+        state.generation = generation
         registries[entity][rowID] = object
         insertedObjects.append(object)
         let index = identityIndexes[entity]
@@ -290,7 +384,10 @@ public final class Context {
     /// (its in-memory state wins), or a new one created with `init(row:)`.
     func object(for mapping: EntityMapping, statement: Statement, columnOffset: Int32 = 0) throws -> any EntityObject {
         let rowID = statement.int64(at: columnOffset)
-        if let existing = registries[mapping.index][rowID] { return existing }
+        if let existing = registries[mapping.index][rowID] {
+            existing.entityState.generation = generation
+            return existing
+        }
         let object = try mapping.description.type.init(
             row: EntityRow(statement: statement, mapping: mapping, columnOffset: columnOffset))
         let state = object.entityState
@@ -298,6 +395,7 @@ public final class Context {
         state.entityIndex = mapping.index
         state.status = .persistent
         state.rowID = rowID
+        state.generation = generation
         materializedCounts[mapping.index] += 1
         for case let relationship? in mapping.relationships {
             let field = relationship.description.index
@@ -317,13 +415,19 @@ public final class Context {
 
     /// The registered object for a row id, reading the row if it is not in memory.
     func object(entity: Int, rowID: Int64) throws -> (any EntityObject)? {
-        if let existing = registries[entity][rowID] { return existing }
+        if let existing = registries[entity][rowID] {
+            existing.entityState.generation = generation
+            return existing
+        }
         let mapping = model.mappings[entity]
-        let statement = try connection.cachedStatement(sql: mapping.selectSQL + " WHERE \"_pk\" = ?")
-        defer { statement.reset() }
-        try statement.bind(rowID, at: 1)
-        guard try statement.step() else { return nil }
-        return try object(for: mapping, statement: statement)
+        // An object not in memory: no plan waiting for a writer thread writes its row (see `WriteBehind`).
+        return try withSharedConnection { connection in
+            let statement = try connection.cachedStatement(sql: mapping.selectSQL + " WHERE \"_pk\" = ?")
+            defer { statement.reset() }
+            try statement.bind(rowID, at: 1)
+            guard try statement.step() else { return nil }
+            return try object(for: mapping, statement: statement)
+        }
     }
 }
 

@@ -61,6 +61,8 @@ private final class Importer {
     let start: ContinuousClock.Instant
     var totalBytes: Int?
     var bytesRead = 0
+    /// While writing behind: the number of plans handed to the writer before the current batch.
+    var plansBeforeThisBatch = 0
 
     init(connection: Connection, model: StoreModel, mapping: EntityMapping, options: ImportOptions) {
         self.connection = connection
@@ -109,11 +111,25 @@ private final class Importer {
                 "batchSize": "\(options.batchSize)", "failurePolicy": "\(options.failurePolicy.rawValue)",
             ])
         if !options.commitEveryBatch { try connection.execute(sql: "BEGIN IMMEDIATE TRANSACTION") }
+        // Under the stop policy in one transaction, SQLite writes each batch on a thread of its own while the
+        // next batch is decoded (see WriteBehind); a failure anywhere rolls everything back. The skip policy
+        // and committed batches need each batch written before the next begins.
+        var writer: WriteBehind?
         do {
             // Into an empty table in one transaction, every stored row of the entity is one this import
             // inserted: a filter of those identities answers most lookups of new records without a query.
             if !options.commitEveryBatch, !mapping.identityColumns.isEmpty, try context.isTableEmpty(mapping.index) {
                 context.insertedIdentities[mapping.index] = IdentityFilter(expectedCount: (totalBytes ?? 0) / 256)
+            }
+            if options.failurePolicy == .stop, !options.commitEveryBatch {
+                let started = WriteBehind(connection: connection, model: model)
+                do {
+                    try started.start()
+                } catch {
+                    throw ImportError(reason: "cannot start the import's writer thread: pthread_create failed (\(error.code))", underlyingError: error)
+                }
+                writer = started
+                context.writeBehind = started
             }
             // Reading and parsing run on a thread of their own (see RecordPipeline); batches come back here in
             // input order, and so do the reader's errors.
@@ -138,9 +154,16 @@ private final class Importer {
                     throw error
                 }
             }
+            if let writer {
+                try writer.drain()
+                writer.finish()
+                context.writeBehind = nil
+            }
             if !options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
             options.progress?(ImportProgress(bytesRead: bytesRead, totalBytes: totalBytes, recordsRead: report.recordsRead, elapsed: elapsed))
         } catch {
+            writer?.finish()  // before the rollback: the connection is then this thread's alone
+            context.writeBehind = nil
             connection.rollbackIgnoringErrors()
             context.reset()
             let importError = Self.importError(error)
@@ -295,7 +318,14 @@ private final class Importer {
             report.recordsImported += batch.count - excluded.count
             break
         }
-        context.reset()
+        if let writer = context.writeBehind {
+            // The objects of the previous batch may go once its plans are written (see retireObjects()).
+            try writer.waitUntilWritten(plansBeforeThisBatch)
+            plansBeforeThisBatch = writer.enqueued
+            context.retireObjects()
+        } else {
+            context.reset()
+        }
         batch.removeAll(keepingCapacity: true)
         if options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
         options.logger.debug("batch saved", metadata: ["records": "\(report.recordsRead)", "bytes": "\(bytesRead)"])

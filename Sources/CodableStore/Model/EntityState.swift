@@ -41,6 +41,12 @@ public final class EntityState {
     /// Whether an identity attribute was ever assigned a new value: until then, the identity the context
     /// indexed the object under is still its identity, and lookups need not recompute it.
     var identityMayHaveChanged = false
+    /// The context's ``Context/generation`` when the object was last used: set by lookups, loads, links and
+    /// saves. A context writing behind (an import) keeps the objects of the generation before the current one.
+    var generation = 0
+    /// Whether the object was kept from an earlier generation of a context writing behind: rows of its
+    /// relationships may still be waiting for the writer, so loading them waits for the writer first.
+    var isCarriedOver = false
 
     /// Whether the object is stored or inserted and has unsaved changes.
     public var hasChanges: Bool { status == .inserted || status == .deleted || !changedFields.isEmpty }

@@ -1,0 +1,94 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A mutex with a condition, for the two helper threads of an import (the reader of ``RecordPipeline`` and
+/// the writer of ``WriteBehind``). POSIX, because `Synchronization.Mutex` needs macOS 15 and the package
+/// supports macOS 14.
+final class Monitor: @unchecked Sendable {
+    // Allocated: the address of a stored property is not guaranteed stable, and pthread objects must not move.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    init() {
+        mutex.initialize(to: pthread_mutex_t())
+        condition.initialize(to: pthread_cond_t())
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    func lock() { pthread_mutex_lock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
+
+    /// Runs `body` holding the mutex.
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
+    /// Waits for ``broadcast()``; call it holding the mutex, in a loop over the awaited condition.
+    func wait() { pthread_cond_wait(condition, mutex) }
+    func broadcast() { pthread_cond_broadcast(condition) }
+}
+
+/// A joinable POSIX thread running a closure.
+struct JoinableThread {
+    #if canImport(Glibc)
+    private let thread: pthread_t
+    #else
+    private let thread: pthread_t?
+    #endif
+
+    /// Starts `body` on a new thread; throws the `pthread_create` status when it fails.
+    init(_ body: @escaping @Sendable () -> Void) throws(ThreadStartError) {
+        final class Job {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        let job = Unmanaged.passRetained(Job(body)).toOpaque()
+        // Glibc's pthread_t is an integer; Darwin's and Musl's are pointers, imported as optionals here.
+        #if canImport(Glibc)
+        var created = pthread_t()
+        #else
+        var created: pthread_t? = nil
+        #endif
+        let status = pthread_create(
+            &created, nil,
+            { argument in
+                // Optional on Glibc and Musl, not on Darwin: the cast makes one spelling work on all of them.
+                Unmanaged<Job>.fromOpaque((argument as UnsafeMutableRawPointer?)!).takeRetainedValue().body()
+                return nil
+            }, job)
+        guard status == 0 else {
+            Unmanaged<Job>.fromOpaque(job).release()
+            throw ThreadStartError(code: status)
+        }
+        thread = created
+    }
+
+    /// Waits for the thread to end.
+    func join() {
+        #if canImport(Glibc)
+        pthread_join(thread, nil)
+        #else
+        if let thread { pthread_join(thread, nil) }
+        #endif
+    }
+}
+
+/// `pthread_create` failed (`EAGAIN`: the system's thread limit).
+struct ThreadStartError: Error {
+    let code: Int32
+}
