@@ -383,15 +383,18 @@ extension StoreDecoderImpl {
     /// Looks up every identity that decoding these values (possibly from different tapes, as the records of
     /// an import batch are) will need, with one query per entity and chunk; then loads, in one query per
     /// relationship, the current to-many memberships of the stored objects whose memberships will be replaced.
-    static func prefetch(_ mapping: EntityMapping, _ items: [(StoreDecoderImpl, Node)], context: Context) throws {
+    /// `keys`: the identities of `items`, when the caller collected them already (the importer, for the
+    /// lookups it asked of its writer thread ahead of time).
+    static func prefetch(
+        _ mapping: EntityMapping, _ items: [(StoreDecoderImpl, Node)], context: Context, keys collected: [[Context.IdentityKey]]? = nil
+    ) throws {
         // Nothing to look up when every entity's identity index already knows all its stored objects (an
         // empty store, a first sync): skip reading the identities twice. Memberships may still need loading.
         let allComplete = context.model.mappings.allSatisfy { entity in
             entity.identityColumns.isEmpty || context.identityIndex(entity.index).isComplete
         }
         if !allComplete {
-            var keys: [[Context.IdentityKey]] = Array(repeating: [], count: context.model.mappings.count)
-            for (impl, node) in items { impl.collectKeys(mapping, node, depth: 0, into: &keys) }
+            let keys = collected ?? collectKeys(mapping, items, context: context)
             // One hold of the connection for all the entities' lookups, when an import's writer thread shares it
             // (saved first: a save waits for the writer, which must not wait for this hold).
             try context.flush()
@@ -417,6 +420,13 @@ extension StoreDecoderImpl {
             }
             try context.loadToManyBatch(owners, relationship)
         }
+    }
+
+    /// The identities decoding `items` will look up, per entity (with repeats).
+    static func collectKeys(_ mapping: EntityMapping, _ items: [(StoreDecoderImpl, Node)], context: Context) -> [[Context.IdentityKey]] {
+        var keys: [[Context.IdentityKey]] = Array(repeating: [], count: context.model.mappings.count)
+        for (impl, node) in items { impl.collectKeys(mapping, node, depth: 0, into: &keys) }
+        return keys
     }
 
     func collectKeys(_ mapping: EntityMapping, _ node: Node, depth: Int, into keys: inout [[Context.IdentityKey]]) {

@@ -170,50 +170,41 @@ extension Context {
 
     /// Reads the objects of these keys from the store, replacing their provisional `missing` marks.
     private func lookUp(_ pending: [IdentityKey], _ mapping: EntityMapping, _ index: IdentityIndex) throws {
-        let arity = mapping.identityColumns.count
         try flush()
-        // A fixed number of rows per statement keeps the SQL constant, so the statement is prepared once;
-        // the last chunk repeats its last key to fill the slots.
-        let rowsPerStatement = max(1, min(256, maximumVariableCount / arity))
         let sql: String
         if let cached = lookupSQL[mapping.index] {
             sql = cached
         } else {
-            let columns = mapping.identityColumns.map(quoteIdentifier)
-            let condition: String
-            if arity == 1 {
-                condition = "\(columns[0]) IN (" + Array(repeating: "?", count: rowsPerStatement).joined(separator: ", ") + ")"
-            } else {
-                let row = "(" + Array(repeating: "?", count: arity).joined(separator: ", ") + ")"
-                condition = "(" + columns.joined(separator: ", ") + ") IN (VALUES "
-                    + Array(repeating: row, count: rowsPerStatement).joined(separator: ", ") + ")"
-            }
-            sql = mapping.selectSQL + " WHERE " + condition
+            sql = mapping.lookupSQL(maximumVariableCount: maximumVariableCount)
             lookupSQL[mapping.index] = sql
         }
         // Keys no object in memory answers: rows a writer thread may still be writing are all of objects in
         // memory (see `WriteBehind`), so this query need not wait for it.
         try withSharedConnection { connection in
-            let statement = try connection.cachedStatement(sql: sql)
-            var start = 0
-            while start < pending.count {
-                let chunk = pending[start..<min(start + rowsPerStatement, pending.count)]
-                var parameter: Int32 = 1
-                for slot in 0..<rowsPerStatement {
-                    let key = slot < chunk.count ? chunk[chunk.startIndex + slot] : chunk[chunk.endIndex - 1]
-                    try key.forEach { value in
-                        try statement.bind(value, at: parameter)
-                        parameter += 1
-                    }
-                }
-                defer { statement.reset() }
-                while try statement.step() {
-                    let object = try object(for: mapping, statement: statement)
-                    index.entries[identityKey(of: object, mapping)] = .object(object)
-                }
-                statement.reset()
-                start += rowsPerStatement
+            try mapping.lookUp(pending, sql: sql, maximumVariableCount: maximumVariableCount) { sql in
+                try connection.cachedStatement(sql: sql)
+            } row: { statement in
+                let object = try object(for: mapping, statement: statement)
+                index.entries[identityKey(of: object, mapping)] = .object(object)
             }
+        }
+    }
+
+    /// Takes the rows of lookups a writer thread ran ahead of time (``WriteBehind/requestLookup(_:)``), waiting
+    /// for them. A row becomes an object unless the context holds that row's object already: a held object is
+    /// newer than the row (the writer may not have written its changes yet). A requested key with neither a
+    /// row nor an object is missing.
+    func adoptLookup(_ lookup: WriteBehind.Lookup) throws {
+        try writeBehind?.waitForLookup(lookup)
+        for (entry, rows) in zip(lookup.keys, lookup.rows) {
+            let mapping = model.mappings[entry.entity]
+            let index = identityIndex(entry.entity)
+            for row in rows {
+                guard case .integer(let rowID) = row.first, registries[entry.entity][rowID] == nil else { continue }
+                let object = try object(for: mapping, row: row)
+                index.entries[identityKey(of: object, mapping)] = .object(object)
+            }
+            for key in entry.keys where index.entries[key] == nil { index.entries[key] = .missing }
         }
     }
 
@@ -291,6 +282,55 @@ final class IdentityFilter {
             return layer.words.withUnsafeBufferPointer { words in
                 (0..<Self.wordsPerBlock).allSatisfy { words[block + $0] & bits[$0] == bits[$0] }
             }
+        }
+    }
+}
+
+extension EntityMapping {
+    /// Rows per identity lookup statement: a fixed number keeps the SQL constant, so the statement is
+    /// prepared once; the last chunk repeats its last key to fill the slots.
+    func lookupRowsPerStatement(maximumVariableCount: Int) -> Int {
+        max(1, min(256, maximumVariableCount / max(1, identityColumns.count)))
+    }
+
+    /// `selectSQL` for the rows of ``lookupRowsPerStatement(maximumVariableCount:)`` identities.
+    func lookupSQL(maximumVariableCount: Int) -> String {
+        let rows = lookupRowsPerStatement(maximumVariableCount: maximumVariableCount)
+        let columns = identityColumns.map(quoteIdentifier)
+        let condition: String
+        if columns.count == 1 {
+            condition = "\(columns[0]) IN (" + Array(repeating: "?", count: rows).joined(separator: ", ") + ")"
+        } else {
+            let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
+            condition = "(" + columns.joined(separator: ", ") + ") IN (VALUES "
+                + Array(repeating: row, count: rows).joined(separator: ", ") + ")"
+        }
+        return selectSQL + " WHERE " + condition
+    }
+
+    /// Runs the identity lookup `sql` (from ``lookupSQL(maximumVariableCount:)``) for `keys`, one statement
+    /// per chunk, calling `row` on each stored row found.
+    func lookUp(
+        _ keys: [Context.IdentityKey], sql: String, maximumVariableCount: Int,
+        statements: (String) throws -> Statement, row: (Statement) throws -> Void
+    ) throws {
+        let rowsPerStatement = lookupRowsPerStatement(maximumVariableCount: maximumVariableCount)
+        let statement = try statements(sql)
+        var start = 0
+        while start < keys.count {
+            let chunk = keys[start..<min(start + rowsPerStatement, keys.count)]
+            var parameter: Int32 = 1
+            for slot in 0..<rowsPerStatement {
+                let key = slot < chunk.count ? chunk[chunk.startIndex + slot] : chunk[chunk.endIndex - 1]
+                try key.forEach { value in
+                    try statement.bind(value, at: parameter)
+                    parameter += 1
+                }
+            }
+            defer { statement.reset() }
+            while try statement.step() { try row(statement) }
+            statement.reset()
+            start += rowsPerStatement
         }
     }
 }

@@ -390,6 +390,37 @@ public final class Context {
         }
         let object = try mapping.description.type.init(
             row: EntityRow(statement: statement, mapping: mapping, columnOffset: columnOffset))
+        registerStored(object, mapping, rowID: rowID) { column in
+            statement.isNull(at: column + columnOffset) ? nil : statement.int64(at: column + columnOffset)
+        }
+        return object
+    }
+
+    /// The registered object for a stored row given as values (the row id, then the columns of
+    /// ``EntityMapping/selectSQL``), making it from them if it is not in memory.
+    func object(for mapping: EntityMapping, row: [SQLiteValue]) throws -> any EntityObject {
+        guard case .integer(let rowID) = row.first else {
+            throw StoreError(.invalidObject, "a stored row of \(mapping.name) without its row id", entity: mapping.name)
+        }
+        if let existing = registries[mapping.index][rowID] {
+            existing.entityState.generation = generation
+            return existing
+        }
+        var values = Array(repeating: SQLiteValue.null, count: mapping.description.fields.count)
+        for field in values.indices where mapping.columnOfField[field] > 0 {
+            values[field] = row[Int(mapping.columnOfField[field])]
+        }
+        let object = try mapping.description.type.init(row: EntityRow(values: values, mapping: mapping))
+        registerStored(object, mapping, rowID: rowID) { column in
+            if case .integer(let value) = row[Int(column)] { return value }
+            return nil
+        }
+        return object
+    }
+
+    /// Registers an object just read from the store: persistent, its to-many relationships unloaded, its
+    /// to-one relationships unloaded with the foreign key `foreignKey(column)` gives (nil for NULL).
+    private func registerStored(_ object: any EntityObject, _ mapping: EntityMapping, rowID: Int64, foreignKey: (Int32) -> Int64?) {
         let state = object.entityState
         state.context = self
         state.entityIndex = mapping.index
@@ -400,17 +431,15 @@ public final class Context {
         for case let relationship? in mapping.relationships {
             let field = relationship.description.index
             if case .foreignKey = relationship.storage {
-                let column = mapping.columnOfField[field] + columnOffset
-                if !statement.isNull(at: column) {
+                if let key = foreignKey(mapping.columnOfField[field]) {
                     state.unloadedRelationships.insert(field)
-                    state.foreignKeys[field] = statement.int64(at: column)
+                    state.foreignKeys[field] = key
                 }
             } else {
                 state.unloadedRelationships.insert(field)
             }
         }
         registries[mapping.index][rowID] = object
-        return object
     }
 
     /// The registered object for a row id, reading the row if it is not in memory.

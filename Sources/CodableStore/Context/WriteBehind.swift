@@ -26,7 +26,7 @@ final class WriteBehind: @unchecked Sendable {
     private let access = Monitor()
     private var accessOwned = false
     private var contextWaiting = false
-    private var queue: [WritePlan] = []
+    private var queue: [Work] = []
     private var running = false
     private var stopping = false
     private var failure: (any Error)?
@@ -36,8 +36,28 @@ final class WriteBehind: @unchecked Sendable {
     private(set) var enqueued = 0
     private var written = 0
     /// Plans that may wait, besides the one being written: one keeps the writer busy while the context
-    /// decodes, without holding a second batch of values in memory.
+    /// decodes, without holding a second batch of values in memory. (Lookups do not count: they are small.)
     static let capacity = 1
+
+    private enum Work {
+        case plan(WritePlan)
+        case lookup(Lookup)
+    }
+
+    /// Identity lookups the writer runs for the context ahead of time, between two plans (see
+    /// ``requestLookup(_:)``): per entity, the keys, and once ``isDone``, the stored rows found (the row id
+    /// then the columns of ``EntityMapping/selectSQL``).
+    final class Lookup: @unchecked Sendable {
+        // @unchecked: `rows` is written by the writer before `isDone` is set under the monitor, and read by the
+        // context only after it saw `isDone` under the monitor.
+        let keys: [(entity: Int, keys: [Context.IdentityKey])]
+        fileprivate(set) var rows: [[[SQLiteValue]]] = []
+        fileprivate var isDone = false
+
+        init(keys: [(entity: Int, keys: [Context.IdentityKey])]) {
+            self.keys = keys
+        }
+    }
 
     init(connection: Connection, model: StoreModel) {
         self.connection = connection
@@ -57,11 +77,38 @@ final class WriteBehind: @unchecked Sendable {
     /// - Throws: the error of a plan that failed before.
     func enqueue(_ plan: WritePlan) throws {
         try monitor.withLock {
-            while queue.count >= Self.capacity, failure == nil { monitor.wait() }
+            while waitingPlans >= Self.capacity, failure == nil { monitor.wait() }
             if let failure { throw failure }
-            queue.append(plan)
+            queue.append(.plan(plan))
             enqueued += 1
             monitor.broadcast()
+        }
+    }
+
+    private var waitingPlans: Int {
+        queue.count { if case .plan = $0 { true } else { false } }
+    }
+
+    /// Asks the writer to run these lookups after the plans handed over so far, and before any handed over
+    /// later; ``lookupResult(_:)`` waits for the rows.
+    ///
+    /// The rows are those of the store once the earlier plans are written: right for every key whose object
+    /// the later plans do not write, that is, for every key the context does not hold when it takes the
+    /// result (see `Context.adoptLookup(_:)`).
+    func requestLookup(_ lookup: Lookup) throws {
+        try monitor.withLock {
+            if let failure { throw failure }
+            queue.append(.lookup(lookup))
+            monitor.broadcast()
+        }
+    }
+
+    /// Waits until the writer ran `lookup`.
+    /// - Throws: the error of a plan or lookup that failed.
+    func waitForLookup(_ lookup: Lookup) throws {
+        try monitor.withLock {
+            while !lookup.isDone, failure == nil { monitor.wait() }
+            if let failure { throw failure }
         }
     }
 
@@ -122,24 +169,34 @@ final class WriteBehind: @unchecked Sendable {
                 monitor.unlock()
                 return
             }
-            let plan = queue.removeFirst()
+            let work = queue.removeFirst()
             running = true
             monitor.broadcast()
             monitor.unlock()
 
             var error: (any Error)?
-            for step in plan.steps {
-                access.withLock {
-                    while accessOwned || contextWaiting { access.wait() }
-                    accessOwned = true
+            switch work {
+            case .plan(let plan):
+                for step in plan.steps {
+                    takeAccess()
+                    do {
+                        try WritePlan.run(step, model: model, statements: statement)
+                    } catch let failed {
+                        error = failed
+                    }
+                    releaseAccess()
+                    if error != nil { break }
                 }
+            case .lookup(let lookup):
+                takeAccess()
                 do {
-                    try WritePlan.run(step, model: model, statements: statement)
+                    lookup.rows = try lookup.keys.map { entry in
+                        try Self.lookUp(entry.keys, model.mappings[entry.entity], connection: connection, statements: statement)
+                    }
                 } catch let failed {
                     error = failed
                 }
                 releaseAccess()
-                if error != nil { break }
             }
 
             monitor.withLock {
@@ -147,12 +204,38 @@ final class WriteBehind: @unchecked Sendable {
                 if let error {
                     failure = error
                     queue.removeAll()
+                } else if case .lookup(let lookup) = work {
+                    lookup.isDone = true
                 } else {
                     written += 1
                 }
                 monitor.broadcast()
             }
         }
+    }
+
+    private func takeAccess() {
+        access.withLock {
+            while accessOwned || contextWaiting { access.wait() }
+            accessOwned = true
+        }
+    }
+
+    /// The stored rows of these identities, as values: the row id, then the columns of `selectSQL`.
+    private static func lookUp(
+        _ keys: [Context.IdentityKey], _ mapping: EntityMapping, connection: Connection,
+        statements: (String) throws -> Statement
+    ) throws -> [[SQLiteValue]] {
+        var rows: [[SQLiteValue]] = []
+        let width = Int32(mapping.insertColumnCount + 1)
+        let limit = connection.maximumVariableCount
+        try mapping.lookUp(keys, sql: mapping.lookupSQL(maximumVariableCount: limit), maximumVariableCount: limit, statements: statements) { statement in
+            var row: [SQLiteValue] = []
+            row.reserveCapacity(Int(width))
+            for column in 0..<width { row.append(statement.value(at: column)) }
+            rows.append(row)
+        }
+        return rows
     }
 
     private func releaseAccess() {

@@ -88,6 +88,16 @@ final class RecordPipeline: @unchecked Sendable {
         }
     }
 
+    /// The next item if the reader has one ready, without waiting.
+    func tryPop() -> Item? {
+        monitor.withLock {
+            if items.isEmpty { return nil }
+            let item = items.removeFirst()
+            monitor.broadcast()
+            return item
+        }
+    }
+
     /// Stops the reader (if it still runs) and waits for its thread to end; safe to call more than once. A
     /// reader waiting for input notices within ``pollInterval``.
     func finish() {

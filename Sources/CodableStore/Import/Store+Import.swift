@@ -140,17 +140,47 @@ private final class Importer {
             try pipeline.start { pipeline in
                 try Self.readRecords(descriptor, path: input, mode: mode, batchSize: batchSize, into: pipeline)
             }
+            // While writing behind, each batch's lookups are handed to the writer thread as soon as the batch
+            // arrives, and the batch waits while the one before it is decoded: the writer looks up batch N+1
+            // while batch N is decoded (see Prepared). A batch never waits for input, though: with nothing
+            // more read yet (a slow pipe), it is decoded at once.
+            var waiting: (records: [JSONRecord], bytesRead: Int, prepared: Prepared)?
+            func decodeWaiting() throws {
+                guard let (records, bytes, prepared) = waiting else { return }
+                waiting = nil
+                report.recordsRead += records.count
+                bytesRead = bytes
+                batch = records
+                try processBatch(prepared)
+            }
             reading: while true {
-                switch pipeline.pop() {
+                let item: RecordPipeline.Item
+                if waiting == nil {
+                    item = pipeline.pop()
+                } else if let ready = pipeline.tryPop() {
+                    item = ready
+                } else {
+                    try decodeWaiting()
+                    continue
+                }
+                switch item {
                 case .batch(let records, let bytes):
-                    report.recordsRead += records.count
-                    bytesRead = bytes
-                    batch = records
-                    try processBatch()
+                    if let writer {
+                        let prepared = try prepare(records, writer)
+                        try decodeWaiting()
+                        waiting = (records, bytes, prepared)
+                    } else {
+                        report.recordsRead += records.count
+                        bytesRead = bytes
+                        batch = records
+                        try processBatch(nil)
+                    }
                 case .end(let bytes):
+                    try decodeWaiting()
                     bytesRead = bytes
                     break reading
                 case .failure(let error):
+                    try decodeWaiting()
                     throw error
                 }
             }
@@ -243,9 +273,43 @@ private final class Importer {
         let error: any Error
     }
 
+    /// A batch's decoders and identities, made when it arrives while writing behind, and the lookups the writer
+    /// runs for it meanwhile: after the plans of the batches before the one being decoded, which is what
+    /// `Context.adoptLookup(_:)` needs to stay right.
+    struct Prepared {
+        let session: DecodingSession
+        let items: [(StoreDecoderImpl, JSONTape.Index)]
+        let keys: [[Context.IdentityKey]]
+        let lookup: WriteBehind.Lookup
+    }
+
+    func prepare(_ records: [JSONRecord], _ writer: WriteBehind) throws -> Prepared {
+        let session = DecodingSession(context: context, options: options.decoder.options)
+        session.touched = [:]
+        let items = records.map { record in
+            (
+                StoreDecoderImpl(
+                    source: JSONTapeView(tape: record.tape), node: record.tape.root,
+                    path: CodingPathNode.root.appending(index: record.index), session: session),
+                record.tape.root
+            )
+        }
+        let keys = StoreDecoderImpl.collectKeys(mapping, items, context: context)
+        var requested: [(entity: Int, keys: [Context.IdentityKey])] = []
+        for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty {
+            // Keys the filter of inserted identities rules out are not stored, nor held by a waiting plan.
+            let filter = context.insertedIdentities[entity]
+            let distinct = Set(entityKeys).filter { filter?.mayContain($0) != false }
+            if !distinct.isEmpty { requested.append((entity, Array(distinct))) }
+        }
+        let lookup = WriteBehind.Lookup(keys: requested)
+        try writer.requestLookup(lookup)
+        return Prepared(session: session, items: items, keys: keys, lookup: lookup)
+    }
+
     /// Decodes and saves the current batch, leaving out (and reporting) records that fail under the skip
     /// policy: a failing record rolls the batch back, and the batch is decoded again without it.
-    func processBatch() throws {
+    func processBatch(_ prepared: Prepared?) throws {
         guard !batch.isEmpty else { return }
         if options.commitEveryBatch { try connection.execute(sql: "BEGIN IMMEDIATE TRANSACTION") }
         var excluded = Set<Int>()
@@ -257,18 +321,24 @@ private final class Importer {
                 // rolls back the whole transaction, and a savepoint would make SQLite copy every page the
                 // batch touches into a statement journal (10x the file writes of the import itself).
                 func decodeAndSave() throws {
-                    let session = DecodingSession(context: context, options: options.decoder.options)
+                    let session = prepared?.session ?? DecodingSession(context: context, options: options.decoder.options)
                     session.touched = [:]
                     var items: [(StoreDecoderImpl, JSONTape.Index)] = []
                     var positions: [Int] = []
-                    for (position, record) in batch.enumerated() where !excluded.contains(position) {
-                        let impl = StoreDecoderImpl(
-                            source: JSONTapeView(tape: record.tape), node: record.tape.root,
-                            path: CodingPathNode.root.appending(index: record.index), session: session)
-                        items.append((impl, record.tape.root))
-                        positions.append(position)
+                    if let prepared {
+                        items = prepared.items
+                        positions = Array(items.indices)
+                        try context.adoptLookup(prepared.lookup)
+                    } else {
+                        for (position, record) in batch.enumerated() where !excluded.contains(position) {
+                            let impl = StoreDecoderImpl(
+                                source: JSONTapeView(tape: record.tape), node: record.tape.root,
+                                path: CodingPathNode.root.appending(index: record.index), session: session)
+                            items.append((impl, record.tape.root))
+                            positions.append(position)
+                        }
                     }
-                    try StoreDecoderImpl.prefetch(mapping, items, context: context)
+                    try StoreDecoderImpl.prefetch(mapping, items, context: context, keys: prepared?.keys)
                     for ((impl, root), position) in zip(items, positions) {
                         do {
                             _ = try impl.decodeEntity(mapping, root, impl.path)
