@@ -395,13 +395,20 @@ extension StoreDecoderImpl {
         }
         if !allComplete {
             let keys = collected ?? collectKeys(mapping, items, context: context)
-            // One hold of the connection for all the entities' lookups, when an import's writer thread shares it
-            // (saved first: a save waits for the writer, which must not wait for this hold).
-            try context.flush()
-            try context.withSharedConnection { _ in
+            func lookUpAll() throws {
                 for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty {
                     try context.prefetch(entity: entity, keys: entityKeys)
                 }
+            }
+            if collected != nil {
+                // The importer had them looked up ahead: what is left is in memory (each query holds the
+                // connection on its own).
+                try lookUpAll()
+            } else {
+                // One hold of the connection for all the entities' lookups, when an import's writer thread
+                // shares it (saved first: a save waits for the writer, which must not wait for this hold).
+                try context.flush()
+                try context.withSharedConnection { _ in try lookUpAll() }
             }
         }
         guard mapping.hasRelationships, !mapping.description.identity.isEmpty,
