@@ -32,6 +32,7 @@ public final class Store: Sendable {
         /// At most this many reader connections are kept open.
         public var maximumReaderCount: Int
         /// Called with the SQL of every statement the store's connections run, for logging or for counting.
+        /// During an import it is also called on the import's writer thread.
         public var statementObserver: (@Sendable (String) -> Void)?
         /// Where the store logs: statements at trace, saves and schema changes at info, failed writes at error.
         /// Silent by default.

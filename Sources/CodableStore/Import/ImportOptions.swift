@@ -18,21 +18,29 @@ public struct ImportOptions: @unchecked Sendable {
     public enum FailurePolicy: String, Sendable, Codable {
         /// Stop at the first bad record; nothing of the failed transaction is kept (with
         /// ``commitEveryBatch``, the batches committed before it are).
+        ///
+        /// In one transaction (without ``commitEveryBatch``), this is also the fastest import: SQLite writes
+        /// each batch, and looks up the identities of the next, on a thread of its own while the calling
+        /// thread decodes (see <doc:DecodingAPIDumps>).
         case stop
         /// Leave bad records out and list each one in the report; the rest is imported. This covers records
         /// that do not decode (wrong types, missing identities, references that cannot become stubs). A JSON
         /// syntax error still stops the import: the reader cannot find the next record after one.
+        ///
+        /// Each batch is written before the next is decoded, since a bad record rolls its batch back.
         case skip
     }
 
     public var layout: Layout
     /// Records decoded and saved together: identities of a batch are looked up with a few queries. While one
-    /// batch is decoded, the reader thread holds at most two more (one waiting, one being read), so memory
+    /// batch is decoded, at most three more are in memory (the next, whose identities are being looked up;
+    /// one waiting; one being read), and the values of at most two batches wait to be written, so memory
     /// grows with the batch size, not with the input.
     public var batchSize: Int
     public var failurePolicy: FailurePolicy
     /// Commit after every batch instead of once at the end. An interrupted import keeps the committed batches
-    /// and can simply be run again: upsert makes it idempotent.
+    /// and can simply be run again: upsert makes it idempotent. Each batch is written (and committed) before
+    /// the next is decoded, which is slower than one transaction.
     public var commitEveryBatch: Bool
     /// The decoder, with its strategies (dates, keys, references).
     public var decoder: StoreDecoder

@@ -26,10 +26,12 @@ extension Store {
     /// ```
     ///
     /// The input is read in 64 KiB chunks and parsed by the JSON layer one record at a time, on a thread of its
-    /// own that stays at most one batch ahead (reading and parsing use one core, decoding and SQLite another);
-    /// records are grouped in batches of ``ImportOptions/batchSize``; the identities of a batch (nested objects and bare
-    /// references included) are resolved with a few queries; each batch is saved, then forgotten, so memory
-    /// stays flat. The whole import is one transaction (all or nothing) unless
+    /// own that stays a batch or two ahead; records are grouped in batches of ``ImportOptions/batchSize``; the
+    /// identities of a batch (nested objects and bare references included) are resolved with a few queries;
+    /// each batch is saved, then forgotten, so memory stays flat. Under the stop policy in one transaction
+    /// (the default), a third thread runs SQLite: it writes batch N-1 and looks up the identities of batch N+1
+    /// while the calling thread decodes batch N, so that decoding and SQLite use both cores.
+    /// Decoding, your `init(from:)` and decoding hooks, progress and logging stay on the calling thread. The whole import is one transaction (all or nothing) unless
     /// ``ImportOptions/commitEveryBatch`` is set.
     ///
     /// - Throws: ``ImportError`` with the record index, position and coding path of the failure (stop policy,
