@@ -406,8 +406,12 @@ extension StoreDecoderImpl {
                 try lookUpAll()
             } else {
                 // One hold of the connection for all the entities' lookups, when an import's writer thread
-                // shares it (saved first: a save waits for the writer, which must not wait for this hold).
-                try context.flush()
+                // shares it. Saved and indexed first: a save, or making an identity index (which reads the
+                // table), waits for the writer, which must not wait for this hold.
+                if context.writeBehind != nil {
+                    try context.flush()
+                    for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty { _ = context.identityIndex(entity) }
+                }
                 try context.withSharedConnection { _ in try lookUpAll() }
             }
         }

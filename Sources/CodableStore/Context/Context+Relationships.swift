@@ -41,7 +41,7 @@ extension Context {
             try flush()
             let destination = model.mappings[relationship.destination]
             let sql = membershipSQL(relationship, owners: 1)
-            try withMembershipConnection(owners: CollectionOfOne(owner)) { connection in
+            try withMembershipConnection(relationship, owners: CollectionOfOne(owner)) { connection in
                 let statement = try connection.cachedStatement(sql: sql)
                 defer { statement.reset() }
                 try statement.bind(state.rowID, at: 1)
@@ -229,7 +229,7 @@ extension Context {
         let chunkSize = 256
         let sql = membershipSQL(relationship, owners: chunkSize)
         // Rows come with the owner's row id first; the entity's columns follow, shifted by one.
-        try withMembershipConnection(owners: pending) { connection in
+        try withMembershipConnection(relationship, owners: pending) { connection in
             let statement = try connection.cachedStatement(sql: sql)
             var start = 0
             while start < pending.count {
@@ -256,13 +256,17 @@ extension Context {
 }
 
 extension Context {
-    /// Runs a membership load of `owners`. While a writer thread runs, a plan it has not written yet may hold
-    /// memberships of an object kept from the generation before (and of no other: see `WriteBehind`), so
-    /// only those loads wait for the writer.
+    /// Runs a membership load of `owners`. While a writer thread runs, a plan it has not written yet may change
+    /// the join rows of an object kept from the generation before (and of no other: both sides of a link
+    /// change are held, see `WriteBehind`), so those loads wait for the writer. So do loads of memberships
+    /// stored as the members' foreign keys: a member moved from an owner the context does not hold changes
+    /// that owner's memberships.
     private func withMembershipConnection(
-        owners: some Sequence<any EntityObject>, _ body: (Connection) throws -> Void
+        _ relationship: ResolvedRelationship, owners: some Sequence<any EntityObject>, _ body: (Connection) throws -> Void
     ) throws {
-        if writeBehind != nil, owners.contains(where: { $0.entityState.isCarriedOver }) {
+        let joinRows: Bool
+        if case .joinTable = relationship.storage { joinRows = true } else { joinRows = false }
+        if writeBehind != nil, !joinRows || owners.contains(where: { $0.entityState.isCarriedOver }) {
             try body(connection)
         } else {
             try withSharedConnection(body)

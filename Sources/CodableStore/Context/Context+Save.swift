@@ -55,6 +55,9 @@ extension Context {
             for object in insertedObjects { object.entityState.generation = generation }
             for object in updatedObjects { object.entityState.generation = generation }
             try writeBehind.enqueue(plan)
+            // A deleted object is not held, so its row must be gone before the next lookup (imports rarely
+            // delete: only a decoding hook can).
+            if !deletedObjects.isEmpty { writeBehind.waitUntilIdle() }
         } else if usingSavepoint {
             // A savepoint makes a failed flush leave nothing behind, so the caller may fix things and retry.
             let statements = { (sql: String) in try self.connection.cachedStatement(sql: sql) }
@@ -278,6 +281,7 @@ extension Context {
     private func planOrderColumn(_ orderColumn: String, of members: [any EntityObject], in destination: EntityMapping, _ plan: inout WritePlan) {
         let sql = "UPDATE \(quoteIdentifier(destination.name)) SET \(quoteIdentifier(orderColumn)) = ? WHERE \"_pk\" = ?"
         for (position, member) in members.enumerated() {
+            member.entityState.generation = generation  // its row is written: held while the plan waits
             plan.steps.append(.statement(sql: sql, values: [.integer(Int64(position)), .integer(member.entityState.rowID)]))
         }
     }

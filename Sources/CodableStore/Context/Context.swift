@@ -30,7 +30,10 @@ public final class Context {
     /// The connection, for queries: while a writer thread runs, only once it has written every plan handed to
     /// it, so that the query sees all the context's changes. (Its error, if any, is thrown by the next save.)
     var connection: Connection {
-        writeBehind?.waitUntilIdle()
+        if let writeBehind {
+            precondition(!isSharingConnection, "waiting for the writer thread while holding the shared connection")
+            writeBehind.waitUntilIdle()
+        }
         return storeConnection
     }
 
