@@ -194,17 +194,37 @@ extension Context {
     /// for them. A row becomes an object unless the context holds that row's object already: a held object is
     /// newer than the row (the writer may not have written its changes yet). A requested key with neither a
     /// row nor an object is missing.
+    ///
+    /// Memberships loaded with the first entity's rows are set on the objects made here (a held object's may
+    /// be newer), as if loaded with ``loadToManyBatch(_:_:)``.
     func adoptLookup(_ lookup: WriteBehind.Lookup) throws {
         try writeBehind?.waitForLookup(lookup)
-        for (entry, rows) in zip(lookup.keys, lookup.rows) {
+        var made: [Int64: any EntityObject] = [:]
+        for (position, (entry, rows)) in zip(lookup.keys, lookup.rows).enumerated() {
             let mapping = model.mappings[entry.entity]
             let index = identityIndex(entry.entity)
             for row in rows {
                 guard case .integer(let rowID) = row.first, registries[entry.entity][rowID] == nil else { continue }
                 let object = try object(for: mapping, row: row)
                 index.entries[identityKey(of: object, mapping)] = .object(object)
+                if position == 0 { made[rowID] = object }
             }
             for key in entry.keys where index.entries[key] == nil { index.entries[key] = .missing }
+        }
+        guard let first = lookup.keys.first, !made.isEmpty else { return }
+        let mapping = model.mappings[first.entity]
+        for (membership, rows) in zip(lookup.memberships, lookup.membershipRows) {
+            guard let relationship = mapping.relationships[membership.field] else { continue }
+            let destination = model.mappings[relationship.destination]
+            var members: [Int64: [any EntityObject]] = [:]
+            for row in rows {
+                guard case .integer(let owner) = row.first, made[owner] != nil else { continue }
+                members[owner, default: []].append(try object(for: destination, row: Array(row.dropFirst())))
+            }
+            for (rowID, owner) in made where owner.entityState.unloadedRelationships.contains(membership.field) {
+                owner.entityState.unloadedRelationships.remove(membership.field)
+                relationship.description.setMany(owner, members[rowID] ?? [])
+            }
         }
     }
 

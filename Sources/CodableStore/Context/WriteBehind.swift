@@ -51,11 +51,19 @@ final class WriteBehind: @unchecked Sendable {
         // @unchecked: `rows` is written by the writer before `isDone` is set under the monitor, and read by the
         // context only after it saw `isDone` under the monitor.
         let keys: [(entity: Int, keys: [Context.IdentityKey])]
+        /// Memberships to load for the rows found for `keys[0]` (the batch's own entity): per to-many
+        /// relationship stored in a join table, its field and its ``Context/membershipSQL(_:owners:)`` for
+        /// ``membershipChunk`` owners.
+        let memberships: [(field: Int, sql: String)]
+        static let membershipChunk = 256
         fileprivate(set) var rows: [[[SQLiteValue]]] = []
+        /// Per entry of `memberships`: rows of the owner's row id, then the member's row id and columns.
+        fileprivate(set) var membershipRows: [[[SQLiteValue]]] = []
         fileprivate var isDone = false
 
-        init(keys: [(entity: Int, keys: [Context.IdentityKey])]) {
+        init(keys: [(entity: Int, keys: [Context.IdentityKey])], memberships: [(field: Int, sql: String)]) {
             self.keys = keys
+            self.memberships = memberships
         }
     }
 
@@ -193,6 +201,13 @@ final class WriteBehind: @unchecked Sendable {
                     lookup.rows = try lookup.keys.map { entry in
                         try Self.lookUp(entry.keys, model.mappings[entry.entity], connection: connection, statements: statement)
                     }
+                    if let owners = lookup.rows.first?.compactMap({ row -> Int64? in
+                        if case .integer(let rowID) = row.first { return rowID } else { return nil }
+                    }), !owners.isEmpty {
+                        lookup.membershipRows = try lookup.memberships.map { membership in
+                            try Self.loadMemberships(owners, sql: membership.sql, statements: statement)
+                        }
+                    }
                 } catch let failed {
                     error = failed
                 }
@@ -234,6 +249,28 @@ final class WriteBehind: @unchecked Sendable {
             row.reserveCapacity(Int(width))
             for column in 0..<width { row.append(statement.value(at: column)) }
             rows.append(row)
+        }
+        return rows
+    }
+
+    /// Rows of a membership query for these owners, chunk by chunk (the last chunk repeats its last owner).
+    private static func loadMemberships(
+        _ owners: [Int64], sql: String, statements: (String) throws -> Statement
+    ) throws -> [[SQLiteValue]] {
+        let statement = try statements(sql)
+        let chunkSize = Lookup.membershipChunk
+        var rows: [[SQLiteValue]] = []
+        var start = 0
+        while start < owners.count {
+            let chunk = owners[start..<min(start + chunkSize, owners.count)]
+            for slot in 0..<chunkSize {
+                try statement.bind(slot < chunk.count ? chunk[chunk.startIndex + slot] : chunk[chunk.endIndex - 1], at: Int32(slot + 1))
+            }
+            defer { statement.reset() }
+            let width = statement.columnCount
+            while try statement.step() { rows.append((0..<width).map { statement.value(at: $0) }) }
+            statement.reset()
+            start += chunkSize
         }
         return rows
     }

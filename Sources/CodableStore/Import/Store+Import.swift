@@ -297,14 +297,25 @@ private final class Importer {
             )
         }
         let keys = StoreDecoderImpl.collectKeys(mapping, items, context: context)
+        // The batch's own entity first: the writer also loads the join-table memberships of its stored rows,
+        // which decoding replaces (memberships stored as foreign keys wait for the writer: see
+        // Context.withMembershipConnection).
         var requested: [(entity: Int, keys: [Context.IdentityKey])] = []
-        for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty {
+        for entity in [mapping.index] + keys.indices.filter({ $0 != mapping.index }) where !keys[entity].isEmpty {
+            let entityKeys = keys[entity]
             // Keys the filter of inserted identities rules out are not stored, nor held by a waiting plan.
             let filter = context.insertedIdentities[entity]
             let distinct = Set(entityKeys).filter { filter?.mayContain($0) != false }
             if !distinct.isEmpty { requested.append((entity, Array(distinct))) }
         }
-        let lookup = WriteBehind.Lookup(keys: requested)
+        var memberships: [(field: Int, sql: String)] = []
+        if requested.first?.entity == mapping.index {
+            for case let relationship? in mapping.relationships where relationship.description.isToMany {
+                guard case .joinTable = relationship.storage else { continue }
+                memberships.append((relationship.description.index, context.membershipSQL(relationship, owners: WriteBehind.Lookup.membershipChunk)))
+            }
+        }
+        let lookup = WriteBehind.Lookup(keys: requested, memberships: memberships)
         try writer.requestLookup(lookup)
         return Prepared(session: session, items: items, keys: keys, lookup: lookup)
     }
