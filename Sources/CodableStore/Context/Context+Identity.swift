@@ -120,7 +120,7 @@ extension Context {
         switch index.entries[key] {
         case .object(let object):
             if isCurrent(object, key, entity) {
-                object.entityState.generation = generation
+                stamp(object.entityState)
                 return (object, true)
             }
             // Its identity changed, or it was deleted: the store decides.
@@ -203,7 +203,8 @@ extension Context {
         for (position, (entry, rows)) in zip(lookup.keys, lookup.rows).enumerated() {
             let mapping = model.mappings[entry.entity]
             let index = identityIndex(entry.entity)
-            for row in rows {
+            for row in 0..<rows.count {
+                let row = rows[row]
                 guard case .integer(let rowID) = row.first, registries[entry.entity][rowID] == nil else { continue }
                 let object = try object(for: mapping, row: row)
                 index.entries[identityKey(of: object, mapping)] = .object(object)
@@ -217,9 +218,10 @@ extension Context {
             guard let relationship = mapping.relationships[membership.field] else { continue }
             let destination = model.mappings[relationship.destination]
             var members: [Int64: [any EntityObject]] = [:]
-            for row in rows {
+            for row in 0..<rows.count {
+                let row = rows[row]
                 guard case .integer(let owner) = row.first, made[owner] != nil else { continue }
-                members[owner, default: []].append(try object(for: destination, row: Array(row.dropFirst())))
+                members[owner, default: []].append(try object(for: destination, row: row.dropFirst()))
             }
             for (rowID, owner) in made where owner.entityState.unloadedRelationships.contains(membership.field) {
                 owner.entityState.unloadedRelationships.remove(membership.field)

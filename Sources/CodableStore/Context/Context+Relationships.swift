@@ -152,8 +152,8 @@ extension Context {
         let ownerRow = owner.entityState.rowID
         let memberRow = member.entityState.rowID
         guard ownerRow != 0, memberRow != 0 else { return }
-        owner.entityState.generation = generation
-        member.entityState.generation = generation
+        stamp(owner.entityState)
+        stamp(member.entityState)
         linkChanges.append(
             LinkChange(
                 table: table, source: ownerIsSource ? ownerRow : memberRow, target: ownerIsSource ? memberRow : ownerRow,

@@ -47,8 +47,9 @@ extension Context {
             touchedEntities.insert(model.joinTables[change.table].source)
             touchedEntities.insert(model.joinTables[change.table].target)
         }
-        let plan = makeWritePlan()
         if let writeBehind {
+            var plan = WritePlan()
+            writeSteps { plan.steps.append($0) }
             // The writer thread writes it; the objects it writes are kept meanwhile (see `retireObjects()`).
             // Never while holding the connection: the writer could not finish the plan this waits for.
             precondition(!isSharingConnection, "a save while holding the shared connection")
@@ -60,10 +61,9 @@ extension Context {
             if !deletedObjects.isEmpty { writeBehind.waitUntilIdle() }
         } else if usingSavepoint {
             // A savepoint makes a failed flush leave nothing behind, so the caller may fix things and retry.
-            let statements = { (sql: String) in try self.connection.cachedStatement(sql: sql) }
-            try connection.inSavepoint(named: "codablestore_save") { try plan.run(model: model, statements: statements) }
+            try connection.inSavepoint(named: "codablestore_save") { try writeNow() }
         } else {
-            try plan.run(model: model) { sql in try self.connection.cachedStatement(sql: sql) }
+            try writeNow()
         }
         // Only now that everything is written does the in-memory state move on.
         var inserted = Array(repeating: 0, count: model.mappings.count)
@@ -92,23 +92,29 @@ extension Context {
         linkChanges.removeAll()
     }
 
-    /// The pending changes as SQL and values, in the order they must be written: deletes, inserts, updates,
-    /// links, positions. Reads the objects; writes nothing.
-    func makeWritePlan() -> WritePlan {
-        var plan = WritePlan()
-        for (entity, rowID) in deletedObjects { plan.steps.append(.delete(entity: entity, rowID: rowID)) }
-        planInserts(&plan)
-        planUpdates(&plan)
-        planLinks(&plan)
-        planPositions(&plan)
-        return plan
+    /// Runs each step of the pending changes as soon as it is made, so that a large save never holds all its
+    /// values at once.
+    private func writeNow() throws {
+        try writeSteps { step in
+            try WritePlan.run(step, model: model) { sql in try self.connection.cachedStatement(sql: sql) }
+        }
+    }
+
+    /// The pending changes as SQL and values, step by step, in the order they must be written: deletes,
+    /// inserts, updates, links, positions. Reads the objects; writes nothing itself.
+    func writeSteps(_ emit: (WritePlan.Step) throws -> Void) rethrows {
+        for (entity, rowID) in deletedObjects { try emit(.delete(entity: entity, rowID: rowID)) }
+        try planInserts(emit)
+        try planUpdates(emit)
+        try planLinks(emit)
+        try planPositions(emit)
     }
 
     /// Inserts new objects, grouped by entity, several rows per statement (as a hand-written importer
     /// would): fewer statement executions for SQLite to run. Foreign keys are checked at commit, so any order
     /// is correct; parents go first (``StoreModel/insertOrder``) because a child row inserted before its
     /// parent costs a deferred violation, and the parent's insert then a search of the child table.
-    private func planInserts(_ plan: inout WritePlan) {
+    private func planInserts(_ emit: (WritePlan.Step) throws -> Void) rethrows {
         var byEntity: [[any EntityObject]] = Array(repeating: [], count: model.mappings.count)
         for object in insertedObjects where object.entityState.status == .inserted {
             byEntity[object.entityState.entityIndex].append(object)
@@ -133,7 +139,7 @@ extension Context {
                         }
                     }
                 }
-                plan.steps.append(.insert(entity: entity, rows: rows, values: values))
+                try emit(.insert(entity: entity, rows: rows, values: values))
                 start += rows
             }
         }
@@ -160,7 +166,7 @@ extension Context {
         }
     }
 
-    private func planUpdates(_ plan: inout WritePlan) {
+    private func planUpdates(_ emit: (WritePlan.Step) throws -> Void) rethrows {
         for object in updatedObjects {
             let state = object.entityState
             guard state.status == .persistent else { continue }
@@ -187,18 +193,18 @@ extension Context {
                 values.append(value(of: mapping.columns[Int(mapping.columnOfField[field]) - 1], of: object))
             }
             values.append(.integer(state.rowID))
-            plan.steps.append(.update(entity: mapping.index, sql: sql, fields: fields, values: values))
+            try emit(.update(entity: mapping.index, sql: sql, fields: fields, values: values))
         }
     }
 
     /// Link changes in order; a run of links to one table goes 32 rows per statement.
-    private func planLinks(_ plan: inout WritePlan) {
+    private func planLinks(_ emit: (WritePlan.Step) throws -> Void) rethrows {
         var start = 0
         while start < linkChanges.count {
             let first = linkChanges[start]
             let join = model.joinTables[first.table]
             guard first.isLink else {
-                plan.steps.append(.unlink(table: first.table, source: first.source, target: first.target))
+                try emit(.unlink(table: first.table, source: first.source, target: first.target))
                 start += 1
                 continue
             }
@@ -221,7 +227,7 @@ extension Context {
                     values.append(.null)
                 }
             }
-            plan.steps.append(.link(table: first.table, rows: rows, values: values))
+            try emit(.link(table: first.table, rows: rows, values: values))
             start = end
         }
     }
@@ -239,7 +245,7 @@ extension Context {
     }
 
     /// Positions of ordered relationships whose order changed on stored objects.
-    private func planPositions(_ plan: inout WritePlan) {
+    private func planPositions(_ emit: (WritePlan.Step) throws -> Void) rethrows {
         for object in updatedObjects {
             let state = object.entityState
             guard state.status == .persistent else { continue }
@@ -251,11 +257,11 @@ extension Context {
                 let members = relationship.description.getMany(object)
                 switch relationship.storage {
                 case .inverseForeignKey(_, let orderColumn?):
-                    planOrderColumn(orderColumn, of: members, in: model.mappings[relationship.destination], &plan)
+                    try planOrderColumn(orderColumn, of: members, in: model.mappings[relationship.destination], emit)
                 case .joinTable(let index, ownerIsSource: true) where model.joinTables[index].hasPosition:
                     let sql = "UPDATE \(quoteIdentifier(model.joinTables[index].name)) SET \"position\" = ? WHERE \"source\" = ? AND \"target\" = ?"
                     for (position, member) in members.enumerated() {
-                        plan.steps.append(
+                        try emit(
                             .statement(sql: sql, values: [.integer(Int64(position)), .integer(state.rowID), .integer(member.entityState.rowID)]))
                     }
                 default:
@@ -272,17 +278,17 @@ extension Context {
                 guard case .inverseForeignKey(_, let orderColumn?) = relationship.storage else { continue }
                 let members = relationship.description.getMany(object)
                 if members.isEmpty { continue }
-                planOrderColumn(orderColumn, of: members, in: model.mappings[relationship.destination], &plan)
+                try planOrderColumn(orderColumn, of: members, in: model.mappings[relationship.destination], emit)
             }
         }
     }
 
     /// Each member's position in an ordered one-to-many relationship, written into its order column.
-    private func planOrderColumn(_ orderColumn: String, of members: [any EntityObject], in destination: EntityMapping, _ plan: inout WritePlan) {
+    private func planOrderColumn(_ orderColumn: String, of members: [any EntityObject], in destination: EntityMapping, _ emit: (WritePlan.Step) throws -> Void) rethrows {
         let sql = "UPDATE \(quoteIdentifier(destination.name)) SET \(quoteIdentifier(orderColumn)) = ? WHERE \"_pk\" = ?"
         for (position, member) in members.enumerated() {
-            member.entityState.generation = generation  // its row is written: held while the plan waits
-            plan.steps.append(.statement(sql: sql, values: [.integer(Int64(position)), .integer(member.entityState.rowID)]))
+            stamp(member.entityState)  // its row is written: held while the plan waits
+            try emit(.statement(sql: sql, values: [.integer(Int64(position)), .integer(member.entityState.rowID)]))
         }
     }
 }

@@ -45,6 +45,12 @@ public final class Context {
         defer { isSharingConnection = false }
         return try writeBehind.withConnection { try body(storeConnection) }
     }
+    /// Marks an object as used in the current generation, while writing behind (see `retireObjects()`).
+    @inline(__always)
+    func stamp(_ state: EntityState) {
+        if writeBehind != nil { state.generation = generation }
+    }
+
     /// Whether this thread holds the connection in ``withSharedConnection(_:)`` (which nests: the decoder
     /// holds it across a batch's lookups, each of which asks for it again).
     private(set) var isSharingConnection = false
@@ -283,7 +289,7 @@ public final class Context {
         state.entityIndex = entity
         state.status = .inserted
         state.rowID = rowID
-        state.generation = generation
+        stamp(state)
         registries[entity][rowID] = object
         insertedObjects.append(object)
         let index = identityIndexes[entity]
@@ -388,7 +394,7 @@ public final class Context {
     func object(for mapping: EntityMapping, statement: Statement, columnOffset: Int32 = 0) throws -> any EntityObject {
         let rowID = statement.int64(at: columnOffset)
         if let existing = registries[mapping.index][rowID] {
-            existing.entityState.generation = generation
+            stamp(existing.entityState)
             return existing
         }
         let object = try mapping.description.type.init(
@@ -401,21 +407,21 @@ public final class Context {
 
     /// The registered object for a stored row given as values (the row id, then the columns of
     /// ``EntityMapping/selectSQL``), making it from them if it is not in memory.
-    func object(for mapping: EntityMapping, row: [SQLiteValue]) throws -> any EntityObject {
+    func object(for mapping: EntityMapping, row: ArraySlice<SQLiteValue>) throws -> any EntityObject {
         guard case .integer(let rowID) = row.first else {
             throw StoreError(.invalidObject, "a stored row of \(mapping.name) without its row id", entity: mapping.name)
         }
         if let existing = registries[mapping.index][rowID] {
-            existing.entityState.generation = generation
+            stamp(existing.entityState)
             return existing
         }
         var values = Array(repeating: SQLiteValue.null, count: mapping.description.fields.count)
         for field in values.indices where mapping.columnOfField[field] > 0 {
-            values[field] = row[Int(mapping.columnOfField[field])]
+            values[field] = row[row.startIndex + Int(mapping.columnOfField[field])]
         }
         let object = try mapping.description.type.init(row: EntityRow(values: values, mapping: mapping))
         registerStored(object, mapping, rowID: rowID) { column in
-            if case .integer(let value) = row[Int(column)] { return value }
+            if case .integer(let value) = row[row.startIndex + Int(column)] { return value }
             return nil
         }
         return object
@@ -429,7 +435,7 @@ public final class Context {
         state.entityIndex = mapping.index
         state.status = .persistent
         state.rowID = rowID
-        state.generation = generation
+        stamp(state)
         materializedCounts[mapping.index] += 1
         for case let relationship? in mapping.relationships {
             let field = relationship.description.index
@@ -448,7 +454,7 @@ public final class Context {
     /// The registered object for a row id, reading the row if it is not in memory.
     func object(entity: Int, rowID: Int64) throws -> (any EntityObject)? {
         if let existing = registries[entity][rowID] {
-            existing.entityState.generation = generation
+            stamp(existing.entityState)
             return existing
         }
         let mapping = model.mappings[entity]

@@ -39,6 +39,16 @@ final class WriteBehind: @unchecked Sendable {
     /// decodes, without holding a second batch of values in memory. (Lookups do not count: they are small.)
     static let capacity = 1
 
+    /// Rows of a query, in one array (one allocation per query rather than per row: they are made on the
+    /// writer thread and let go on the context's, and many small blocks freed across threads fragment the
+    /// heap).
+    struct Rows: Sendable {
+        var values: [SQLiteValue] = []
+        let width: Int
+        var count: Int { width == 0 ? 0 : values.count / width }
+        subscript(row: Int) -> ArraySlice<SQLiteValue> { values[(row * width)..<((row + 1) * width)] }
+    }
+
     private enum Work {
         case plan(WritePlan)
         case lookup(Lookup)
@@ -56,9 +66,9 @@ final class WriteBehind: @unchecked Sendable {
         /// ``membershipChunk`` owners.
         let memberships: [(field: Int, sql: String)]
         static let membershipChunk = 256
-        fileprivate(set) var rows: [[[SQLiteValue]]] = []
+        fileprivate(set) var rows: [Rows] = []
         /// Per entry of `memberships`: rows of the owner's row id, then the member's row id and columns.
-        fileprivate(set) var membershipRows: [[[SQLiteValue]]] = []
+        fileprivate(set) var membershipRows: [Rows] = []
         fileprivate var isDone = false
 
         init(keys: [(entity: Int, keys: [Context.IdentityKey])], memberships: [(field: Int, sql: String)]) {
@@ -201,9 +211,10 @@ final class WriteBehind: @unchecked Sendable {
                     lookup.rows = try lookup.keys.map { entry in
                         try Self.lookUp(entry.keys, model.mappings[entry.entity], connection: connection, statements: statement)
                     }
-                    if let owners = lookup.rows.first?.compactMap({ row -> Int64? in
-                        if case .integer(let rowID) = row.first { return rowID } else { return nil }
-                    }), !owners.isEmpty {
+                    if let found = lookup.rows.first, found.count > 0 {
+                        let owners = (0..<found.count).compactMap { row -> Int64? in
+                            if case .integer(let rowID) = found[row].first { return rowID } else { return nil }
+                        }
                         lookup.membershipRows = try lookup.memberships.map { membership in
                             try Self.loadMemberships(owners, sql: membership.sql, statements: statement)
                         }
@@ -240,15 +251,12 @@ final class WriteBehind: @unchecked Sendable {
     private static func lookUp(
         _ keys: [Context.IdentityKey], _ mapping: EntityMapping, connection: Connection,
         statements: (String) throws -> Statement
-    ) throws -> [[SQLiteValue]] {
-        var rows: [[SQLiteValue]] = []
+    ) throws -> Rows {
         let width = Int32(mapping.insertColumnCount + 1)
+        var rows = Rows(width: Int(width))
         let limit = connection.maximumVariableCount
         try mapping.lookUp(keys, sql: mapping.lookupSQL(maximumVariableCount: limit), maximumVariableCount: limit, statements: statements) { statement in
-            var row: [SQLiteValue] = []
-            row.reserveCapacity(Int(width))
-            for column in 0..<width { row.append(statement.value(at: column)) }
-            rows.append(row)
+            for column in 0..<width { rows.values.append(statement.value(at: column)) }
         }
         return rows
     }
@@ -256,10 +264,10 @@ final class WriteBehind: @unchecked Sendable {
     /// Rows of a membership query for these owners, chunk by chunk (the last chunk repeats its last owner).
     private static func loadMemberships(
         _ owners: [Int64], sql: String, statements: (String) throws -> Statement
-    ) throws -> [[SQLiteValue]] {
+    ) throws -> Rows {
         let statement = try statements(sql)
         let chunkSize = Lookup.membershipChunk
-        var rows: [[SQLiteValue]] = []
+        var rows = Rows(width: Int(statement.columnCount))
         var start = 0
         while start < owners.count {
             let chunk = owners[start..<min(start + chunkSize, owners.count)]
@@ -267,8 +275,9 @@ final class WriteBehind: @unchecked Sendable {
                 try statement.bind(slot < chunk.count ? chunk[chunk.startIndex + slot] : chunk[chunk.endIndex - 1], at: Int32(slot + 1))
             }
             defer { statement.reset() }
-            let width = statement.columnCount
-            while try statement.step() { rows.append((0..<width).map { statement.value(at: $0) }) }
+            while try statement.step() {
+                for column in 0..<Int32(rows.width) { rows.values.append(statement.value(at: column)) }
+            }
             statement.reset()
             start += chunkSize
         }

@@ -1,10 +1,10 @@
 /// The SQL of one save, with every value it binds: what ``Context/flush(usingSavepoint:)`` writes.
 ///
-/// A save happens in two steps. The context first turns its pending changes into a plan, reading its objects
-/// on its own thread (`Context.makeWritePlan()`). The plan then runs on a connection. A plain save runs it at
-/// once. An import under the stop policy hands it to a writer thread (``WriteBehind``), so that SQLite writes
-/// one batch while the next one is decoded. A plan holds only values (row ids, column values, SQL), never
-/// the context's objects, so it can cross threads.
+/// The context turns its pending changes into steps, reading its objects on its own thread
+/// (`Context.writeSteps(_:)`). A plain save runs each step as soon as it is made, so a large save never holds
+/// all its values at once. An import under the stop policy collects a batch's steps into a plan and hands it
+/// to a writer thread (``WriteBehind``), so that SQLite writes one batch while the next one is decoded. A step
+/// holds only values (row ids, column values, SQL), never the context's objects, so it can cross threads.
 struct WritePlan: Sendable {
     enum Step: Sendable {
         /// Deletes a row.
@@ -25,12 +25,7 @@ struct WritePlan: Sendable {
 
     var steps: [Step] = []
 
-    /// Runs every step in order with statements from `statements` (cached for the connection they belong to).
-    func run(model: StoreModel, statements: (String) throws -> Statement) throws {
-        for step in steps { try Self.run(step, model: model, statements: statements) }
-    }
-
-    /// Runs one step.
+    /// Runs one step, with statements from `statements` (cached for the connection they belong to).
     static func run(_ step: Step, model: StoreModel, statements: (String) throws -> Statement) throws {
         switch step {
         case .delete(let entity, let rowID):
