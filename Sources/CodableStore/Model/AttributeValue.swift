@@ -36,8 +36,6 @@ public protocol AttributeValue: Equatable, Sendable, SendableMetatype {
     var sqliteValue: SQLiteValue { get }
     /// Creates a value from what SQLite stored, or throws ``AttributeValueError`` when it does not fit.
     init(sqliteValue: SQLiteValue) throws(AttributeValueError)
-    /// Binds the value to a statement parameter. The default goes through ``sqliteValue``.
-    func bind(to statement: Statement, at index: Int32) throws
     /// Reads a value from a result column. The default goes through ``init(sqliteValue:)``.
     static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self
     /// Decodes a value from a decoder's single value: how an attribute appears in JSON. `Decodable` types use
@@ -49,11 +47,6 @@ public protocol AttributeValue: Equatable, Sendable, SendableMetatype {
 
 extension AttributeValue {
     public static var isOptional: Bool { false }
-
-    @inlinable
-    public func bind(to statement: Statement, at index: Int32) throws {
-        try statement.bind(sqliteValue, at: index)
-    }
 
     @inlinable
     public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self {
@@ -133,10 +126,6 @@ extension AttributeValue where Self: FixedWidthInteger {
         }
     }
 
-    public func bind(to statement: Statement, at index: Int32) throws {
-        try statement.bind(Int64(truncatingIfNeeded: self), at: index)
-    }
-
     public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self {
         guard statement.storageClass(at: column) == 1 /* SQLITE_INTEGER */ else {
             throw AttributeValueError(expected: "\(Self.self)", found: statement.value(at: column))
@@ -181,7 +170,6 @@ extension Double: AttributeValue {
         default: throw AttributeValueError(expected: "Double", found: sqliteValue)
         }
     }
-    public func bind(to statement: Statement, at index: Int32) throws { try statement.bind(self, at: index) }
     public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Double {
         let storageClass = statement.storageClass(at: column)
         guard storageClass == 2 /* FLOAT */ || storageClass == 1 /* INTEGER */ else {
@@ -225,7 +213,6 @@ extension String: AttributeValue {
         guard case .text(let value) = sqliteValue else { throw AttributeValueError(expected: "String", found: sqliteValue) }
         self = value
     }
-    public func bind(to statement: Statement, at index: Int32) throws { try statement.bind(self, at: index) }
     public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> String {
         guard statement.storageClass(at: column) == 3 /* SQLITE_TEXT */ else {
             throw AttributeValueError(expected: "String", found: statement.value(at: column))
@@ -252,9 +239,6 @@ extension Date: AttributeValue {
         case .integer(let value): self = Date(timeIntervalSince1970: Double(value))
         default: throw AttributeValueError(expected: "Date", found: sqliteValue)
         }
-    }
-    public func bind(to statement: Statement, at index: Int32) throws {
-        try statement.bind(timeIntervalSince1970, at: index)
     }
 }
 
@@ -289,9 +273,6 @@ extension Optional: AttributeValue where Wrapped: AttributeValue {
     @inlinable public var sqliteValue: SQLiteValue { self?.sqliteValue ?? .null }
     @inlinable public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
         self = sqliteValue.isNull ? nil : try Wrapped(sqliteValue: sqliteValue)
-    }
-    @inlinable public func bind(to statement: Statement, at index: Int32) throws {
-        if let self { try self.bind(to: statement, at: index) } else { try statement.bindNull(at: index) }
     }
     @inlinable public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self {
         statement.isNull(at: column) ? nil : try Wrapped.read(from: statement, at: column)
