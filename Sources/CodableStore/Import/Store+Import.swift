@@ -311,7 +311,13 @@ private final class Importer {
         var memberships: [(field: Int, sql: String)] = []
         if requested.first?.entity == mapping.index {
             for case let relationship? in mapping.relationships where relationship.description.isToMany {
-                guard case .joinTable = relationship.storage else { continue }
+                // Only memberships decoding replaces (the field is in a record), as the prefetch loads them.
+                let field = relationship.description.index
+                guard case .joinTable = relationship.storage,
+                    items.contains(where: { impl, root in
+                        impl.source.kind(root) == .object && impl.presentField(root, mapping, field) != nil
+                    })
+                else { continue }
                 memberships.append((relationship.description.index, context.membershipSQL(relationship, owners: WriteBehind.Lookup.membershipChunk)))
             }
         }
