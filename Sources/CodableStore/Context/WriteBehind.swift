@@ -1,5 +1,6 @@
-/// Runs a context's write plans on a thread of its own, in order, while the context goes on decoding: the
-/// import's SQLite writes for one batch overlap the decoding of the next (the two use two cores).
+/// Runs a context's write plans, and the identity lookups it asks for ahead of time, on a thread of its own,
+/// in order, while the context goes on decoding: an import's SQLite work for one batch overlaps the decoding
+/// of the next (the two use two cores).
 ///
 /// The context and the writer share one connection, inside one transaction, so the context's queries see
 /// every row written before them. SQLite's multi-thread mode allows a connection on several threads as long
@@ -12,8 +13,8 @@
 /// writes (`Context.retireObjects()`), so a key of such an object is answered from memory and never from a
 /// table the writer has not reached yet.
 ///
-/// A failed plan stops the writer: later plans are dropped, and the error is thrown by the next
-/// ``enqueue(_:)`` or ``drain()``; the caller then rolls the whole transaction back.
+/// A failed plan or lookup stops the writer: later work is dropped, and the error is thrown by the next
+/// ``enqueue(_:)``, ``requestLookup(_:)`` or wait; the caller then rolls the whole transaction back.
 final class WriteBehind: @unchecked Sendable {
     // @unchecked: `queue`, `running`, `written`, `failure` and `stopping` are used under `monitor`;
     // `statements` only by the writer thread (and by `finish()` after it ended); the connection under `access`.
