@@ -309,8 +309,7 @@ final class IdentityFilter {
 }
 
 extension EntityMapping {
-    /// Rows per identity lookup statement: a fixed number keeps the SQL constant, so the statement is
-    /// prepared once; the last chunk repeats its last key to fill the slots.
+    /// Rows per identity lookup statement (a fixed number: see ``Statement/run(chunksOf:slots:bind:row:)``).
     func lookupRowsPerStatement(maximumVariableCount: Int) -> Int {
         max(1, min(256, maximumVariableCount / max(1, identityColumns.count)))
     }
@@ -336,23 +335,12 @@ extension EntityMapping {
         _ keys: [Context.IdentityKey], sql: String, maximumVariableCount: Int,
         statements: (String) throws -> Statement, row: (Statement) throws -> Void
     ) throws {
-        let rowsPerStatement = lookupRowsPerStatement(maximumVariableCount: maximumVariableCount)
         let statement = try statements(sql)
-        var start = 0
-        while start < keys.count {
-            let chunk = keys[start..<min(start + rowsPerStatement, keys.count)]
-            var parameter: Int32 = 1
-            for slot in 0..<rowsPerStatement {
-                let key = slot < chunk.count ? chunk[chunk.startIndex + slot] : chunk[chunk.endIndex - 1]
-                try key.forEach { value in
-                    try statement.bind(value, at: parameter)
-                    parameter += 1
-                }
+        try statement.run(chunksOf: keys, slots: lookupRowsPerStatement(maximumVariableCount: maximumVariableCount)) { statement, key, parameter in
+            try key.forEach { value in
+                try statement.bind(value, at: parameter)
+                parameter += 1
             }
-            defer { statement.reset() }
-            while try statement.step() { try row(statement) }
-            statement.reset()
-            start += rowsPerStatement
-        }
+        } row: { try row($0) }
     }
 }

@@ -226,32 +226,31 @@ extension Context {
         try flush()
         let destination = model.mappings[relationship.destination]
         if case .foreignKey = relationship.storage { return }
-        let chunkSize = 256
-        let sql = membershipSQL(relationship, owners: chunkSize)
+        let sql = membershipSQL(relationship, owners: Self.membershipChunk)
         // Rows come with the owner's row id first; the entity's columns follow, shifted by one.
+        // Each owner once: an owner in two chunks would get its members twice.
+        var seen = Set<Int64>()
+        let rowIDs = pending.map(\.entityState.rowID).filter { seen.insert($0).inserted }
+        var members: [Int64: [any EntityObject]] = [:]
         try withMembershipConnection(relationship, owners: pending) { connection in
             let statement = try connection.cachedStatement(sql: sql)
-            var start = 0
-            while start < pending.count {
-                let chunk = pending[start..<min(start + chunkSize, pending.count)]
-                for slot in 0..<chunkSize {
-                    let owner = slot < chunk.count ? chunk[chunk.startIndex + slot] : chunk[chunk.endIndex - 1]
-                    try statement.bind(owner.entityState.rowID, at: Int32(slot + 1))
-                }
-                var members: [Int64: [any EntityObject]] = [:]
-                defer { statement.reset() }
-                while try statement.step() {
-                    let ownerRow = statement.int64(at: 0)
-                    members[ownerRow, default: []].append(try object(for: destination, statement: statement, columnOffset: 1))
-                }
-                statement.reset()
-                for owner in chunk where owner.entityState.unloadedRelationships.contains(field) {
-                    owner.entityState.unloadedRelationships.remove(field)
-                    relationship.description.setMany(owner, members[owner.entityState.rowID] ?? [])
-                }
-                start += chunkSize
+            try statement.run(chunksOf: rowIDs, slots: Self.membershipChunk, bind: Self.bindRowID) { statement in
+                members[statement.int64(at: 0), default: []].append(try object(for: destination, statement: statement, columnOffset: 1))
             }
         }
+        for owner in pending where owner.entityState.unloadedRelationships.contains(field) {
+            owner.entityState.unloadedRelationships.remove(field)
+            relationship.description.setMany(owner, members[owner.entityState.rowID] ?? [])
+        }
+    }
+
+    /// Owners per membership query.
+    static let membershipChunk = 256
+
+    /// Binds a row id, for ``Statement/run(chunksOf:slots:bind:row:)``.
+    static func bindRowID(_ statement: Statement, _ rowID: Int64, _ parameter: inout Int32) throws {
+        try statement.bind(rowID, at: parameter)
+        parameter += 1
     }
 }
 

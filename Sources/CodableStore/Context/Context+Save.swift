@@ -48,13 +48,13 @@ extension Context {
             touchedEntities.insert(model.joinTables[change.table].target)
         }
         if let writeBehind {
-            var plan = WritePlan()
-            writeSteps { plan.steps.append($0) }
             // The writer thread writes it; the objects it writes are kept meanwhile (see `retireObjects()`).
             // Never while holding the connection: the writer could not finish the plan this waits for.
             precondition(!isSharingConnection, "a save while holding the shared connection")
-            for object in insertedObjects { object.entityState.generation = generation }
-            for object in updatedObjects { object.entityState.generation = generation }
+            var plan = WritePlan()
+            writeSteps { plan.steps.append($0) }
+            for object in insertedObjects { stamp(object.entityState) }
+            for object in updatedObjects { stamp(object.entityState) }
             try writeBehind.enqueue(plan)
             // A deleted object is not held, so its row must be gone before the next lookup (imports rarely
             // delete: only a decoding hook can).
@@ -65,7 +65,7 @@ extension Context {
         } else {
             try writeNow()
         }
-        // Only now that everything is written does the in-memory state move on.
+        // Only now that everything is written (or handed to the writer) does the in-memory state move on.
         var inserted = Array(repeating: 0, count: model.mappings.count)
         for object in insertedObjects {
             let state = object.entityState

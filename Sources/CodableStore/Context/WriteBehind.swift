@@ -64,9 +64,8 @@ final class WriteBehind: @unchecked Sendable {
         let keys: [(entity: Int, keys: [Context.IdentityKey])]
         /// Memberships to load for the rows found for `keys[0]` (the batch's own entity): per to-many
         /// relationship stored in a join table, its field and its ``Context/membershipSQL(_:owners:)`` for
-        /// ``membershipChunk`` owners.
+        /// ``Context/membershipChunk`` owners.
         let memberships: [(field: Int, sql: String)]
-        static let membershipChunk = 256
         fileprivate(set) var rows: [Rows] = []
         /// Per entry of `memberships`: rows of the owner's row id, then the member's row id and columns.
         fileprivate(set) var membershipRows: [Rows] = []
@@ -262,25 +261,14 @@ final class WriteBehind: @unchecked Sendable {
         return rows
     }
 
-    /// Rows of a membership query for these owners, chunk by chunk (the last chunk repeats its last owner).
+    /// Rows of a membership query for these owners.
     private static func loadMemberships(
         _ owners: [Int64], sql: String, statements: (String) throws -> Statement
     ) throws -> Rows {
         let statement = try statements(sql)
-        let chunkSize = Lookup.membershipChunk
         var rows = Rows(width: Int(statement.columnCount))
-        var start = 0
-        while start < owners.count {
-            let chunk = owners[start..<min(start + chunkSize, owners.count)]
-            for slot in 0..<chunkSize {
-                try statement.bind(slot < chunk.count ? chunk[chunk.startIndex + slot] : chunk[chunk.endIndex - 1], at: Int32(slot + 1))
-            }
-            defer { statement.reset() }
-            while try statement.step() {
-                for column in 0..<Int32(rows.width) { rows.values.append(statement.value(at: column)) }
-            }
-            statement.reset()
-            start += chunkSize
+        try statement.run(chunksOf: owners, slots: Context.membershipChunk, bind: Context.bindRowID) { statement in
+            for column in 0..<Int32(rows.width) { rows.values.append(statement.value(at: column)) }
         }
         return rows
     }

@@ -30,9 +30,9 @@ extension Store {
     /// identities of a batch (nested objects and bare references included) are resolved with a few queries;
     /// each batch is saved, then forgotten, so memory stays flat. Under the stop policy in one transaction
     /// (the default), a third thread runs SQLite: it writes batch N-1 and looks up the identities of batch N+1
-    /// while the calling thread decodes batch N, so that decoding and SQLite use both cores.
-    /// Decoding, your `init(from:)` and decoding hooks, progress and logging stay on the calling thread. The whole import is one transaction (all or nothing) unless
-    /// ``ImportOptions/commitEveryBatch`` is set.
+    /// while the calling thread decodes batch N, so that decoding and SQLite use both cores. Decoding, your
+    /// `init(from:)` and decoding hooks, progress and logging stay on the calling thread. The whole import is
+    /// one transaction (all or nothing) unless ``ImportOptions/commitEveryBatch`` is set.
     ///
     /// - Throws: ``ImportError`` with the record index, position and coding path of the failure (stop policy,
     ///   or a syntax error: a malformed document is never partly imported unless batches are committed).
@@ -287,15 +287,7 @@ private final class Importer {
 
     func prepare(_ records: [JSONRecord], _ writer: WriteBehind) throws -> Prepared {
         let session = DecodingSession(context: context, options: options.decoder.options)
-        session.touched = [:]
-        let items = records.map { record in
-            (
-                StoreDecoderImpl(
-                    source: JSONTapeView(tape: record.tape), node: record.tape.root,
-                    path: CodingPathNode.root.appending(index: record.index), session: session),
-                record.tape.root
-            )
-        }
+        let items = records.map { decoder(for: $0, session) }
         let keys = StoreDecoderImpl.collectKeys(mapping, items, context: context)
         // The batch's own entity first: the writer also loads the join-table memberships of its stored rows,
         // which decoding replaces (memberships stored as foreign keys wait for the writer: see
@@ -318,12 +310,20 @@ private final class Importer {
                         impl.source.kind(root) == .object && impl.presentField(root, mapping, field) != nil
                     })
                 else { continue }
-                memberships.append((relationship.description.index, context.membershipSQL(relationship, owners: WriteBehind.Lookup.membershipChunk)))
+                memberships.append((relationship.description.index, context.membershipSQL(relationship, owners: Context.membershipChunk)))
             }
         }
         let lookup = WriteBehind.Lookup(keys: requested, memberships: memberships)
         try writer.requestLookup(lookup)
         return Prepared(session: session, items: items, keys: keys, lookup: lookup)
+    }
+
+    /// A decoder for one record, and the record's root value.
+    func decoder(for record: JSONRecord, _ session: DecodingSession) -> (StoreDecoderImpl, JSONTape.Index) {
+        let impl = StoreDecoderImpl(
+            source: JSONTapeView(tape: record.tape), node: record.tape.root,
+            path: CodingPathNode.root.appending(index: record.index), session: session)
+        return (impl, record.tape.root)
     }
 
     /// Decodes and saves the current batch, leaving out (and reporting) records that fail under the skip
@@ -350,10 +350,7 @@ private final class Importer {
                         try context.adoptLookup(prepared.lookup)
                     } else {
                         for (position, record) in batch.enumerated() where !excluded.contains(position) {
-                            let impl = StoreDecoderImpl(
-                                source: JSONTapeView(tape: record.tape), node: record.tape.root,
-                                path: CodingPathNode.root.appending(index: record.index), session: session)
-                            items.append((impl, record.tape.root))
+                            items.append(decoder(for: record, session))
                             positions.append(position)
                         }
                     }
