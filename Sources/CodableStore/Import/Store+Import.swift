@@ -234,7 +234,7 @@ private final class Importer {
         var batch: [JSONRecord] = []
         batch.reserveCapacity(batchSize)
         func add(_ record: borrowing JSONRecord) throws {
-            batch.append(copy record)
+            batch.append(record.compacted())
             if batch.count >= batchSize {
                 guard pipeline.push(.batch(batch, bytesRead: stream.byteOffset)) else { throw RecordPipeline.Cancelled() }
                 batch = []

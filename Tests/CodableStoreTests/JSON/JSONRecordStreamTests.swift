@@ -301,4 +301,30 @@ struct JSONRecordStreamTests {
             }
         }
     }
+
+    @Test func compactedRecordsDoNotKeepTheSlackOfEarlierRecords() throws {
+        // A large record first grows the stream's buffers; a small record after it, kept as the importer keeps
+        // records, must not hold buffers of the large one's size (a batch of 1,000 such copies did).
+        let body = String(repeating: "x\\n", count: 20_000)
+        let document = "[{\"id\": 1, \"body\": \"\(body)\", \"tags\": [\(Array(repeating: "1", count: 2_000).joined(separator: ","))]}, {\"id\": 2}]"
+        let stream = JSONRecordStream(mode: .array)
+        var plain: [JSONRecord] = []
+        var compact: [JSONRecord] = []
+        let keep = { (record: borrowing JSONRecord) in
+            plain.append(copy record)
+            compact.append(record.compacted())
+        }
+        try Array(document.utf8).withUnsafeBytes { try stream.feed($0, keep) }
+        try stream.finish(keep)
+        try #require(compact.count == 2)
+        for (plain, compact) in zip(plain, compact) {
+            #expect(compact.tape.jsonText(of: compact.root) == plain.tape.jsonText(of: plain.root))
+            #expect(compact.index == plain.index && compact.byteOffset == plain.byteOffset)
+        }
+        // The plain copy of the small record shares the stream's grown buffers; the compact one is its own size.
+        #expect(plain[1].tape.nodes.capacity >= 2_000)
+        #expect(compact[1].tape.nodes.capacity < 16)
+        #expect(compact[1].tape.bytes.capacity < 64)
+        #expect(compact[0].tape.bytes.count >= 40_000)
+    }
 }
