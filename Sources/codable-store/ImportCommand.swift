@@ -31,7 +31,7 @@ struct ImportCommand: ParsableCommand {
     @Option(help: "Records per batch.")
     var batchSize = 1_000
 
-    @Option(help: "What a bad record does: stop (default, nothing kept) or skip (imported without it, listed in the report).")
+    @Option(help: "What a bad record does: stop (default, nothing kept) or skip (imported without it, listed in the report; with --jsonl, lines that are not JSON too).")
     var onError: ImportOptions.FailurePolicy = .stop
 
     @Flag(help: "Commit every batch (an interrupted import keeps what was committed and can be run again).")

@@ -95,6 +95,24 @@ enum CLI {
         #expect(lines.first?.hasPrefix("error: record 1 (line 2, column") == true, "\(result.stderr)")
     }
 
+    @Test func skipPolicyWithJSONLinesListsALineThatIsNotJSONAndImportsTheRest() throws {
+        let directory = try CLI.temporaryDirectory()
+        let dump = directory.appendingPathComponent("dump.jsonl").path
+        #expect(try CLI.run(["generate", "issues", "--count", "50", "--seed", "5", "--duplicates", "0", "--jsonl", "-o", dump]).status == 0)
+        var lines = try String(contentsOfFile: dump, encoding: .utf8).split(separator: "\n").map(String.init)
+        lines[10] = String(lines[10].dropLast(20))  // cut off mid-record, as a killed writer leaves a line
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: dump))
+        let store = directory.appendingPathComponent("s.sqlite").path
+        let result = try CLI.run(["import", "issues", dump, "--jsonl", "--on-error", "skip", "--json", "--store", store])
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try JSONDecoder().decode(ImportReport.self, from: Data(result.stdout.utf8))
+        #expect(report.recordsRead == 50 && report.recordsImported == 49 && report.recordsSkipped == 1)
+        let skipped = try #require(report.skippedRecords.first)
+        #expect(skipped.index == 10 && skipped.line == 11, "\(skipped)")
+        #expect(skipped.reason.hasPrefix("invalid JSON: "), "\(skipped)")
+        #expect(report.entities["Issue"]?.inserted == 49)
+    }
+
     @Test func invalidOptionsAreUsageErrors() throws {
         let result = try CLI.run(["import", "issues", "x.json", "--store", "s.sqlite", "--jsonl", "--at", "data"])
         #expect(result.status == 64)

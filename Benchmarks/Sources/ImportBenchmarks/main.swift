@@ -124,7 +124,7 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
     case "baseline":
         records = try baseline(dump: dump, store: store)
     case "import":
-        let database = try Store(path: store, entities: referenceEntities)
+        let database = try Store(path: store, entities: referenceEntities, options: Store.Options(cacheSizeKiB: ProcessInfo.processInfo.environment["CACHE_KIB"].flatMap(Int.init) ?? 16 * 1024))
         records = try database.importJSON(Issue.self, from: .file(dump), options: ImportOptions(decoder: referenceDecoder())).recordsRead
     default:
         fatalError("unknown contender")

@@ -24,8 +24,10 @@ public struct ImportOptions: @unchecked Sendable {
         /// thread decodes (see <doc:DecodingAPIDumps>).
         case stop
         /// Leave bad records out and list each one in the report; the rest is imported. This covers records
-        /// that do not decode (wrong types, missing identities, references that cannot become stubs). A JSON
-        /// syntax error still stops the import: the reader cannot find the next record after one.
+        /// that do not decode (wrong types, missing identities, references that cannot become stubs) and, in
+        /// JSON Lines, lines that are not valid JSON (listed at their syntax error; the next line is a fresh start).
+        /// In an array, a JSON syntax error still stops the import: the reader cannot know where the next record
+        /// starts.
         ///
         /// Each batch is written before the next is decoded, since a bad record rolls its batch back.
         case skip

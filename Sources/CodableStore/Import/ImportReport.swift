@@ -19,7 +19,7 @@ public struct ImportReport: Sendable, Codable, Equatable {
     public struct SkippedRecord: Sendable, Codable, Equatable {
         /// The record's index in the dump (0-based).
         public var index: Int
-        /// Where the record starts.
+        /// Where the record starts; for a JSON Lines line that is not valid JSON, where its syntax error is.
         public var byteOffset: Int
         public var line: Int
         public var column: Int

@@ -139,8 +139,13 @@ private final class Importer {
             defer { pipeline.finish() }
             let batchSize = options.batchSize
             let input = path
+            // Under the skip policy, a JSON Lines line that is not valid JSON is a skipped record; in an array, a
+            // syntax error ends the import under either policy (where the next record starts cannot be known).
+            let skipsMalformedLines = options.failurePolicy == .skip && mode == .jsonLines
             try pipeline.start { pipeline in
-                try Self.readRecords(descriptor, path: input, mode: mode, batchSize: batchSize, into: pipeline)
+                try Self.readRecords(
+                    descriptor, path: input, mode: mode, batchSize: batchSize, skippingMalformedLines: skipsMalformedLines,
+                    into: pipeline)
             }
             // While writing behind, each batch's lookups are handed to the writer thread as soon as the batch
             // arrives, and the batch waits while the one before it is decoded: the writer looks up batch N+1
@@ -166,7 +171,8 @@ private final class Importer {
                     continue
                 }
                 switch item {
-                case .batch(let records, let bytes):
+                case .batch(let records, let bytes, let malformed):
+                    skip(malformed)
                     if let writer {
                         let prepared = try prepare(records, writer)
                         try decodeWaiting()
@@ -203,6 +209,8 @@ private final class Importer {
             throw importError
         }
         context.reset()
+        // Lines that were not JSON arrive with the batch after them: the list goes in record order.
+        report.skippedRecords.sort { $0.index < $1.index }
         report.bytesRead = bytesRead
         report.duration = elapsed
         options.logger.info(
@@ -228,17 +236,23 @@ private final class Importer {
     /// The reader thread: reads the input in chunks, parses it into records and hands them over in batches;
     /// returns the number of bytes read.
     static func readRecords(
-        _ descriptor: Int32, path: String?, mode: JSONRecordStream.Mode, batchSize: Int, into pipeline: RecordPipeline
+        _ descriptor: Int32, path: String?, mode: JSONRecordStream.Mode, batchSize: Int, skippingMalformedLines: Bool,
+        into pipeline: RecordPipeline
     ) throws -> Int {
         let stream = JSONRecordStream(mode: mode)
         var batch: [JSONRecord] = []
         batch.reserveCapacity(batchSize)
+        var malformed: [JSONSyntaxError] = []
+        if skippingMalformedLines { stream.malformedLineHandler = { malformed.append($0) } }
         func add(_ record: borrowing JSONRecord) throws {
             batch.append(record.compacted())
             if batch.count >= batchSize {
-                guard pipeline.push(.batch(batch, bytesRead: stream.byteOffset)) else { throw RecordPipeline.Cancelled() }
+                guard pipeline.push(.batch(batch, bytesRead: stream.byteOffset, malformed: malformed)) else {
+                    throw RecordPipeline.Cancelled()
+                }
                 batch = []
                 batch.reserveCapacity(batchSize)
+                malformed = []
             }
         }
         let chunkSize = JSONRecordStream.defaultChunkSize
@@ -264,8 +278,10 @@ private final class Importer {
             try stream.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), add)
         }
         try stream.finish(add)
-        if !batch.isEmpty {
-            guard pipeline.push(.batch(batch, bytesRead: stream.byteOffset)) else { throw RecordPipeline.Cancelled() }
+        if !batch.isEmpty || !malformed.isEmpty {
+            guard pipeline.push(.batch(batch, bytesRead: stream.byteOffset, malformed: malformed)) else {
+                throw RecordPipeline.Cancelled()
+            }
         }
         return stream.byteOffset
     }
@@ -324,6 +340,22 @@ private final class Importer {
             source: JSONTapeView(tape: record.tape), node: record.tape.root,
             path: CodingPathNode.root.appending(index: record.index), session: session)
         return (impl, record.tape.root)
+    }
+
+    /// Reports JSON Lines lines that were not valid JSON as skipped records (skip policy). Their position is
+    /// that of the syntax error, which is more use than the start of the line.
+    func skip(_ malformed: [JSONSyntaxError]) {
+        for error in malformed {
+            let index = error.recordIndex ?? report.recordsRead
+            report.recordsRead += 1
+            report.recordsSkipped += 1
+            report.skippedRecords.append(
+                ImportReport.SkippedRecord(
+                    index: index, byteOffset: error.byteOffset, line: error.line, column: error.column, codingPath: nil,
+                    reason: "invalid JSON: \(error.reason)"))
+            options.logger.warning(
+                "record skipped", metadata: ["record": "\(index)", "line": "\(error.line)", "reason": "invalid JSON: \(error.reason)"])
+        }
     }
 
     /// Decodes and saves the current batch, leaving out (and reporting) records that fail under the skip

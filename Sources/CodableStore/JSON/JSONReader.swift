@@ -252,6 +252,16 @@ public final class JSONReader {
         byteOrderMarkResolved = true
     }
 
+    /// JSON Lines: gives up the current value after a syntax error. `bytes`, the rest of its line that was not
+    /// parsed (without the line feed), count as read; ``startNextValue()`` at the end of the line starts over.
+    func discard(_ bytes: UnsafeRawBufferPointer) {
+        failure = nil
+        pendingError = nil
+        guard !bytes.isEmpty else { return }
+        retainHistory(bytes)
+        chunkBase += bytes.count
+    }
+
     /// Consumes a line feed that is not given to yajl (the end of a JSON Lines line).
     func skipLineFeed() {
         let lineFeed: [UInt8] = [0x0A]

@@ -75,6 +75,16 @@ public final class JSONRecordStream {
     private let isJSONLines: Bool
     private var failure: (any Error)?
     private var finished = false
+    /// JSON Lines: the rest of the current line is skipped (its value had a syntax error).
+    private var discardingLine = false
+
+    /// JSON Lines only: when set, a line that is not valid JSON does not end the stream. The handler gets the
+    /// line's syntax error (with its record index, offset, line and column) and the stream goes on with the next
+    /// line. The bad line takes a record index, so the records after it keep the index of their line. An error
+    /// the handler throws ends the stream.
+    ///
+    /// A syntax error in an array always ends the stream: where the next record would start cannot be known.
+    public var malformedLineHandler: ((JSONSyntaxError) throws -> Void)?
 
     public init(mode: Mode, maximumDepth: Int = 512) {
         self.mode = mode
@@ -113,9 +123,7 @@ public final class JSONRecordStream {
         if let failure { throw failure }
         try run(onRecord) {
             if isJSONLines {
-                try reader.flushPendingByteOrderMark()
-                if reader.hasContent { try reader.completeValue() }
-                try splitter.flushPendingRecord()
+                if !discardingLine { try recoveringLine(endLine) }
             } else {
                 try reader.finish()
                 try splitter.checkComplete()
@@ -146,18 +154,46 @@ public final class JSONRecordStream {
     private func feedLines(_ chunk: UnsafeRawBufferPointer) throws {
         var rest = chunk
         while !rest.isEmpty {
-            guard let found = memchr(rest.baseAddress!, 0x0A, rest.count) else {
-                try reader.parse(rest)
-                return
+            let found = memchr(rest.baseAddress!, 0x0A, rest.count)
+            let length = found.map { UnsafeRawPointer($0) - rest.baseAddress! } ?? rest.count
+            let segment = UnsafeRawBufferPointer(rebasing: rest[0..<length])
+            if discardingLine {
+                reader.discard(segment)
+            } else {
+                let start = reader.byteOffset
+                try recoveringLine { try reader.parse(segment) } unparsed: {
+                    UnsafeRawBufferPointer(rebasing: segment[min(segment.count, max(0, reader.byteOffset - start))...])
+                }
             }
-            let length = UnsafeRawPointer(found) - rest.baseAddress!
-            try reader.parse(UnsafeRawBufferPointer(rebasing: rest[0..<length]))
-            try reader.flushPendingByteOrderMark()
-            if reader.hasContent { try reader.completeValue() }
-            try splitter.flushPendingRecord()
+            guard found != nil else { return }
+            if !discardingLine { try recoveringLine(endLine) }
+            discardingLine = false
             reader.skipLineFeed()
             reader.startNextValue()
             rest = UnsafeRawBufferPointer(rebasing: rest[(length + 1)...])
+        }
+    }
+
+    /// JSON Lines: completes the value of the line that ends and hands out its record.
+    private func endLine() throws {
+        try reader.flushPendingByteOrderMark()
+        if reader.hasContent { try reader.completeValue() }
+        try splitter.flushPendingRecord()
+    }
+
+    /// Runs `body` on the current line; with a ``malformedLineHandler``, a syntax error gives the line up
+    /// (`unparsed`: the bytes of it `body` was given but did not consume) instead of ending the stream.
+    private func recoveringLine(
+        _ body: () throws -> Void, unparsed: () -> UnsafeRawBufferPointer = { UnsafeRawBufferPointer(start: nil, count: 0) }
+    ) throws {
+        do {
+            try body()
+        } catch var error as JSONSyntaxError where malformedLineHandler != nil && !splitter.callbackFailed {
+            error.recordIndex = splitter.nextIndex
+            reader.discard(unparsed())
+            splitter.abandonRecord()
+            discardingLine = true
+            try malformedLineHandler?(error)
         }
     }
 }
@@ -367,6 +403,15 @@ final class RecordSplitter: JSONEventHandler {
 
     /// The record is complete. In JSON Lines it is handed out only once its line is known to hold nothing else
     /// (``flushPendingRecord()``), so that a bad line produces no record at all.
+    /// JSON Lines: the current line is not valid JSON. It takes a record index (records are numbered by
+    /// non-blank line), and the next line starts afresh.
+    func abandonRecord() {
+        inRecord = false
+        hasPendingRecord = false
+        depth = 0
+        nextIndex += 1
+    }
+
     private func emitRecord() throws {
         inRecord = false
         if isJSONLines {

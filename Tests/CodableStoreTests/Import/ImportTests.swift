@@ -153,6 +153,64 @@ import Testing
         #expect(try RawDatabase(path).value("SELECT count(*) FROM User") == "0")
     }
 
+    @Test(arguments: [1, 2, 10])
+    func theSkipPolicySkipsJSONLinesThatAreNotJSON(batchSize: Int) throws {
+        let lines = """
+            {"id": 1, "number": 1, "title": "a"}
+            {"id": 2, "number": 2, "title": "b",}
+            {"id": 3, "number": "three", "title": "c"}
+
+            {"id": 4, "number": 4, "title": "d"} {"id": 5}
+            {"id": 6, "number": 6, "title": "f"}
+            {"id": 7, "number": 7, "title": "g
+            {"id": 8, "number": 8, "title": "h"}
+            {"id": 9, "number": 9
+            """
+        let dump = TestStore.temporaryPath("skip.jsonl")
+        try Data(lines.utf8).write(to: URL(fileURLWithPath: dump))
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: issueEntities)
+        let report = try store.importJSON(
+            GitIssue.self, from: .file(dump), options: Self.options(.jsonLines, batchSize: batchSize, policy: .skip))
+        #expect(report.recordsRead == 8)
+        #expect(report.recordsImported == 3)
+        #expect(report.recordsSkipped == 5)
+        // In record order, syntax errors (at the error) and decoding errors (at the record) alike.
+        #expect(report.skippedRecords.map(\.index) == [1, 2, 3, 5, 7])
+        #expect(report.skippedRecords.map(\.line) == [2, 3, 5, 7, 9])
+        #expect(report.skippedRecords[0].column == 37)
+        #expect(report.skippedRecords[0].reason.hasPrefix("invalid JSON: "), "\(report.skippedRecords[0])")
+        #expect(report.skippedRecords[0].codingPath == nil)
+        #expect(report.skippedRecords[1].codingPath == "[2].number")
+        #expect(report.skippedRecords[2].column == 38, "\(report.skippedRecords[2])")
+        #expect(report.skippedRecords[4].reason.contains("end of"), "\(report.skippedRecords[4])")
+        #expect(report.bytesRead == lines.utf8.count)
+        #expect(try RawDatabase(path).rows("SELECT id FROM GitIssue ORDER BY id") == [["1"], ["6"], ["8"]])
+
+        // The stop policy still stops at the first bad line, keeping nothing.
+        let other = TestStore.temporaryPath()
+        let error = try #require(throws: ImportError.self) {
+            _ = try Store(path: other, entities: issueEntities).importJSON(
+                GitIssue.self, from: .file(dump), options: Self.options(.jsonLines, batchSize: batchSize))
+        }
+        #expect(error.recordIndex == 1 && error.line == 2 && error.column == 37, "\(error)")
+        #expect(try RawDatabase(other).value("SELECT count(*) FROM GitIssue") == "0")
+    }
+
+    @Test func aSyntaxErrorInAnArrayEndsTheImportUnderTheSkipPolicyToo() throws {
+        // Where the next record of an array would start cannot be known, so nothing after the error is guessed.
+        let json = "[{\"id\": 1, \"number\": 1, \"title\": \"a\"},\n {\"id\": 2, \"number\": 2,, \"title\": \"b\"},\n {\"id\": 3, \"number\": 3, \"title\": \"c\"}]"
+        let dump = TestStore.temporaryPath("skip-array.json")
+        try Data(json.utf8).write(to: URL(fileURLWithPath: dump))
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: issueEntities)
+        let error = try #require(throws: ImportError.self) {
+            _ = try store.importJSON(GitIssue.self, from: .file(dump), options: Self.options(batchSize: 1, policy: .skip))
+        }
+        #expect(error.recordIndex == 1 && error.line == 2, "\(error)")
+        #expect(try RawDatabase(path).value("SELECT count(*) FROM GitIssue") == "0")
+    }
+
     @Test func progressIsReportedPerBatch() throws {
         let dump = try Self.dump(count: 250)
         let store = try Store.inMemory(entities: issueEntities)

@@ -327,4 +327,67 @@ struct JSONRecordStreamTests {
         #expect(compact[1].tape.bytes.capacity < 64)
         #expect(compact[0].tape.bytes.count >= 40_000)
     }
+
+    /// Runs a JSON Lines document with a malformed-line handler: the records, and the errors it was given.
+    func runSkippingMalformedLines(_ document: String, chunking: Chunking) -> (output: Output, malformed: [ErrorSummary]) {
+        let bytes = Array(document.utf8)
+        let stream = JSONRecordStream(mode: .jsonLines)
+        var malformed: [ErrorSummary] = []
+        stream.malformedLineHandler = { malformed.append(ErrorSummary($0)) }
+        var output = Output()
+        let collect = { (record: borrowing JSONRecord) in
+            output.records.append(
+                .init(index: record.index, byteOffset: record.byteOffset, line: record.line, column: record.column,
+                      json: record.tape.jsonText(of: record.root)))
+        }
+        do {
+            for range in chunking.ranges(bytes.count) {
+                try Array(bytes[range]).withUnsafeBytes { try stream.feed($0, collect) }
+            }
+            try stream.finish(collect)
+            #expect(stream.byteOffset == bytes.count, "\(chunking)")
+        } catch let error as JSONSyntaxError {
+            output.error = ErrorSummary(error)
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+        return (output, malformed)
+    }
+
+    @Test func jsonLinesWithAHandlerSkipMalformedLinesAndGoOn() {
+        let document = """
+            {"id": 1}
+            {"id": 2, oops}
+              {"id": 3}
+            {"id": 4} trailing
+
+            {"id": 5
+            {"id": 6, "text": "caf\u{E9}"}
+            "unterminated
+            {"id": 7}
+            {"id": 8
+            """
+        let expected = runSkippingMalformedLines(document, chunking: .whole)
+        #expect(expected.output.error == nil)
+        // Good lines keep the index, offset, line and column of their line; bad ones take an index each.
+        #expect(expected.output.records.map(\.description) == [
+            #"#0@0 1:1 {"id":1}"#,
+            #"#2@28 3:3 {"id":3}"#,
+            #"#5@67 7:1 {"id":6,"text":"café"}"#,
+            #"#7@108 9:1 {"id":7}"#,
+        ])
+        #expect(expected.malformed.map(\.recordIndex) == [1, 3, 4, 6, 8])
+        #expect(expected.malformed.map(\.line) == [2, 4, 6, 8, 10])
+        #expect(expected.malformed[0] == ErrorSummary(20, 2, 11, "unexpected character 'o', expected a string key", record: 1))
+        #expect(expected.malformed[1].reason.contains("trailing") || expected.malformed[1].reason.contains("after"), "\(expected.malformed[1])")
+        #expect(expected.malformed[2].reason.contains("end of line"), "\(expected.malformed[2])")
+        #expect(expected.malformed[4].reason.contains("end of input") || expected.malformed[4].reason.contains("end of line"), "\(expected.malformed[4])")
+        for chunking in Chunking.all.dropFirst() {
+            let run = runSkippingMalformedLines(document, chunking: chunking)
+            #expect(run.output == expected.output, "\(chunking)")
+            #expect(run.malformed == expected.malformed, "\(chunking)")
+        }
+        // Without a handler the first bad line still ends the stream.
+        #expect(run(.jsonLines, document).error?.recordIndex == 1)
+    }
 }
