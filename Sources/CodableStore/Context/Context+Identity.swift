@@ -42,7 +42,7 @@ extension Context {
             case object(any EntityObject)
             case missing
         }
-        var entries = Table()
+        @exclusivity(unchecked) var entries = Table()  // see Context.registries
         /// Whether every stored object of the entity is in `entries`: its table was empty when the index was
         /// made and every insert since went through the index. A key not in `entries` is then missing, and
         /// nothing needs to be asked of the store (decoding into an empty store, a first sync).

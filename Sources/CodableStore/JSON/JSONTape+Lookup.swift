@@ -85,11 +85,15 @@ extension JSONTape {
     /// each lookup starts where the previous one found its key. The result is the same as without a hint (the last
     /// duplicate wins: objects with duplicate keys are always searched fully).
     public func value(forKey key: JSONKey, in object: Index, hint: inout LookupHint) -> Index? {
-        var string = key.string
         let from = hint.object == object.position ? hint.position : -1
-        let found = string.withUTF8 { utf8 in
+        // The key's string is contiguous UTF-8 (made so by JSONKey.init): read in place, without the copy (and
+        // the retain and release) that `withUTF8` needs.
+        let found = key.string.utf8.withContiguousStorageIfAvailable { utf8 in
             lookup(UnsafeRawBufferPointer(utf8), hash: key.hash, in: object.position, from: from)
-        }
+        } ?? {
+            var string = key.string
+            return string.withUTF8 { lookup(UnsafeRawBufferPointer($0), hash: key.hash, in: object.position, from: from) }
+        }()
         guard let found else { return nil }
         hint = LookupHint(object: object.position, position: subtreeEnd(found))
         return Index(found)

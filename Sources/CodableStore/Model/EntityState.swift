@@ -17,6 +17,9 @@ public final class EntityState {
 
     public init() {}
 
+    // The stored properties opt out of run-time exclusivity checks, as the context's collections do (see
+    // Context.registries): every decoded value updates them, and only the holding context's thread does.
+
     /// The context holding the object, while that context is alive.
     ///
     /// `unowned(unsafe)` rather than `weak`: a weak reference costs an atomic operation per object on a
@@ -24,29 +27,29 @@ public final class EntityState {
     /// held (registered or deleted) when its closure ends, before the context itself can go away.
     public internal(set) unowned(unsafe) var context: Context?
     /// Where the object stands.
-    public internal(set) var status: Status = .transient
+    @exclusivity(unchecked) public internal(set) var status: Status = .transient
     /// The row id (the `_pk` column): assigned on insert, before anything is written. 0 while transient.
-    public internal(set) var rowID: Int64 = 0
+    @exclusivity(unchecked) public internal(set) var rowID: Int64 = 0
     /// Fields assigned a different value since the object was last written.
-    public internal(set) var changedFields = FieldSet()
+    @exclusivity(unchecked) public internal(set) var changedFields = FieldSet()
     /// Relationships not loaded yet: read from the store on first access.
-    public internal(set) var unloadedRelationships = FieldSet()
+    @exclusivity(unchecked) public internal(set) var unloadedRelationships = FieldSet()
 
     /// To-one foreign keys of unloaded relationships, by field index.
-    var foreignKeys: [Int: Int64] = [:]
+    @exclusivity(unchecked) var foreignKeys: [Int: Int64] = [:]
     /// The entity's index in the store model.
-    var entityIndex: Int = -1
+    @exclusivity(unchecked) var entityIndex: Int = -1
     /// Whether the object is in its context's list of updated objects.
-    var isScheduledForUpdate = false
+    @exclusivity(unchecked) var isScheduledForUpdate = false
     /// Whether an identity attribute was ever assigned a new value: until then, the identity the context
     /// indexed the object under is still its identity, and lookups need not recompute it.
-    var identityMayHaveChanged = false
+    @exclusivity(unchecked) var identityMayHaveChanged = false
     /// The context's ``Context/generation`` when the object was last used: set by lookups, loads, links and
     /// saves. A context writing behind (an import) keeps the objects of the generation before the current one.
-    var generation = 0
+    @exclusivity(unchecked) var generation = 0
     /// Whether the object was kept from an earlier generation of a context writing behind: rows of its
     /// relationships may still be waiting for the writer, so loading them waits for the writer first.
-    var isCarriedOver = false
+    @exclusivity(unchecked) var isCarriedOver = false
 
     /// Whether the object is stored or inserted and has unsaved changes.
     public var hasChanges: Bool { status == .inserted || status == .deleted || !changedFields.isEmpty }
