@@ -1,4 +1,3 @@
-import Synchronization
 
 /// An entity's stored values as a `Sendable` value: what reads and observations hand across tasks.
 ///
@@ -119,8 +118,8 @@ final class ObserverRegistry: Sendable {
         }
     }
 
-    private let observers = Mutex<[Int: Observer]>([:])
-    private let nextID = Mutex(0)
+    private let observers = Locked<[Int: Observer]>([:])
+    private let nextID = Locked(0)
 
     func add(_ observer: Observer) -> Int {
         let id = nextID.withLock { value in
@@ -177,7 +176,7 @@ extension Store {
         for joined in predicate?.joinedEntities ?? [] {
             if let mapping = try? model.mapping(for: joined) { entities.insert(mapping.index) }
         }
-        let previous = Mutex(initial)
+        let previous = Locked(initial)
         let id = observers.add(
             ObserverRegistry.Observer(entities: entities) { context in
                 let current = try evaluate(context)

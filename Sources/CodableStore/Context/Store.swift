@@ -1,6 +1,5 @@
 import Dispatch
 import Logging
-import Synchronization
 
 /// A SQLite-backed store of entities: the `Sendable` entry point for reading and writing.
 ///
@@ -62,7 +61,7 @@ public final class Store: Sendable {
     let model: StoreModel
     let options: Options
     private let writer: SerializedConnection
-    private let readers: Mutex<[ConnectionBox]>
+    private let readers: Locked<[ConnectionBox]>
     let observers = ObserverRegistry()
 
     /// Opens the store at `path`, creating the file and the schema if needed and applying additive changes
@@ -108,7 +107,7 @@ public final class Store: Sendable {
         self.model = model
         self.options = options
         self.writer = SerializedConnection(connection)
-        self.readers = Mutex([])
+        self.readers = Locked([])
     }
 
     deinit {
@@ -145,7 +144,7 @@ public final class Store: Sendable {
     /// - Returns: What `body` returns.
     public func write<T: Sendable>(_ body: (Context) throws -> T) throws -> T {
         do {
-            let touched = Mutex(Set<Int>())
+            let touched = Locked(Set<Int>())
             let result = try writer.withConnection { connection in
                 try connection.inTransaction(.immediate) {
                     let context = Context(connection: connection, model: model, isReadOnly: false)
@@ -258,7 +257,7 @@ public final class Store: Sendable {
 /// `@unchecked Sendable` is safe: `connection` is only reached through `withConnection`, which holds the lock
 /// for the whole use, so one thread at a time touches it.
 private final class SerializedConnection: @unchecked Sendable {
-    private let lock = Mutex(())
+    private let lock = Locked(())
     private let connection: Connection
 
     init(_ connection: Connection) { self.connection = connection }

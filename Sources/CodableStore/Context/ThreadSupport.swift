@@ -6,6 +6,24 @@ import Musl
 import Darwin
 #endif
 
+/// A value behind a POSIX mutex, for the store's shared state (reader pool, observers).
+///
+/// Not `Synchronization.Mutex`: on Linux it is a futex that ThreadSanitizer cannot see, so it reported races on
+/// correct uses (checked with a pool taken and refilled by four threads: Mutex reported races, a pthread mutex
+/// none), which hid real findings; and it needs macOS 15, above the package's minimum.
+final class Locked<Value: Sendable>: @unchecked Sendable {
+    // @unchecked: `value` is only reached inside `withLock`, holding the mutex.
+    private let monitor = Monitor()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    /// Runs `body` with the value, holding the mutex.
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        try monitor.withLock { try body(&value) }
+    }
+}
+
 /// A mutex with a condition, for the two helper threads of an import (the reader of ``RecordPipeline`` and
 /// the writer of ``WriteBehind``). POSIX, because `Synchronization.Mutex` needs macOS 15 and the package
 /// supports macOS 14.
