@@ -8,6 +8,8 @@ let package = Package(
     products: [
         .library(name: "CodableStore", targets: ["CodableStore"]),
         .executable(name: "codable-store", targets: ["codable-store"]),
+        // The reference model (issues, users, labels) the CLI ships, for the benchmarks and for trying things out.
+        .library(name: "IssuesModel", targets: ["IssuesModel"]),
     ],
     dependencies: [
         // Pinned: 602.0.0 prints spurious plugin errors with the 6.3 compiler.
@@ -43,10 +45,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(
+            name: "IssuesModel",
+            dependencies: ["CodableStore"]
+        ),
         .executableTarget(
             name: "codable-store",
             dependencies: [
-                "CodableStore",
+                "CodableStore", "IssuesModel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -13,15 +13,21 @@ let package = Package(
         .systemLibrary(name: "CSQLiteBenchmark", providers: [.apt(["libsqlite3-dev"])]),
         .target(
             name: "BenchmarkSupport",
-            dependencies: [.product(name: "CodableStore", package: "main")]
+            dependencies: [.product(name: "CodableStore", package: "main"), .product(name: "IssuesModel", package: "main")]
         ),
         .executableTarget(
             name: "ImportBenchmarks",
-            dependencies: [.product(name: "CodableStore", package: "main"), "BenchmarkSupport", "CSQLiteBenchmark"]
+            dependencies: [
+                .product(name: "CodableStore", package: "main"), .product(name: "IssuesModel", package: "main"),
+                "BenchmarkSupport", "CSQLiteBenchmark",
+            ]
         ),
         .executableTarget(
             name: "CodecBenchmarks",
-            dependencies: [.product(name: "CodableStore", package: "main"), "BenchmarkSupport"]
+            dependencies: [
+                .product(name: "CodableStore", package: "main"), .product(name: "IssuesModel", package: "main"),
+                "BenchmarkSupport",
+            ]
         ),
         .executableTarget(
             name: "StoreBenchmarks",

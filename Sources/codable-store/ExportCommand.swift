@@ -1,6 +1,7 @@
 import ArgumentParser
 import CodableStore
 import Foundation
+import IssuesModel
 
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -20,9 +21,9 @@ struct ExportCommand: ParsableCommand {
     func run() throws {
         do {
             guard FileManager.default.fileExists(atPath: store) else { throw ValidationError("no store at '\(store)'") }
-            let database = try Store(path: store, entities: [Issue.self, User.self, Label.self])
+            let database = try Store(path: store, entities: ReferenceModel.entities)
             let data = try database.read { context in
-                try ReferenceCoding.encoder().encode(try context.fetch(Issue.self, orderBy: [.ascending(\.id)]))
+                try ReferenceModel.encoder().encode(try context.fetch(Issue.self, orderBy: [.ascending(\.id)]))
             }
             if let output {
                 try data.write(to: URL(fileURLWithPath: output))

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CodableStore
 import Foundation
+import IssuesModel
 
 struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -52,12 +53,12 @@ struct ImportCommand: ParsableCommand {
             batchSize: batchSize,
             failurePolicy: onError,
             commitEveryBatch: commitEveryBatch,
-            decoder: ReferenceCoding.decoder(),
+            decoder: ReferenceModel.decoder(),
             progress: { progress.show($0) }
         )
         let report: ImportReport
         do {
-            let database = try Store(path: store, entities: [Issue.self, User.self, Label.self])
+            let database = try Store(path: store, entities: ReferenceModel.entities)
             report = try database.importJSON(Issue.self, from: input == "-" ? .standardInput : .file(input), options: options)
         } catch {
             progress.finish()

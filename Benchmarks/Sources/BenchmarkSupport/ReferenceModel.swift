@@ -1,55 +1,9 @@
 import CodableStore
+import IssuesModel
 import Foundation
 
-// The reference workload's model (issue + user + labels), as entities and as plain Decodable structs for
-// the JSONDecoder baselines. It matches the dumps of IssueDumpGenerator.
-
-@Entity public final class Issue {
-    public var id: Int
-    var number: Int
-    var title: String
-    var state: String
-    var createdAt: Date
-    var updatedAt: Date
-    var comments: Int
-    var score: Double
-    var body: String?
-    var user: User?
-    var labels: Set<Label> = []
-    public static let identity = Identity(\Issue.id)
-    enum CodingKeys: String, EntityCodingKey {
-        case id, number, title, state, comments, score, body, user, labels
-        case createdAt = "created_at", updatedAt = "updated_at"
-    }
-    init(id: Int, number: Int, title: String, state: String, createdAt: Date, updatedAt: Date, comments: Int, score: Double) {
-        self.id = id
-        self.number = number
-        self.title = title
-        self.state = state
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-        self.comments = comments
-        self.score = score
-    }
-}
-
-@Entity public final class User {
-    var id: Int
-    var login: String?
-    var issues: Set<Issue> = []
-    public static let identity = Identity(\User.id)
-    init(id: Int) { self.id = id }
-}
-
-@Entity public final class Label {
-    var id: Int
-    var name: String?
-    var issues: Set<Issue> = []
-    public static let identity = Identity(\Label.id)
-    init(id: Int) { self.id = id }
-}
-
-public let referenceEntities: [any EntityObject.Type] = [Issue.self, User.self, Label.self]
+// The reference workload: its entities are the IssuesModel product (the model the CLI ships); here are the plain
+// Decodable structs of the JSONDecoder baselines, which decode the same dumps (IssueDumpGenerator).
 
 public struct PlainIssue: Decodable {
     public let id: Int
@@ -75,9 +29,6 @@ public struct PlainLabel: Decodable {
     public let name: String
 }
 
-/// The decoder settings of the reference workload.
-public func referenceDecoder() -> StoreDecoder {
-    let decoder = StoreDecoder()
-    decoder.dateDecodingStrategy = .iso8601
-    return decoder
-}
+/// The entities and decoder settings of the reference workload.
+public let referenceEntities = ReferenceModel.entities
+public func referenceDecoder() -> StoreDecoder { ReferenceModel.decoder() }

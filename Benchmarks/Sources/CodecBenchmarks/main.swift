@@ -1,6 +1,7 @@
 import BenchmarkSupport
 import CodableStore
 import Foundation
+import IssuesModel
 
 // Decodes N records of the reference workload (issue + nested user + labels, ~520 bytes each, 10% repeated
 // ids) two ways, each in its own child process so that peak memory is measured separately:

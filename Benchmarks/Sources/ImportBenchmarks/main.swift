@@ -2,6 +2,7 @@ import CSQLiteBenchmark
 import BenchmarkSupport
 import CodableStore
 import Foundation
+import IssuesModel
 import Synchronization
 
 // Imports generated dumps of the reference workload (issue + nested user + 0-3 labels, ~520 bytes per record,
@@ -124,7 +125,7 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
     case "baseline":
         records = try baseline(dump: dump, store: store)
     case "import":
-        let database = try Store(path: store, entities: referenceEntities, options: Store.Options(cacheSizeKiB: ProcessInfo.processInfo.environment["CACHE_KIB"].flatMap(Int.init) ?? 16 * 1024))
+        let database = try Store(path: store, entities: referenceEntities)
         records = try database.importJSON(Issue.self, from: .file(dump), options: ImportOptions(decoder: referenceDecoder())).recordsRead
     default:
         fatalError("unknown contender")
