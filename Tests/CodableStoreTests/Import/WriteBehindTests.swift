@@ -14,6 +14,16 @@ import Testing
     }
 }
 
+/// Dolls inside dolls: nested deeper than the importer's lookahead collects identities (16 levels), so the
+/// deepest ones are looked up while decoding, with the writer thread sharing the connection.
+@Entity final class Doll {
+    var id: Int
+    var label: String?
+    var inner: Doll?
+    static let identity = Identity(\Doll.id)
+    init(id: Int) { self.id = id }
+}
+
 /// Under the stop policy, an import writes each batch on a writer thread while it decodes the next one
 /// (`WriteBehind`). Committing every batch writes each batch before decoding the next: the two must end in
 /// the same store, whatever repeats across batches.
@@ -114,5 +124,39 @@ import Testing
         let report = try store.importJSON(Voucher.self, from: .file(fixed), options: ImportOptions(batchSize: 10))
         #expect(report.entities["Voucher"]?.inserted == 30)
         #expect(try RawDatabase(path).value("SELECT count(*) FROM Voucher") == "32")
+    }
+
+    /// Records nest 24 dolls; chains repeat (with new labels, and sometimes a shorter chain) across batches, so the
+    /// lookups past the lookahead find rows the writer wrote and objects it has yet to write.
+    @Test(arguments: [1, 3])
+    func nestingDeeperThanTheLookaheadEndsInTheSameStore(batchSize: Int) throws {
+        func chain(_ record: Int, depth: Int) -> String {
+            let base = (record % 4) * 100
+            var json = "null"
+            for level in stride(from: depth - 1, through: 0, by: -1) {
+                json = #"{"id": \#(base + level), "label": "r\#(record)-l\#(level)", "inner": \#(json)}"#
+            }
+            return json
+        }
+        let dump = try Self.write("[" + (0..<14).map { chain($0, depth: $0 == 9 ? 20 : 24) }.joined(separator: ",\n") + "]")
+        var results: [[[String]]] = []
+        for commitEveryBatch in [false, true] {
+            let path = TestStore.temporaryPath()
+            let store = try Store(path: path, entities: [Doll.self])
+            var options = ImportOptions(batchSize: batchSize)
+            options.commitEveryBatch = commitEveryBatch
+            let report = try store.importJSON(Doll.self, from: .file(dump), options: options)
+            #expect(report.recordsImported == 14)
+            let raw = try RawDatabase(path)
+            #expect(try raw.value("PRAGMA integrity_check") == "ok")
+            results.append(try raw.rows("SELECT d.id, d.label, i.id FROM Doll d LEFT JOIN Doll i ON i._pk = d.inner ORDER BY d.id"))
+        }
+        #expect(results[0] == results[1])
+        // 4 chains of 24 dolls; each chain as its last record left it (record 9 cut chain 1 short, 13 restored it).
+        #expect(results[0].count == 96)
+        #expect(results[0].first == ["0", "r12-l0", "1"])
+        #expect(results[0].last == ["323", "r11-l23", "NULL"])
+        #expect(results[0].first { $0[0] == "123" } == ["123", "r13-l23", "NULL"])
+        #expect(results[0].first { $0[0] == "119" } == ["119", "r13-l19", "120"])
     }
 }
