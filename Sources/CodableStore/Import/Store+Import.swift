@@ -310,11 +310,15 @@ private final class Importer {
         // Context.withMembershipConnection).
         var requested: [(entity: Int, keys: [Context.IdentityKey])] = []
         for entity in [mapping.index] + keys.indices.filter({ $0 != mapping.index }) where !keys[entity].isEmpty {
-            let entityKeys = keys[entity]
-            // Keys the filter of inserted identities rules out are not stored, nor held by a waiting plan.
+            // Each key once; keys the filter of inserted identities rules out are not stored, nor held by a
+            // waiting plan. One pass: a set for the repeats and the keys to ask for in first-seen order.
             let filter = context.insertedIdentities[entity]
-            let distinct = Set(entityKeys).filter { filter?.mayContain($0) != false }
-            if !distinct.isEmpty { requested.append((entity, Array(distinct))) }
+            var seen = Set<Context.IdentityKey>(minimumCapacity: keys[entity].count)
+            var distinct: [Context.IdentityKey] = []
+            for key in keys[entity] where seen.insert(key).inserted && filter?.mayContain(key) != false {
+                distinct.append(key)
+            }
+            if !distinct.isEmpty { requested.append((entity, distinct)) }
         }
         var memberships: [(field: Int, sql: String)] = []
         if requested.first?.entity == mapping.index {
