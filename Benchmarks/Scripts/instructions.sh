@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Counts the instructions of one decode of N reference records (default 20000) with callgrind: StoreDecoder
+# (upsert into a new store) against Foundation's JSONDecoder into plain structs, and prints their ratio.
+#
+#   Benchmarks/Scripts/instructions.sh [N] [extra callgrind options, e.g. --branch-sim=yes]
+#
+# Wall times on the development machines drift by ±20% between runs; instruction counts do not (±0.1%), so they
+# tell whether a change does less work. They do not see what makes an instruction slow (cache misses, atomic
+# reference counting, mispredicted branches): check wall time with CodecBenchmarks too. With --branch-sim=yes or
+# --cache-sim=yes, read the output files with callgrind_annotate.
+set -euo pipefail
+count=${1:-20000}
+shift || true
+extra=("$@")
+here=$(cd "$(dirname "$0")/.." && pwd)
+command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install -y valgrind)" >&2; exit 1; }
+(cd "$here" && swift build -c release --product CodecBenchmarks >/dev/null)
+bin="$here/.build/release/CodecBenchmarks"
+dump="${TMPDIR:-/tmp}/codec-bench-$count.json"
+# The benchmark writes its dump (IssueDumpGenerator, seed 42, 10% repeated ids) when it is missing.
+[ -f "$dump" ] || "$bin" --count "$count" --rounds 1 >/dev/null
+out="${TMPDIR:-/tmp}/codablestore-callgrind"
+mkdir -p "$out"
+# The functions whose instructions count, by exact mangled name (a pattern matching nested functions of the same
+# name would toggle collection off inside them): StoreDecoder.decode(_:from:into:) and JSONDecoder.decode(_:from:).
+collect() {  # contender, function
+    valgrind --tool=callgrind ${extra[@]+"${extra[@]}"} --callgrind-out-file="$out/$1.out" "--toggle-collect=$2" "$bin" \
+        --contender "$1" --dump "$dump" 2>&1 >/dev/null | sed -n 's/.*Collected : //p'
+}
+store=$(collect storedecoder '$s12CodableStore0B7DecoderC6decode_4from4intoxxm_20FoundationEssentials4DataVAA7ContextCtKSeRzlF')
+json=$(collect jsondecoder '$s20FoundationEssentials11JSONDecoderC6decode_4fromxxm_AA4DataVtKSeRzlF')
+printf 'decode %s records, instructions: StoreDecoder %s, JSONDecoder %s, ratio %s\n' "$count" "$store" "$json" \
+    "$(awk -v a="$store" -v b="$json" 'BEGIN { printf "%.3f", a / b }')"
+echo "profiles: $out/storedecoder.out, $out/jsondecoder.out (callgrind_annotate FILE)"
