@@ -35,7 +35,13 @@ final class Monitor: @unchecked Sendable {
     init() {
         mutex.initialize(to: pthread_mutex_t())
         condition.initialize(to: pthread_cond_t())
-        pthread_mutex_init(mutex, nil)
+        // Error-checking: taking it again on the thread that holds it (a `store.read` inside `store.write` on an
+        // in-memory store, a nested `write`) stops with a message instead of hanging.
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
+        pthread_mutex_init(mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
         pthread_cond_init(condition, nil)
     }
 
@@ -46,13 +52,22 @@ final class Monitor: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    func lock() { pthread_mutex_lock(mutex) }
+    func lock() {
+        let result = pthread_mutex_lock(mutex)
+        precondition(result == 0, result == EDEADLK ? Self.reentered : "pthread_mutex_lock failed (\(result))")
+    }
+
     func unlock() { pthread_mutex_unlock(mutex) }
+
+    private static let reentered = """
+        a CodableStore lock was taken again on the thread that holds it: a store's write (or read of an in-memory \
+        store) inside another, or an import inside a write
+        """
 
     /// Runs `body` holding the mutex.
     func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        lock()
+        defer { unlock() }
         return try body()
     }
 

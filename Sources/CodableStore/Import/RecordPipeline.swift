@@ -7,7 +7,9 @@
 /// out in input order, and a failure of the reader (a syntax error, a read error) comes after every batch read
 /// before it, so the importer sees errors in record order, as if it had parsed the input itself. A batch cut
 /// short by a failure is not handed over: the records before a syntax error in the same batch are not imported
-/// (as before; under ``ImportOptions/commitEveryBatch`` the batches committed earlier stay).
+/// (as before; under ``ImportOptions/commitEveryBatch`` the batches committed earlier stay). Under the skip policy,
+/// JSON Lines lines that are not valid JSON travel with the batch after them (or on their own, a batch's worth at a
+/// time).
 final class RecordPipeline: @unchecked Sendable {
     // @unchecked: `items` and `cancelled` are read and written under `monitor`; `thread` only by the importer.
 

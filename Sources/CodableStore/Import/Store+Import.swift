@@ -243,7 +243,19 @@ private final class Importer {
         var batch: [JSONRecord] = []
         batch.reserveCapacity(batchSize)
         var malformed: [JSONSyntaxError] = []
-        if skippingMalformedLines { stream.malformedLineHandler = { malformed.append($0) } }
+        if skippingMalformedLines {
+            stream.malformedLineHandler = { error in
+                malformed.append(error)
+                // A file of mostly bad lines still moves on in batches (memory, progress), not all at the end.
+                guard malformed.count >= batchSize else { return }
+                guard pipeline.push(.batch(batch, bytesRead: stream.byteOffset, malformed: malformed)) else {
+                    throw RecordPipeline.Cancelled()
+                }
+                batch = []
+                batch.reserveCapacity(batchSize)
+                malformed = []
+            }
+        }
         func add(_ record: borrowing JSONRecord) throws {
             batch.append(record.compacted())
             if batch.count >= batchSize {
@@ -365,7 +377,11 @@ private final class Importer {
     /// Decodes and saves the current batch, leaving out (and reporting) records that fail under the skip
     /// policy: a failing record rolls the batch back, and the batch is decoded again without it.
     func processBatch(_ prepared: Prepared?) throws {
-        guard !batch.isEmpty else { return }
+        guard !batch.isEmpty else {
+            // Only lines that were not JSON (skip policy): nothing to decode, but the input moved on.
+            options.progress?(ImportProgress(bytesRead: bytesRead, totalBytes: totalBytes, recordsRead: report.recordsRead, elapsed: elapsed))
+            return
+        }
         if options.commitEveryBatch { try connection.execute(sql: "BEGIN IMMEDIATE TRANSACTION") }
         var excluded = Set<Int>()
         while true {

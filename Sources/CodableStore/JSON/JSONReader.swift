@@ -252,14 +252,21 @@ public final class JSONReader {
         byteOrderMarkResolved = true
     }
 
-    /// JSON Lines: gives up the current value after a syntax error. `bytes`, the rest of its line that was not
-    /// parsed (without the line feed), count as read; ``startNextValue()`` at the end of the line starts over.
-    func discard(_ bytes: UnsafeRawBufferPointer) {
+    /// JSON Lines: gives up the current value after a syntax error. Everything up to the absolute offset `end` (the
+    /// end of the line, without its line feed) counts as read; `bytes` are the input that ends there, kept for
+    /// snippets of later errors. ``startNextValue()`` at the end of the line starts over.
+    ///
+    /// By offset, not by a count of bytes: a failed parse commits none of its chunk, and a byte order mark kept
+    /// back from an earlier chunk was never counted.
+    func discard(through end: Int, _ bytes: UnsafeRawBufferPointer) {
         failure = nil
         pendingError = nil
-        guard !bytes.isEmpty else { return }
-        retainHistory(bytes)
-        chunkBase += bytes.count
+        let missing = end - chunkBase
+        guard missing > 0 else { return }
+        let tail = UnsafeRawBufferPointer(rebasing: bytes[max(0, bytes.count - missing)...])
+        chunkBase = end - tail.count
+        retainHistory(tail)
+        chunkBase = end
     }
 
     /// Consumes a line feed that is not given to yajl (the end of a JSON Lines line).

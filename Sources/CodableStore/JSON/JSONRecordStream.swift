@@ -29,7 +29,8 @@ import Darwin
 ///
 /// A syntax error inside (or in place of) record N is a ``JSONSyntaxError`` whose ``JSONSyntaxError/recordIndex``
 /// is N, with the absolute byte offset, line and column. Errors thrown by your closure are rethrown unchanged. After
-/// an error the stream stays failed.
+/// an error the stream stays failed, except for a JSON Lines line that is not valid JSON when a
+/// ``malformedLineHandler`` is set.
 public final class JSONRecordStream {
     /// Where the records are.
     public struct Mode: Sendable, Hashable, CustomStringConvertible {
@@ -77,6 +78,8 @@ public final class JSONRecordStream {
     private var finished = false
     /// JSON Lines: the rest of the current line is skipped (its value had a syntax error).
     private var discardingLine = false
+    /// JSON Lines: the absolute offset of the chunk being fed.
+    private var chunkOffset = 0
 
     /// JSON Lines only: when set, a line that is not valid JSON does not end the stream. The handler gets the
     /// line's syntax error (with its record index, offset, line and column) and the stream goes on with the next
@@ -101,7 +104,7 @@ public final class JSONRecordStream {
         splitter.reader = reader
     }
 
-    /// The number of records handed out so far.
+    /// The number of records handed out so far, and of JSON Lines lines given to the ``malformedLineHandler``.
     public var recordCount: Int { splitter.nextIndex }
 
     /// The number of bytes consumed so far.
@@ -112,7 +115,12 @@ public final class JSONRecordStream {
         precondition(!finished, "JSONRecordStream.feed(_:_:) called after finish(_:)")
         if let failure { throw failure }
         try run(onRecord) {
-            if isJSONLines { try feedLines(chunk) } else { try reader.parse(chunk) }
+            if isJSONLines {
+                defer { chunkOffset += chunk.count }
+                try feedLines(chunk)
+            } else {
+                try reader.parse(chunk)
+            }
         }
     }
 
@@ -123,7 +131,9 @@ public final class JSONRecordStream {
         if let failure { throw failure }
         try run(onRecord) {
             if isJSONLines {
-                if !discardingLine { try recoveringLine(endLine) }
+                if !discardingLine {
+                    try recoveringLine(through: chunkOffset, UnsafeRawBufferPointer(start: nil, count: 0), endLine)
+                }
             } else {
                 try reader.finish()
                 try splitter.checkComplete()
@@ -139,7 +149,8 @@ public final class JSONRecordStream {
             do {
                 try body()
             } catch var error as JSONSyntaxError where !splitter.callbackFailed {
-                if splitter.isInRecordArea { error.recordIndex = splitter.nextIndex }
+                // A malformed-line handler's error already has its line's index.
+                if splitter.isInRecordArea, error.recordIndex == nil { error.recordIndex = splitter.nextIndex }
                 failure = error
                 throw error
             } catch {
@@ -157,16 +168,14 @@ public final class JSONRecordStream {
             let found = memchr(rest.baseAddress!, 0x0A, rest.count)
             let length = found.map { UnsafeRawPointer($0) - rest.baseAddress! } ?? rest.count
             let segment = UnsafeRawBufferPointer(rebasing: rest[0..<length])
+            let segmentEnd = chunkOffset + (rest.baseAddress! - chunk.baseAddress!) + length
             if discardingLine {
-                reader.discard(segment)
+                reader.discard(through: segmentEnd, segment)
             } else {
-                let start = reader.byteOffset
-                try recoveringLine { try reader.parse(segment) } unparsed: {
-                    UnsafeRawBufferPointer(rebasing: segment[min(segment.count, max(0, reader.byteOffset - start))...])
-                }
+                try recoveringLine(through: segmentEnd, segment) { try reader.parse(segment) }
             }
             guard found != nil else { return }
-            if !discardingLine { try recoveringLine(endLine) }
+            if !discardingLine { try recoveringLine(through: segmentEnd, segment, endLine) }
             discardingLine = false
             reader.skipLineFeed()
             reader.startNextValue()
@@ -181,16 +190,15 @@ public final class JSONRecordStream {
         try splitter.flushPendingRecord()
     }
 
-    /// Runs `body` on the current line; with a ``malformedLineHandler``, a syntax error gives the line up
-    /// (`unparsed`: the bytes of it `body` was given but did not consume) instead of ending the stream.
-    private func recoveringLine(
-        _ body: () throws -> Void, unparsed: () -> UnsafeRawBufferPointer = { UnsafeRawBufferPointer(start: nil, count: 0) }
-    ) throws {
+    /// Runs `body` on the current line; with a ``malformedLineHandler``, a syntax error gives the line up instead
+    /// of ending the stream: what was read of it so far ends at the absolute offset `end`, with `bytes` the input
+    /// that ends there.
+    private func recoveringLine(through end: Int, _ bytes: UnsafeRawBufferPointer, _ body: () throws -> Void) throws {
         do {
             try body()
         } catch var error as JSONSyntaxError where malformedLineHandler != nil && !splitter.callbackFailed {
             error.recordIndex = splitter.nextIndex
-            reader.discard(unparsed())
+            reader.discard(through: end, bytes)
             splitter.abandonRecord()
             discardingLine = true
             try malformedLineHandler?(error)
@@ -401,8 +409,6 @@ final class RecordSplitter: JSONEventHandler {
         inRecord = true
     }
 
-    /// The record is complete. In JSON Lines it is handed out only once its line is known to hold nothing else
-    /// (``flushPendingRecord()``), so that a bad line produces no record at all.
     /// JSON Lines: the current line is not valid JSON. It takes a record index (records are numbered by
     /// non-blank line), and the next line starts afresh.
     func abandonRecord() {
@@ -412,6 +418,8 @@ final class RecordSplitter: JSONEventHandler {
         nextIndex += 1
     }
 
+    /// The record is complete. In JSON Lines it is handed out only once its line is known to hold nothing else
+    /// (``flushPendingRecord()``), so that a bad line produces no record at all.
     private func emitRecord() throws {
         inRecord = false
         if isJSONLines {

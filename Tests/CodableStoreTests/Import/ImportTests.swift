@@ -197,6 +197,26 @@ import Testing
         #expect(try RawDatabase(other).value("SELECT count(*) FROM GitIssue") == "0")
     }
 
+    @Test func aJSONLinesFileOfMostlyBadLinesMovesOnInBatches() throws {
+        let lines = (0..<25).map { "not json \($0)" } + [#"{"id": 1, "number": 1, "title": "a"}"#]
+        let dump = TestStore.temporaryPath("bad.jsonl")
+        let text = lines.joined(separator: "\n") + "\n"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: dump))
+        let store = try Store.inMemory(entities: issueEntities)
+        let progress = StatementLog()
+        var options = Self.options(.jsonLines, batchSize: 10, policy: .skip)
+        options.progress = { progress.observer("\($0.recordsRead) \($0.bytesRead)") }
+        let report = try store.importJSON(GitIssue.self, from: .file(dump), options: options)
+        #expect(report.recordsRead == 26 && report.recordsSkipped == 25 && report.recordsImported == 1)
+        #expect(report.skippedRecords.map(\.index) == Array(0..<25))
+        #expect(report.skippedRecords.map(\.line) == Array(1...25))
+        #expect(report.bytesRead == text.utf8.count)
+        // Bad lines are handed over ten at a time, not all at the end: progress moves on with them.
+        let reported = progress.all.compactMap { Int($0.split(separator: " ")[0]) }
+        #expect(Array(reported.prefix(2)) == [10, 20], "\(progress.all)")
+        #expect(reported.last == 26)
+    }
+
     @Test func aSyntaxErrorInAnArrayEndsTheImportUnderTheSkipPolicyToo() throws {
         // Where the next record of an array would start cannot be known, so nothing after the error is guessed.
         let json = "[{\"id\": 1, \"number\": 1, \"title\": \"a\"},\n {\"id\": 2, \"number\": 2,, \"title\": \"b\"},\n {\"id\": 3, \"number\": 3, \"title\": \"c\"}]"

@@ -330,7 +330,10 @@ struct JSONRecordStreamTests {
 
     /// Runs a JSON Lines document with a malformed-line handler: the records, and the errors it was given.
     func runSkippingMalformedLines(_ document: String, chunking: Chunking) -> (output: Output, malformed: [ErrorSummary]) {
-        let bytes = Array(document.utf8)
+        runSkippingMalformedLines(Array(document.utf8), chunking: chunking)
+    }
+
+    func runSkippingMalformedLines(_ bytes: [UInt8], chunking: Chunking) -> (output: Output, malformed: [ErrorSummary]) {
         let stream = JSONRecordStream(mode: .jsonLines)
         var malformed: [ErrorSummary] = []
         stream.malformedLineHandler = { malformed.append(ErrorSummary($0)) }
@@ -389,5 +392,39 @@ struct JSONRecordStreamTests {
         }
         // Without a handler the first bad line still ends the stream.
         #expect(run(.jsonLines, document).error?.recordIndex == 1)
+    }
+
+    /// Bad first lines around a byte order mark (whole, cut short, alone), and CRLF lines: in every chunking
+    /// (a mark split across chunks included) every byte is counted and later records keep their offsets.
+    @Test func malformedLinesKeepOffsetsWithAByteOrderMarkAndCRLF() {
+        let mark: [UInt8] = [0xEF, 0xBB, 0xBF]
+        let cases: [(name: String, bytes: [UInt8], records: [String], malformed: [Int])] = [
+            ("mark, bad line", mark + Array("{x}\n{\"id\": 1}\n".utf8), [#"#1@7 2:1 {"id":1}"#], [0]),
+            ("partial mark, garbage", Array(mark.prefix(2)) + Array("x\n{\"id\": 1}\n".utf8), [#"#1@4 2:1 {"id":1}"#], [0]),
+            ("partial mark alone", Array(mark.prefix(2)) + Array("\n{\"id\": 1}\n".utf8), [#"#1@3 2:1 {"id":1}"#], [0]),
+            ("one byte of a mark", Array(mark.prefix(1)), [], [0]),
+            ("CRLF", Array("{\"id\": 1}\r\n{oops}\r\n{\"id\": 2}\r\n".utf8), [#"#0@0 1:1 {"id":1}"#, #"#2@19 3:1 {"id":2}"#], [1]),
+        ]
+        for (name, bytes, records, malformed) in cases {
+            let expected = runSkippingMalformedLines(bytes, chunking: .whole)
+            #expect(expected.output.error == nil, "\(name)")
+            #expect(expected.output.records.map(\.description) == records, "\(name)")
+            #expect(expected.malformed.map(\.recordIndex) == malformed.map { $0 }, "\(name)")
+            for chunking in Chunking.all.dropFirst() {
+                let run = runSkippingMalformedLines(bytes, chunking: chunking)
+                #expect(run.output == expected.output, "\(name), \(chunking)")
+                #expect(run.malformed == expected.malformed, "\(name), \(chunking)")
+            }
+        }
+    }
+
+    @Test func anErrorTheMalformedLineHandlerThrowsEndsTheStreamWithTheLinesIndex() throws {
+        let stream = JSONRecordStream(mode: .jsonLines)
+        stream.malformedLineHandler = { throw $0 }
+        let error = try #require(throws: JSONSyntaxError.self) {
+            try Array("{\"a\": 1}\n{oops}\n{\"a\": 2}\n".utf8).withUnsafeBytes { try stream.feed($0) { _ in } }
+        }
+        #expect(error.recordIndex == 1)
+        #expect(error.line == 2)
     }
 }
