@@ -70,32 +70,25 @@ extension EntityState {
 /// To-one foreign keys by field index, for relationships not loaded yet.
 ///
 /// Every object read from the store with a to-one relationship has one, and a dictionary per object was an
-/// allocation (and a free) per row an import looked up. Most entities have one or two to-ones: those are stored
-/// inline, any more in a dictionary. A field is in one place at most.
+/// allocation (and a free) per row an import looked up. Most entities have at most one to-one: its key is stored
+/// inline (16 bytes), any more in a dictionary. A field is in one place at most.
 struct ForeignKeys {
-    private var field0 = -1
-    private var key0: Int64 = 0
-    private var field1 = -1
-    private var key1: Int64 = 0
+    private var field: Int32 = -1
+    private var key: Int64 = 0
     private var more: [Int: Int64]?
 
     subscript(field: Int) -> Int64? {
         get {
-            if field0 == field { return key0 }
-            if field1 == field { return key1 }
+            if Int(self.field) == field { return key }
             return more?[field]
         }
         set {
-            if field0 == field {
-                if let newValue { key0 = newValue } else { field0 = -1 }
-            } else if field1 == field {
-                if let newValue { key1 = newValue } else { field1 = -1 }
+            if Int(self.field) == field {
+                if let newValue { key = newValue } else { self.field = -1 }
             } else if newValue == nil || more?[field] != nil {
                 more?[field] = newValue
-            } else if field0 < 0, let newValue {
-                (field0, key0) = (field, newValue)
-            } else if field1 < 0, let newValue {
-                (field1, key1) = (field, newValue)
+            } else if self.field < 0, let newValue, let narrow = Int32(exactly: field) {
+                (self.field, key) = (narrow, newValue)
             } else {
                 if more == nil { more = [:] }
                 more![field] = newValue
@@ -103,4 +96,3 @@ struct ForeignKeys {
         }
     }
 }
-
