@@ -35,6 +35,9 @@ struct ImportCommand: ParsableCommand {
     @Option(help: "What a bad record does: stop (default, nothing kept) or skip (imported without it, listed in the report; with --jsonl, lines that are not JSON too).")
     var onError: ImportOptions.FailurePolicy = .stop
 
+    @Option(help: "With --on-error skip: fail once more than this many records were skipped (a file in the wrong format).")
+    var maxSkipped: Int?
+
     @Flag(help: "Commit every batch (an interrupted import keeps what was committed and can be run again).")
     var commitEveryBatch = false
 
@@ -44,6 +47,10 @@ struct ImportCommand: ParsableCommand {
     func validate() throws {
         if at != nil && jsonl { throw ValidationError("--at and --jsonl cannot be used together") }
         guard batchSize > 0 else { throw ValidationError("--batch-size must be positive") }
+        if let maxSkipped {
+            guard maxSkipped >= 0 else { throw ValidationError("--max-skipped must not be negative") }
+            guard onError == .skip else { throw ValidationError("--max-skipped needs --on-error skip") }
+        }
     }
 
     func run() throws {
@@ -52,6 +59,7 @@ struct ImportCommand: ParsableCommand {
             layout: jsonl ? .jsonLines : at.map { .arrayAt($0) } ?? .array,
             batchSize: batchSize,
             failurePolicy: onError,
+            maximumSkippedRecords: maxSkipped,
             commitEveryBatch: commitEveryBatch,
             decoder: ReferenceModel.decoder(),
             progress: { progress.show($0) }

@@ -111,6 +111,14 @@ enum CLI {
         #expect(skipped.index == 10 && skipped.line == 11, "\(skipped)")
         #expect(skipped.reason.hasPrefix("invalid JSON: "), "\(skipped)")
         #expect(report.entities["Issue"]?.inserted == 49)
+
+        // With a limit of none, the same file fails with the line over the limit.
+        let limited = try CLI.run(["import", "issues", dump, "--jsonl", "--on-error", "skip", "--max-skipped", "0", "--store", store])
+        #expect(limited.status == 1)
+        let lastLine = limited.stderr.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(lastLine.hasPrefix("error: record 10 (line 11, "), "\(limited.stderr)")
+        #expect(lastLine.contains("more than 0 records skipped"), "\(limited.stderr)")
+        #expect(try CLI.run(["import", "issues", dump, "--max-skipped", "1", "--store", store]).status == 64)
     }
 
     @Test func invalidOptionsAreUsageErrors() throws {

@@ -40,6 +40,11 @@ public struct ImportOptions: @unchecked Sendable {
     /// grows with the batch size, not with the input.
     public var batchSize: Int
     public var failurePolicy: FailurePolicy
+    /// Under the skip policy, the most records that may be skipped: more fail the import like a bad record under
+    /// the stop policy (in one transaction nothing is kept; with ``commitEveryBatch``, the batches before stay),
+    /// naming the first record over the limit in input order. Checked after each batch, so a file in the wrong
+    /// format stops early instead of "succeeding" with every record skipped. `nil` (the default): no limit.
+    public var maximumSkippedRecords: Int?
     /// Commit after every batch instead of once at the end. An interrupted import keeps the committed batches
     /// and can simply be run again: upsert makes it idempotent. Each batch is written (and committed) before
     /// the next is decoded, which is slower than one transaction.
@@ -56,6 +61,7 @@ public struct ImportOptions: @unchecked Sendable {
         layout: Layout = .array,
         batchSize: Int = 1_000,
         failurePolicy: FailurePolicy = .stop,
+        maximumSkippedRecords: Int? = nil,
         commitEveryBatch: Bool = false,
         decoder: StoreDecoder = StoreDecoder(),
         progress: (@Sendable (ImportProgress) -> Void)? = nil,
@@ -65,6 +71,7 @@ public struct ImportOptions: @unchecked Sendable {
         self.layout = layout
         self.batchSize = max(1, batchSize)
         self.failurePolicy = failurePolicy
+        self.maximumSkippedRecords = maximumSkippedRecords.map { max(0, $0) }
         self.commitEveryBatch = commitEveryBatch
         self.decoder = decoder
         self.progress = progress

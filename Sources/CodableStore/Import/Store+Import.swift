@@ -57,6 +57,8 @@ private final class Importer {
     let options: ImportOptions
     let context: Context
     var report = ImportReport()
+    /// The errors of skipped records by record index, kept only with a limit on skipped records (see checkSkipLimit).
+    var skippedErrors: [Int: any Error] = [:]
     /// The batch being decoded.
     var batch: [JSONRecord] = []
     let clock = ContinuousClock()
@@ -364,14 +366,35 @@ private final class Importer {
         for error in malformed {
             let index = error.recordIndex ?? report.recordsRead
             report.recordsRead += 1
-            report.recordsSkipped += 1
-            report.skippedRecords.append(
+            recordSkipped(
                 ImportReport.SkippedRecord(
                     index: index, byteOffset: error.byteOffset, line: error.line, column: error.column, codingPath: nil,
-                    reason: "invalid JSON: \(error.reason)"))
-            options.logger.warning(
-                "record skipped", metadata: ["record": "\(index)", "line": "\(error.line)", "reason": "invalid JSON: \(error.reason)"])
+                    reason: "invalid JSON: \(error.reason)"),
+                error)
         }
+    }
+
+    /// Lists a skipped record in the report and logs it.
+    func recordSkipped(_ record: ImportReport.SkippedRecord, _ error: any Error) {
+        report.skippedRecords.append(record)
+        report.recordsSkipped += 1
+        if options.maximumSkippedRecords != nil { skippedErrors[record.index] = error }
+        options.logger.warning(
+            "record skipped", metadata: ["record": "\(record.index)", "line": "\(record.line)", "reason": "\(record.reason)"])
+    }
+
+    /// Fails the import when more records were skipped than ``ImportOptions/maximumSkippedRecords`` allows, naming
+    /// the first one over the limit in input order. Checked once a batch is decoded, before it is committed: bad
+    /// JSON Lines lines arrive with the batch after them, so counting as they come would not follow the input.
+    func checkSkipLimit() throws {
+        guard let limit = options.maximumSkippedRecords, report.recordsSkipped > limit else { return }
+        report.skippedRecords.sort { $0.index < $1.index }
+        let record = report.skippedRecords[limit]
+        throw ImportError(
+            recordIndex: record.index, byteOffset: record.byteOffset, line: record.line, column: record.column,
+            codingPath: record.codingPath,
+            reason: "more than \(limit) record\(limit == 1 ? "" : "s") skipped (the limit); the next: \(record.reason)",
+            underlyingError: skippedErrors[record.index] ?? StoreError(.invalidObject, record.reason))
     }
 
     /// Decodes and saves the current batch, leaving out (and reporting) records that fail under the skip
@@ -379,6 +402,7 @@ private final class Importer {
     func processBatch(_ prepared: Prepared?) throws {
         guard !batch.isEmpty else {
             // Only lines that were not JSON (skip policy): nothing to decode, but the input moved on.
+            try checkSkipLimit()
             options.progress?(ImportProgress(bytesRead: bytesRead, totalBytes: totalBytes, recordsRead: report.recordsRead, elapsed: elapsed))
             return
         }
@@ -429,13 +453,11 @@ private final class Importer {
                 excluded.insert(skip.position)
                 let record = batch[skip.position]
                 let (reason, codingPath) = ImportError.describe(skip.error)
-                report.skippedRecords.append(
+                recordSkipped(
                     ImportReport.SkippedRecord(
                         index: record.index, byteOffset: record.byteOffset, line: record.line, column: record.column,
-                        codingPath: codingPath, reason: reason))
-                report.recordsSkipped += 1
-                options.logger.warning(
-                    "record skipped", metadata: ["record": "\(record.index)", "line": "\(record.line)", "reason": "\(reason)"])
+                        codingPath: codingPath, reason: reason),
+                    skip.error)
                 continue
             }
             // Rows written by this batch, and objects decoded without a write.
@@ -465,6 +487,7 @@ private final class Importer {
             context.reset()
         }
         batch.removeAll(keepingCapacity: true)
+        try checkSkipLimit()
         if options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
         options.logger.debug("batch saved", metadata: ["records": "\(report.recordsRead)", "bytes": "\(bytesRead)"])
         options.progress?(ImportProgress(bytesRead: bytesRead, totalBytes: totalBytes, recordsRead: report.recordsRead, elapsed: elapsed))

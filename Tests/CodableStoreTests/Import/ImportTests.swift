@@ -217,6 +217,46 @@ import Testing
         #expect(reported.last == 26)
     }
 
+    /// More skipped records than `maximumSkippedRecords` fail the import, naming the one over the limit; bad
+    /// JSON Lines lines and records that do not decode both count.
+    @Test(arguments: [1, 4])
+    func tooManySkippedRecordsFailTheImportAndKeepNothing(batchSize: Int) throws {
+        let lines = """
+            {"id": 1, "number": 1, "title": "a"}
+            not json
+            {"id": 2, "number": "two", "title": "b"}
+            {"id": 3, "number": 3, "title": "c"}
+            {oops}
+            {"id": 4, "number": 4, "title": "d"}
+            """
+        let dump = TestStore.temporaryPath("limit.jsonl")
+        try Data(lines.utf8).write(to: URL(fileURLWithPath: dump))
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: issueEntities)
+        var options = Self.options(.jsonLines, batchSize: batchSize, policy: .skip)
+        options.maximumSkippedRecords = 2
+        let error = try #require(throws: ImportError.self) {
+            _ = try store.importJSON(GitIssue.self, from: .file(dump), options: options)
+        }
+        #expect(error.recordIndex == 4 && error.line == 5, "\(error)")
+        #expect(error.reason.hasPrefix("more than 2 records skipped (the limit); the next: invalid JSON: "), "\(error)")
+        #expect(error.underlyingError is JSONSyntaxError)
+        #expect(try RawDatabase(path).value("SELECT count(*) FROM GitIssue") == "0")
+
+        options.maximumSkippedRecords = 3
+        let report = try store.importJSON(GitIssue.self, from: .file(dump), options: options)
+        #expect(report.recordsSkipped == 3 && report.recordsImported == 3)
+        #expect(try RawDatabase(path).rows("SELECT id FROM GitIssue ORDER BY id") == [["1"], ["3"], ["4"]])
+
+        // A decoding failure over the limit is named with its coding path.
+        options.maximumSkippedRecords = 1
+        let second = try #require(throws: ImportError.self) {
+            _ = try store.importJSON(GitIssue.self, from: .file(dump), options: options)
+        }
+        #expect(second.recordIndex == 2 && second.codingPath == "[2].number", "\(second)")
+        #expect(second.underlyingError is DecodingError)
+    }
+
     @Test func aSyntaxErrorInAnArrayEndsTheImportUnderTheSkipPolicyToo() throws {
         // Where the next record of an array would start cannot be known, so nothing after the error is guessed.
         let json = "[{\"id\": 1, \"number\": 1, \"title\": \"a\"},\n {\"id\": 2, \"number\": 2,, \"title\": \"b\"},\n {\"id\": 3, \"number\": 3, \"title\": \"c\"}]"
