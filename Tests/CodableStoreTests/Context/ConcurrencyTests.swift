@@ -47,3 +47,18 @@ import Testing
         #expect(try await store.read { try $0.count(Person.self) } == 400)
     }
 }
+
+@Suite struct LockReentryTests {
+    /// Taking the store's write lock again on the thread that holds it stops the program with a message; it does
+    /// not hang (the locks are error-checking pthread mutexes).
+    @Test func aWriteInsideAWriteStopsInsteadOfHanging() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let store = try Store.inMemory(entities: [Person.self])
+            try store.write { _ in
+                try store.write { _ in }
+            }
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("taken again on the thread that holds it"), "\(message)")
+    }
+}
