@@ -144,7 +144,7 @@ public final class Store: Sendable {
     /// - Returns: What `body` returns.
     public func write<T: Sendable>(_ body: (Context) throws -> T) throws -> T {
         do {
-            let touched = Locked(Set<Int>())
+            var touched = Set<Int>()  // filled on this thread, inside the (non-escaping) closure below
             let result = try writer.withConnection { connection in
                 try connection.inTransaction(.immediate) {
                     let context = Context(connection: connection, model: model, isReadOnly: false)
@@ -152,7 +152,7 @@ public final class Store: Sendable {
                     let result = try body(context)
                     // A failure here rolls the whole transaction back: no savepoint needed.
                     try context.flush(usingSavepoint: false)
-                    touched.withLock { $0 = context.touchedEntities }
+                    touched = context.touchedEntities
                     if !context.writeCounts.isEmpty {
                         let inserted = context.writeCounts.values.reduce(0) { $0 + $1.inserted }
                         let updated = context.writeCounts.values.reduce(0) { $0 + $1.updated }
@@ -162,7 +162,7 @@ public final class Store: Sendable {
                 }
             }
             // Committed: observers read the new state, outside the write lock.
-            notifyObservers(touched.withLock { $0 })
+            notifyObservers(touched)
             return result
         } catch {
             options.logger.error("write rolled back", metadata: ["error": "\(error)"])
