@@ -4,7 +4,7 @@
 #
 #   Benchmarks/Scripts/instructions.sh [N] [extra callgrind options, e.g. --branch-sim=yes]
 #
-# Wall times on the development machines drift by ±20% between runs; instruction counts do not (±0.1%), so they
+# Wall times on the development machines drift by ±20% between runs; instruction counts do not (about ±0.5%), so they
 # tell whether a change does less work. They do not see what makes an instruction slow (cache misses, atomic
 # reference counting, mispredicted branches): check wall time with CodecBenchmarks too. With --branch-sim=yes or
 # --cache-sim=yes, read the output files with callgrind_annotate.

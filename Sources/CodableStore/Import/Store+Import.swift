@@ -200,7 +200,7 @@ private final class Importer {
                 context.writeBehind = nil
             }
             if !options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
-            options.progress?(ImportProgress(bytesRead: bytesRead, totalBytes: totalBytes, recordsRead: report.recordsRead, elapsed: elapsed))
+            reportProgress()
         } catch {
             writer?.finish()  // before the rollback: the connection is then this thread's alone
             context.writeBehind = nil
@@ -245,29 +245,25 @@ private final class Importer {
         var batch: [JSONRecord] = []
         batch.reserveCapacity(batchSize)
         var malformed: [JSONSyntaxError] = []
+        /// Hands the records and bad lines read so far to the importer.
+        func handOver() throws {
+            guard pipeline.push(.batch(batch, bytesRead: stream.byteOffset, malformed: malformed)) else {
+                throw RecordPipeline.Cancelled()
+            }
+            batch = []
+            batch.reserveCapacity(batchSize)
+            malformed = []
+        }
         if skippingMalformedLines {
             stream.malformedLineHandler = { error in
                 malformed.append(error)
                 // A file of mostly bad lines still moves on in batches (memory, progress), not all at the end.
-                guard malformed.count >= batchSize else { return }
-                guard pipeline.push(.batch(batch, bytesRead: stream.byteOffset, malformed: malformed)) else {
-                    throw RecordPipeline.Cancelled()
-                }
-                batch = []
-                batch.reserveCapacity(batchSize)
-                malformed = []
+                if malformed.count >= batchSize { try handOver() }
             }
         }
         func add(_ record: borrowing JSONRecord) throws {
             batch.append(record.compacted())
-            if batch.count >= batchSize {
-                guard pipeline.push(.batch(batch, bytesRead: stream.byteOffset, malformed: malformed)) else {
-                    throw RecordPipeline.Cancelled()
-                }
-                batch = []
-                batch.reserveCapacity(batchSize)
-                malformed = []
-            }
+            if batch.count >= batchSize { try handOver() }
         }
         let chunkSize = JSONRecordStream.defaultChunkSize
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
@@ -292,11 +288,7 @@ private final class Importer {
             try stream.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), add)
         }
         try stream.finish(add)
-        if !batch.isEmpty || !malformed.isEmpty {
-            guard pipeline.push(.batch(batch, bytesRead: stream.byteOffset, malformed: malformed)) else {
-                throw RecordPipeline.Cancelled()
-            }
-        }
+        if !batch.isEmpty || !malformed.isEmpty { try handOver() }
         return stream.byteOffset
     }
 
@@ -360,6 +352,11 @@ private final class Importer {
         return (impl, record.tape.root)
     }
 
+    /// Tells the progress callback how far the import got.
+    func reportProgress() {
+        options.progress?(ImportProgress(bytesRead: bytesRead, totalBytes: totalBytes, recordsRead: report.recordsRead, elapsed: elapsed))
+    }
+
     /// Reports JSON Lines lines that were not valid JSON as skipped records (skip policy). Their position is
     /// that of the syntax error, which is more use than the start of the line.
     func skip(_ malformed: [JSONSyntaxError]) {
@@ -403,7 +400,7 @@ private final class Importer {
         guard !batch.isEmpty else {
             // Only lines that were not JSON (skip policy): nothing to decode, but the input moved on.
             try checkSkipLimit()
-            options.progress?(ImportProgress(bytesRead: bytesRead, totalBytes: totalBytes, recordsRead: report.recordsRead, elapsed: elapsed))
+            reportProgress()
             return
         }
         if options.commitEveryBatch { try connection.execute(sql: "BEGIN IMMEDIATE TRANSACTION") }
@@ -490,7 +487,7 @@ private final class Importer {
         try checkSkipLimit()
         if options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
         options.logger.debug("batch saved", metadata: ["records": "\(report.recordsRead)", "bytes": "\(bytesRead)"])
-        options.progress?(ImportProgress(bytesRead: bytesRead, totalBytes: totalBytes, recordsRead: report.recordsRead, elapsed: elapsed))
+        reportProgress()
     }
 
     /// An error of a record, with the record's position.

@@ -149,34 +149,14 @@ struct JSONTextValidator {
                             recordIrregularString()
                         }
                         index += 1
-                        // The string is scanned here while it is plain (no escape, valid UTF-8, ends in this chunk):
-                        // going back through `switch mode` at each string's start and end was an indirect jump,
-                        // mispredicted 9 times out of 10 (1.5 M times per 20k records, callgrind's branch simulator).
-                        while true {
-                            index = Self.skipWords(bytes, from: index, until: Self.specialStringBytes)
-                            guard index < count else { return nil }  // the string goes on in the next chunk
-                            let byte = bytes[index]
-                            if byte == UInt8(ascii: "\"") {
-                                mode = .structural
-                                index += 1
-                                break
-                            }
-                            if byte >= 0x80 {
-                                let length = Self.validSequenceLength(bytes, at: index)
-                                guard length > 0 else { break }
-                                index &+= length
-                            } else if byte == UInt8(ascii: "\\") {
-                                // A two-byte escape (`\n`, `\"`, …) in this chunk; `\u` and the rest go the long way.
-                                guard index &+ 1 < count, Self.isSimpleEscape(bytes[index &+ 1]) else { break }
-                                recordIrregularString()
-                                index &+= 2
-                            } else if byte < 0x20 {
-                                break
-                            } else {
-                                index += 1
-                            }
+                        // The string is scanned here while it is plain: going back through `switch mode` at each
+                        // string's start and end was an indirect jump, mispredicted 9 times out of 10 (1.5 M times per
+                        // 20k records, callgrind's branch simulator).
+                        guard skipPlainString(bytes, &index) else {
+                            if index < count { break }  // at a byte the `.string` case handles
+                            return nil  // the string goes on in the next chunk
                         }
-                        if mode == .string { break }  // at a `\u` escape or a bad byte: the `.string` case goes on
+                        mode = .structural
                         continue
                     }
                     if byte <= 0x0C {
@@ -195,43 +175,29 @@ struct JSONTextValidator {
                 }
 
             case .string:
-                while true {
-                    index = Self.skipWords(bytes, from: index, until: Self.specialStringBytes)
-                    guard index < count else { return nil }
-                    let byte = bytes[index]
-                    if byte == UInt8(ascii: "\"") {
-                        mode = .structural
-                        index += 1
-                        break
-                    }
-                    if byte == UInt8(ascii: "\\") {
-                        recordIrregularString()
-                        mode = .escape
-                        escapeStart = base + index
-                        index += 1
-                        break
-                    }
-                    if byte >= 0x80 {
-                        // A whole, valid sequence in this chunk (the common case) is skipped here; anything else
-                        // goes through the byte-by-byte state machine, which also explains failures.
-                        let length = Self.validSequenceLength(bytes, at: index)
-                        if length > 0 {
-                            index &+= length
-                            continue
-                        }
-                        if let failure = startSequence(byte, at: index, base: base) { return failure }
-                        index += 1
-                        break
-                    }
-                    if byte < 0x20 {
-                        return Failure(
-                            stopIndex: index,
-                            offset: base + index,
-                            reason: "unescaped \(JSONSyntaxError.describe(byte: byte)) in string"
-                        )
-                    }
-                    index += 1
+                if skipPlainString(bytes, &index) {
+                    mode = .structural
+                    break
                 }
+                guard index < count else { return nil }
+                // What a plain string cannot hold: an escape that is not whole in this chunk (or `\u`), a UTF-8
+                // sequence that is cut by the chunk or invalid (the byte-by-byte state machine explains failures),
+                // or a control character.
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "\\") {
+                    recordIrregularString()
+                    mode = .escape
+                    escapeStart = base + index
+                } else if byte >= 0x80 {
+                    if let failure = startSequence(byte, at: index, base: base) { return failure }
+                } else {
+                    return Failure(
+                        stopIndex: index,
+                        offset: base + index,
+                        reason: "unescaped \(JSONSyntaxError.describe(byte: byte)) in string"
+                    )
+                }
+                index += 1
 
             case .utf8:
                 while sequenceRemaining > 0 {
@@ -255,8 +221,7 @@ struct JSONTextValidator {
                     mode = .unicodeEscape
                     unicodeValue = 0
                     unicodeDigits = 0
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
-                    UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                case _ where Self.isSimpleEscape(byte):
                     mode = .string
                 default:
                     return Failure(
@@ -358,6 +323,37 @@ struct JSONTextValidator {
             index &+= 8
         }
         return index
+    }
+
+    /// Skips the plain part of a string from `index` (a string's content, after its opening quote): ASCII, whole
+    /// valid UTF-8 sequences and two-byte escapes (`\n`, `\"`, …) in this chunk. Returns true at the closing quote
+    /// (`index` after it); false at a byte the `.string` mode handles one by one (`index` at it), or at the end of
+    /// the chunk.
+    @inline(__always)
+    private mutating func skipPlainString(_ bytes: UnsafeRawBufferPointer, _ index: inout Int) -> Bool {
+        let count = bytes.count
+        while true {
+            index = Self.skipWords(bytes, from: index, until: Self.specialStringBytes)
+            guard index < count else { return false }
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                return true
+            }
+            if byte >= 0x80 {
+                let length = Self.validSequenceLength(bytes, at: index)
+                guard length > 0 else { return false }
+                index &+= length
+            } else if byte == UInt8(ascii: "\\") {
+                guard index &+ 1 < count, Self.isSimpleEscape(bytes[index &+ 1]) else { return false }
+                recordIrregularString()
+                index &+= 2
+            } else if byte < 0x20 {
+                return false
+            } else {
+                index += 1
+            }
+        }
     }
 
     /// Whether `\` followed by `byte` is a complete escape (every one but `\u`).
