@@ -82,6 +82,14 @@ extension Context {
         // A write context holds the write lock: rows appear only through its own inserts, which this index
         // sees from now on. So an empty table, with no object of the entity held yet, makes it complete.
         if !isReadOnly, registries[entity].isEmpty { index.isComplete = (try? isTableEmpty(entity)) == true }
+        // Objects inserted before the index existed and not written yet: lookups do not write them first (see
+        // `lookUp`), so the index must answer for them.
+        let mapping = model.mappings[entity]
+        if !mapping.identityColumns.isEmpty {
+            for object in insertedObjects where object.entityState.entityIndex == entity && object.entityState.status == .inserted {
+                index.entries[identityKey(of: object, mapping)] = .object(object)
+            }
+        }
         return index
     }
 
@@ -170,7 +178,10 @@ extension Context {
 
     /// Reads the objects of these keys from the store, replacing their provisional `missing` marks.
     private func lookUp(_ pending: [IdentityKey], _ mapping: EntityMapping, _ index: IdentityIndex) throws {
-        try flush()
+        // Unwritten changes alter the answer only when they delete rows or change identities: new objects are in
+        // the index already, and a row whose object is in memory is answered by that object. Not writing the
+        // others here keeps a large decode from writing every batch, and values a later batch changes again.
+        if !deletedObjects.isEmpty || hasUnwrittenIdentityChanges { try flush() }
         let sql: String
         if let cached = lookupSQL[mapping.index] {
             sql = cached

@@ -223,7 +223,7 @@ extension Context {
         let field = relationship.description.index
         let pending = owners.filter { $0.entityState.unloadedRelationships.contains(field) && $0.entityState.rowID != 0 }
         if pending.isEmpty { return }
-        try flush()
+        if unwrittenChangesAffect(relationship, of: pending) { try flush() }
         let destination = model.mappings[relationship.destination]
         if case .foreignKey = relationship.storage { return }
         let sql = membershipSQL(relationship, owners: Self.membershipChunk)
@@ -242,6 +242,16 @@ extension Context {
             owner.entityState.unloadedRelationships.remove(field)
             relationship.description.setMany(owner, members[owner.entityState.rowID] ?? [])
         }
+    }
+
+    /// Whether unwritten changes could alter what the store answers for these owners' memberships: deletes, links
+    /// of one of them, or (memberships stored as the members' foreign keys) any change.
+    private func unwrittenChangesAffect(_ relationship: ResolvedRelationship, of owners: [any EntityObject]) -> Bool {
+        guard hasChanges else { return false }
+        guard deletedObjects.isEmpty, case .joinTable(let table, let ownerIsSource) = relationship.storage else { return true }
+        guard linkChanges.contains(where: { $0.table == table }) else { return false }
+        let rowIDs = Set(owners.map(\.entityState.rowID))
+        return linkChanges.contains { $0.table == table && rowIDs.contains(ownerIsSource ? $0.source : $0.target) }
     }
 
     /// Owners per membership query.

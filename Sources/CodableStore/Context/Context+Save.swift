@@ -90,6 +90,7 @@ extension Context {
         updatedObjects.removeAll(keepingCapacity: true)
         deletedObjects.removeAll()
         linkChanges.removeAll()
+        hasUnwrittenIdentityChanges = false
     }
 
     /// Runs each step of the pending changes as soon as it is made, so that a large save never holds all its

@@ -73,6 +73,9 @@ public final class Context {
     @exclusivity(unchecked) private var lastInsertedType: ObjectIdentifier?
     @exclusivity(unchecked) private var lastInsertedEntity = -1
     @exclusivity(unchecked) var linkChanges: [LinkChange] = []
+    /// Whether an identity attribute of an object was changed since the last flush: the store's rows then no
+    /// longer answer identity lookups right until they are written (see `lookUp`).
+    @exclusivity(unchecked) var hasUnwrittenIdentityChanges = false
     @exclusivity(unchecked) private var nextRowIDs: [Int64?]
     /// An error raised where it could not be thrown (a relationship load inside a property getter);
     /// the next save throws it.
@@ -381,6 +384,7 @@ public final class Context {
         state.changedFields.insert(field)
         if model.mappings[state.entityIndex].identityFields.contains(field) {
             state.identityMayHaveChanged = true
+            hasUnwrittenIdentityChanges = true
             // The index (and the filter of inserted identities) no longer know every identity in use: lookups
             // of unknown keys ask the store again.
             identityIndexes[state.entityIndex]?.isComplete = false

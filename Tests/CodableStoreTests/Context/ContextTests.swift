@@ -82,6 +82,41 @@ import Testing
         #expect(try RawDatabase(path).rows("SELECT id, name FROM Person ORDER BY id") == [["1", "Grace"], ["3", "Ada L"]])
     }
 
+    /// Lookups do not write pending changes first, except those that change their answer: a deleted object's
+    /// row is still stored until the save, and must not come back as that object.
+    @Test func decodingTheIdentityOfAnObjectDeletedBeforeTheSaveCreatesANewOne() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities)
+        try store.write { try $0.insert(Person(id: 1, name: "Ada")) }
+        try store.write { context in
+            let ada = try #require(try context.fetch(Person.self, where: \.id == 1).first)
+            try context.delete(ada)
+            let again = try StoreDecoder().decode([Person].self, from: Data(#"[{"id": 1, "name": "Alan"}]"#.utf8), into: context)
+            #expect(again.first !== ada)
+        }
+        #expect(try RawDatabase(path).rows("SELECT id, name FROM Person") == [["1", "Alan"]])
+    }
+
+    /// A link made from the other side (a tag's people) before the person's tags are loaded: the batch load
+    /// of the memberships a decode replaces must see it, or the replaced membership keeps it.
+    @Test func aLinkMadeFromTheInverseSideIsReplacedByADecode() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities)
+        try store.write { context in
+            try context.insert(Person(id: 1, name: "Ada"))
+            try context.insert(Tag(id: 1, label: "one"))
+            try context.insert(Tag(id: 2, label: "two"))
+        }
+        try store.write { context in
+            let ada = try #require(try context.fetch(Person.self, where: \.id == 1).first)
+            let one = try #require(try context.fetch(Tag.self, where: \.id == 1).first)
+            one.people.insert(ada)
+            _ = try StoreDecoder().decode([Person].self, from: Data(#"[{"id": 1, "tags": [2]}]"#.utf8), into: context)
+        }
+        let raw = try RawDatabase(path)
+        #expect(try raw.rows("SELECT t.id FROM Person_tags j JOIN Tag t ON t._pk = j.target") == [["2"]])
+    }
+
     /// The same in an empty store, where the context answers identity lookups without asking the store.
     @Test func renamesAndDeletesInAnEmptyStoreKeepIdentitiesRight() throws {
         let path = TestStore.temporaryPath()
