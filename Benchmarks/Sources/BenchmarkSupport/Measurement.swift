@@ -15,6 +15,18 @@ public func peakRSSMiB() -> Double {
     return (Double(line.split(separator: " ").dropFirst().first.map(String.init) ?? "0") ?? 0) / 1024
 }
 
+/// The CPU time (user and system, all threads) this process has used so far, in seconds.
+public func processCPUSeconds() -> Double {
+    var usage = rusage()
+    #if os(Linux)
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    #else
+    getrusage(RUSAGE_SELF, &usage)
+    #endif
+    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
 /// A duration in seconds.
 public func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18

@@ -9,7 +9,9 @@ import IssuesModel
 //   - contender: StoreDecoder into a write context of an empty store, with upsert (identity resolution
 //     included), without and with the save; and again into a store that already holds the records (every
 //     identity looked up in the store, every object compared: no target, shown for context).
-// Reports the best of R runs of each, the ratio, and peak RSS.
+//     StoreDecoder parses a large top-level array on a second thread while it decodes (its default);
+//     "storedecoder-1thread" turns that off, to show what the second core buys and costs.
+// Reports the best of R runs of each (wall time, and CPU time of all threads), the ratio, and peak RSS.
 //
 //   swift run -c release CodecBenchmarks [--count N] [--rounds R]
 
@@ -17,44 +19,51 @@ let count = Int(option("--count") ?? "") ?? 100_000
 let rounds = Int(option("--rounds") ?? "") ?? 3
 let dumpPath = option("--dump") ?? FileManager.default.temporaryDirectory.appendingPathComponent("codec-bench-\(count).json").path
 
-/// Child mode: one contender, one run; prints "seconds peakRSS checksum".
+/// Child mode: one contender, one run; prints "seconds cpuSeconds peakRSS checksum".
 if let contender = option("--contender") {
     let data = try Data(contentsOf: URL(fileURLWithPath: dumpPath))
     let clock = ContinuousClock()
     switch contender {
     case "jsondecoder":
-        let start = clock.now
+        let (start, cpu) = (clock.now, processCPUSeconds())
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         let issues = try decoder.decode([PlainIssue].self, from: data)
         let elapsed = clock.now - start
-        print(seconds(elapsed), peakRSSMiB(), issues.count)
-    case "storedecoder", "storedecoder+save":
+        print(seconds(elapsed), processCPUSeconds() - cpu, peakRSSMiB(), issues.count)
+    case "parse":
+        // Only the parse into a tape (yajl + validation), the first phase of StoreDecoder's decode.
+        let (start, cpu) = (clock.now, processCPUSeconds())
+        let tape = try JSONTape.parse(data)
+        let elapsed = clock.now - start
+        print(seconds(elapsed), processCPUSeconds() - cpu, peakRSSMiB(), tape.nodeCount)
+    case "storedecoder", "storedecoder-1thread", "storedecoder+save":
         let store = try Store.inMemory(entities: referenceEntities)
         let decoder = referenceDecoder()
-        var elapsed = Duration.zero
+        if contender == "storedecoder-1thread" { decoder.parallelDecodingThreshold = nil }
+        var (elapsed, cpu) = (Duration.zero, 0.0)
         let distinct = try store.write { context in
-            let start = clock.now
+            let (start, cpuStart) = (clock.now, processCPUSeconds())
             let issues = try decoder.decode([Issue].self, from: data, into: context)
             if contender == "storedecoder+save" { try context.save() }
-            elapsed = clock.now - start
+            (elapsed, cpu) = (clock.now - start, processCPUSeconds() - cpuStart)
             return Set(issues.map(\.id)).count
         }
-        print(seconds(elapsed), peakRSSMiB(), distinct)
+        print(seconds(elapsed), cpu, peakRSSMiB(), distinct)
     case "storedecoder-again":
         // The same records into a store that already holds them: every identity is looked up in the store
         // and every object compared (the first pass, into an empty store, needs no lookups).
         let store = try Store.inMemory(entities: referenceEntities)
         let decoder = referenceDecoder()
         try store.write { context in _ = try decoder.decode([Issue].self, from: data, into: context) }
-        var elapsed = Duration.zero
+        var (elapsed, cpu) = (Duration.zero, 0.0)
         let distinct = try store.write { context in
-            let start = clock.now
+            let (start, cpuStart) = (clock.now, processCPUSeconds())
             let issues = try decoder.decode([Issue].self, from: data, into: context)
-            elapsed = clock.now - start
+            (elapsed, cpu) = (clock.now - start, processCPUSeconds() - cpuStart)
             return Set(issues.map(\.id)).count
         }
-        print(seconds(elapsed), peakRSSMiB(), distinct)
+        print(seconds(elapsed), cpu, peakRSSMiB(), distinct)
     default:
         fatalError("unknown contender \(contender)")
     }
@@ -72,15 +81,15 @@ if !FileManager.default.fileExists(atPath: dumpPath) {
 let size = (try FileManager.default.attributesOfItem(atPath: dumpPath)[.size] as? Int) ?? 0
 print("Decode \(count) reference records (\(String(format: "%.1f", Double(size) / 1_048_576)) MiB), best of \(rounds) runs, each in its own process")
 
-func run(_ contender: String) throws -> (seconds: Double, rss: Double, checksum: String) {
+func run(_ contender: String) throws -> (seconds: Double, cpu: Double, rss: Double, checksum: String) {
     let fields = try runChild(["--contender", contender, "--dump", dumpPath])
-    guard fields.count == 3 else { fatalError("\(contender) printed \(fields)") }
-    return (Double(fields[0])!, Double(fields[1])!, fields[2])
+    guard fields.count == 4 else { fatalError("\(contender) printed \(fields)") }
+    return (Double(fields[0])!, Double(fields[1])!, Double(fields[2])!, fields[3])
 }
 
-var results: [String: (seconds: Double, rss: Double, checksum: String)] = [:]
+let contenders = ["jsondecoder", "storedecoder", "storedecoder-1thread", "storedecoder+save", "storedecoder-again", "parse"]
+var results: [String: (seconds: Double, cpu: Double, rss: Double, checksum: String)] = [:]
 for round in 0..<rounds {
-    let contenders = ["jsondecoder", "storedecoder", "storedecoder+save", "storedecoder-again"]
     for contender in round % 2 == 0 ? contenders : contenders.reversed() {
         let result = try run(contender)
         if let best = results[contender], best.seconds <= result.seconds { continue }
@@ -88,10 +97,13 @@ for round in 0..<rounds {
     }
 }
 let baseline = results["jsondecoder"]!
-for contender in ["jsondecoder", "storedecoder", "storedecoder+save", "storedecoder-again"] {
+for contender in contenders {
     let result = results[contender]!
-    print(String(format: "%-22@ %7.3f s  %8.0f records/s  peak RSS %7.1f MiB  (records/objects: %@)", contender as NSString, result.seconds, Double(count) / result.seconds, result.rss, result.checksum as NSString))
+    let name = contender.padding(toLength: 21, withPad: " ", startingAt: 0)
+    print(String(format: "%@ %7.3f s (CPU %6.3f s)  %8.0f records/s  peak RSS %7.1f MiB  (records/objects/nodes: %@)", name as NSString, result.seconds, result.cpu, Double(count) / result.seconds, result.rss, result.checksum as NSString))
 }
-let store = results["storedecoder"]!
+let store = results["storedecoder"]!, oneThread = results["storedecoder-1thread"]!
 precondition(Int(store.checksum)! < count, "duplicates must collapse into one object each")
-print(String(format: "ratio StoreDecoder/JSONDecoder: %.2fx time (target <= 0.50x), %.2fx memory", store.seconds / baseline.seconds, store.rss / baseline.rss))
+precondition(store.checksum == oneThread.checksum, "the parallel and one-thread decodes must agree")
+print(String(format: "ratio StoreDecoder/JSONDecoder: %.2fx time (target <= 0.50x), %.2fx CPU, %.2fx memory", store.seconds / baseline.seconds, store.cpu / baseline.cpu, store.rss / baseline.rss))
+print(String(format: "one thread (parallelDecodingThreshold = nil): %.2fx time, %.2fx CPU", oneThread.seconds / baseline.seconds, oneThread.cpu / baseline.cpu))

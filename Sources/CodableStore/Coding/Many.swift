@@ -46,7 +46,7 @@ public struct Many<Element: EntityObject>: RandomAccessCollection, Decodable {
 }
 
 extension Many: EntityCollectionDecodable {
-    static func decodeEntities(from handle: any EntityDecodingHandle) throws -> Many<Element> {
+    static func decodeEntities(from handle: any EntityArrayDecoding) throws -> Many<Element> {
         Many(try handle.decodeEntityArray(Element.self))
     }
 }

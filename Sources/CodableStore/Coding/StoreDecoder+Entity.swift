@@ -475,10 +475,14 @@ extension StoreDecoderImpl {
 
 // MARK: - Entity collections
 
-/// A handle on a decoder positioned on a JSON array of entities (the store decoder's, or one made for a
-/// foreign decoder).
-protocol EntityDecodingHandle {
+/// What decodes a JSON array of entities in batches: a decoder positioned on the array, or a whole document
+/// read on a parser thread (``ParallelArrayDecoding``).
+protocol EntityArrayDecoding {
     func decodeEntityArray<Element: EntityObject>(_ type: Element.Type) throws -> [Element]
+}
+
+/// A handle on a decoder positioned on JSON entities (the store decoder's, or one made for a foreign decoder).
+protocol EntityDecodingHandle: EntityArrayDecoding {
     func applyFields(to object: any EntityObject, _ include: (String) -> Bool) throws
 }
 
@@ -502,17 +506,17 @@ extension StoreDecoderImpl: EntityDecodingHandle {
 
 /// Collections of entities the decoder fills in batches: `[T]`, `Set<T>` and ``Many``.
 protocol EntityCollectionDecodable {
-    static func decodeEntities(from handle: any EntityDecodingHandle) throws -> Self
+    static func decodeEntities(from handle: any EntityArrayDecoding) throws -> Self
 }
 
 extension Array: EntityCollectionDecodable where Element: EntityObject {
-    static func decodeEntities(from handle: any EntityDecodingHandle) throws -> [Element] {
+    static func decodeEntities(from handle: any EntityArrayDecoding) throws -> [Element] {
         try handle.decodeEntityArray(Element.self)
     }
 }
 
 extension Set: EntityCollectionDecodable where Element: EntityObject {
-    static func decodeEntities(from handle: any EntityDecodingHandle) throws -> Set<Element> {
+    static func decodeEntities(from handle: any EntityArrayDecoding) throws -> Set<Element> {
         Set(try handle.decodeEntityArray(Element.self))
     }
 }

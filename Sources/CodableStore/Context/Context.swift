@@ -230,6 +230,34 @@ public final class Context {
         deletedObjects = []
     }
 
+    /// Whether the context holds nothing that going back to a ``rollbackPoint()`` would lose: no objects, no
+    /// pending changes, no deferred error, and no import running. Only then may a decode change it optimistically
+    /// and undo everything with ``restore(_:)`` (see ``ParallelArrayDecoding``).
+    var isPristine: Bool {
+        !isReadOnly && writeBehind == nil && deferredError == nil && !hasChanges && detachedObjects.isEmpty
+            && registries.allSatisfy(\.isEmpty) && insertedIdentities.allSatisfy { $0 == nil }
+    }
+
+    /// What a pristine context keeps across ``reset()``: counters its saves update.
+    struct RollbackPoint {
+        fileprivate let writeCounts: [Int: (inserted: Int, updated: Int)]
+        fileprivate let touchedEntities: Set<Int>
+        fileprivate let materializedCounts: [Int]
+    }
+
+    func rollbackPoint() -> RollbackPoint {
+        precondition(isPristine, "a rollback point needs a pristine context")
+        return RollbackPoint(writeCounts: writeCounts, touchedEntities: touchedEntities, materializedCounts: materializedCounts)
+    }
+
+    /// Forgets everything done since ``rollbackPoint()`` (the caller rolls the store back to match).
+    func restore(_ snapshot: RollbackPoint) {
+        reset()
+        writeCounts = snapshot.writeCounts
+        touchedEntities = snapshot.touchedEntities
+        materializedCounts = snapshot.materializedCounts
+    }
+
     private func detach(_ object: any EntityObject, _ mapping: EntityMapping) {
         object.entityState.context = nil
         guard mapping.hasRelationships else { return }
