@@ -125,8 +125,13 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
     case "baseline":
         records = try baseline(dump: dump, store: store)
     case "import":
-        let database = try Store(path: store, entities: referenceEntities)
-        records = try database.importJSON(Issue.self, from: .file(dump), options: ImportOptions(decoder: referenceDecoder())).recordsRead
+        // IMPORT_BENCH_CACHE_KIB=N: another SQLite page cache size than the default, to compare.
+        let cacheSize = ProcessInfo.processInfo.environment["IMPORT_BENCH_CACHE_KIB"].flatMap { Int($0) } ?? Store.Options().cacheSizeKiB
+        let database = try Store(path: store, entities: referenceEntities, options: .init(cacheSizeKiB: cacheSize))
+        var options = ImportOptions(decoder: referenceDecoder())
+        // IMPORT_BENCH_BATCH=N: another batch size than the default, to compare.
+        if let size = ProcessInfo.processInfo.environment["IMPORT_BENCH_BATCH"].flatMap({ Int($0) }) { options.batchSize = size }
+        records = try database.importJSON(Issue.self, from: .file(dump), options: options).recordsRead
     default:
         fatalError("unknown contender")
     }
