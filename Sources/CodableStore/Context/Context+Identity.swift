@@ -54,6 +54,20 @@ extension Context {
             private var integers: [Int64: Entry] = [:]
             private var others: [IdentityKey: Entry] = [:]
 
+            init() {}
+
+            /// An empty table with room for `count` entries of the kind `like` holds, so that refilling it batch
+            /// after batch does not grow (and rehash) it again each time.
+            init(roomFor count: Int, like other: Table) {
+                if other.others.isEmpty {
+                    integers.reserveCapacity(count)
+                } else {
+                    others.reserveCapacity(count)
+                }
+            }
+
+            var count: Int { integers.count + others.count }
+
             subscript(key: IdentityKey) -> Entry? {
                 get {
                     if let integer = key.singleInteger { return integers[integer] }
@@ -71,6 +85,14 @@ extension Context {
             mutating func updateValue(_ value: Entry, forKey key: IdentityKey) -> Entry? {
                 if let integer = key.singleInteger { return integers.updateValue(value, forKey: integer) }
                 return others.updateValue(value, forKey: key)
+            }
+
+            /// Reads and changes the entry of `key` in place: one hash of the key, where a read then a write
+            /// costs two.
+            @inline(__always)
+            mutating func update<Result>(_ key: IdentityKey, _ body: (inout Entry?) -> Result) -> Result {
+                if let integer = key.singleInteger { return body(&integers[integer]) }
+                return body(&others[key])
             }
         }
     }
@@ -154,18 +176,20 @@ extension Context {
         var pending: [IdentityKey] = []
         let filter = insertedIdentities[entity]
         for key in keys where key.count == arity {
-            switch index.entries.updateValue(.missing, forKey: key) {
-            case nil:
-                if filter?.mayContain(key) != false { pending.append(key) }
-            case .missing:
-                break
-            case .object(let object):
-                if isCurrent(object, key, entity) {
-                    index.entries[key] = .object(object)
-                } else {
-                    pending.append(key)
+            let ask = index.entries.update(key) { entry -> Bool in
+                switch entry {
+                case nil:
+                    entry = .missing
+                    return filter?.mayContain(key) != false
+                case .missing:
+                    return false
+                case .object(let object):
+                    if isCurrent(object, key, entity) { return false }
+                    entry = .missing
+                    return true
                 }
             }
+            if ask { pending.append(key) }
         }
         if pending.isEmpty { return }
         do {
@@ -217,11 +241,13 @@ extension Context {
             for row in 0..<rows.count {
                 let row = rows[row]
                 guard case .integer(let rowID) = row.first, registries[entry.entity][rowID] == nil else { continue }
-                let object = try object(for: mapping, row: row)
+                let object = try makeStoredObject(for: mapping, rowID: rowID, row: row)
                 index.entries[identityKey(of: object, mapping)] = .object(object)
                 if position == 0 { made[rowID] = object }
             }
-            for key in entry.keys where index.entries[key] == nil { index.entries[key] = .missing }
+            for key in entry.keys {
+                index.entries.update(key) { if $0 == nil { $0 = .missing } }
+            }
         }
         guard let first = lookup.keys.first, !made.isEmpty else { return }
         let mapping = model.mappings[first.entity]
