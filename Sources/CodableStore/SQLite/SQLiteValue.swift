@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -6,6 +14,11 @@ import Foundation
 
 /// A value as SQLite stores it: one of its five storage classes.
 ///
+/// Two texts are equal when their UTF-8 bytes are, as SQLite compares them (`BINARY` collation, `UNIQUE`
+/// indexes): `"café"` precomposed and `"cafe\u{301}"` decomposed are different values, where `String`'s `==`
+/// (canonical equivalence) calls them equal. So a decoded text that differs from the stored one only in its
+/// normalization is written, and two such identities are two objects, as they are two rows.
+///
 /// Related SQLite documentation: <https://www.sqlite.org/datatype3.html>
 public enum SQLiteValue: Hashable, Sendable, CustomStringConvertible {
     case null
@@ -13,6 +26,50 @@ public enum SQLiteValue: Hashable, Sendable, CustomStringConvertible {
     case real(Double)
     case text(String)
     case blob(Data)
+
+    public static func == (lhs: SQLiteValue, rhs: SQLiteValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case (.integer(let a), .integer(let b)): return a == b
+        case (.real(let a), .real(let b)): return a == b
+        case (.text(let a), .text(let b)): return sameUTF8(a, b)
+        case (.blob(let a), .blob(let b)): return a == b
+        default: return false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null:
+            hasher.combine(0 as UInt8)
+        case .integer(let value):
+            hasher.combine(1 as UInt8)
+            hasher.combine(value)
+        case .real(let value):
+            hasher.combine(2 as UInt8)
+            hasher.combine(value)
+        case .text(var value):
+            hasher.combine(3 as UInt8)
+            value.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        case .blob(let value):
+            hasher.combine(4 as UInt8)
+            hasher.combine(value)
+        }
+    }
+
+    /// Whether two strings have the same UTF-8 bytes (not canonical equivalence, which `==` tests, and which
+    /// costs a normalization for every non-ASCII string).
+    private static func sameUTF8(_ a: String, _ b: String) -> Bool {
+        if a.utf8.count != b.utf8.count { return false }
+        if let equal = a.utf8.withContiguousStorageIfAvailable({ a in
+            b.utf8.withContiguousStorageIfAvailable { b in
+                a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
+            }
+        }), let equal {
+            return equal
+        }
+        return a.utf8.elementsEqual(b.utf8)
+    }
 
     public var isNull: Bool {
         if case .null = self { return true }

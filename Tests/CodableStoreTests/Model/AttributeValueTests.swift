@@ -109,6 +109,35 @@ struct Money: Codable, Equatable, JSONAttributeValue {
         #expect(try raw.value("SELECT uuid FROM Sample") == uuid.uuidString)
     }
 
+    /// Texts compare as SQLite compares them, byte for byte: the same word precomposed and decomposed are two
+    /// values (String's `==` calls them equal), so a decode that changes only the normalization writes it, and
+    /// two such identities are two objects, as they are two rows under the UNIQUE index.
+    @Test func textsAreEqualWhenTheirBytesAre() throws {
+        let composed = SQLiteValue.text("caf\u{E9}")
+        let decomposed = SQLiteValue.text("cafe\u{301}")
+        #expect("caf\u{E9}" == "cafe\u{301}")  // String: canonical equivalence
+        #expect(composed != decomposed)
+        #expect(Set([composed, decomposed, .text("caf\u{E9}")]).count == 2)
+        #expect(composed == .text(String(decoding: Array("caf\u{E9}".utf8), as: UTF8.self)))
+        #expect(SQLiteValue.text("") == .text(""))
+        #expect(SQLiteValue.text("a") != .integer(1))
+
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities)
+        let decoder = StoreDecoder()
+        try store.write { _ = try decoder.decode(Person.self, from: Data(#"{"id": 1, "name": "caf\u00e9"}"#.utf8), into: $0) }
+        try store.write { _ = try decoder.decode(Person.self, from: Data(#"{"id": 1, "name": "cafe\u0301"}"#.utf8), into: $0) }
+        #expect(try RawDatabase(path).value("SELECT hex(name) FROM Person") == "63616665CC81")
+        let distinct = try store.write { context in
+            let countries = try decoder.decode(
+                [Country].self, from: Data(#"[{"code": "caf\u00e9", "name": "a"}, {"code": "cafe\u0301", "name": "b"}]"#.utf8),
+                into: context)
+            return countries[0] !== countries[1]
+        }
+        #expect(distinct)
+        #expect(try RawDatabase(path).rows("SELECT hex(code) FROM Country ORDER BY code") == [["63616665CC81"], ["636166C3A9"]])
+    }
+
     @Test func aStoredValueThatDoesNotFitIsAStoreErrorNamingTheField() throws {
         let path = TestStore.temporaryPath()
         let store = try Store(path: path, entities: [Sample.self])
