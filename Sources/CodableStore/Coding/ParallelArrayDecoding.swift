@@ -64,7 +64,7 @@ struct ParallelArrayDecoding: EntityArrayDecoding {
         var failure: (any Error)?
         reading: while true {
             switch pipeline.pop() {
-            case .batch(let records, _, _):
+            case .batch(let records, _, _, _):
                 // After a decoding error, only whether the rest of the document is well-formed matters.
                 guard failure == nil else { continue }
                 do {

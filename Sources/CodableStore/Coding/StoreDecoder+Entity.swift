@@ -394,7 +394,7 @@ extension StoreDecoderImpl {
             entity.identityColumns.isEmpty || context.identityIndex(entity.index).isComplete
         }
         if !allComplete {
-            let keys = collected ?? collectKeys(mapping, items, context: context)
+            let keys = collected ?? collectKeys(mapping, items, model: context.model)
             func lookUpAll() throws {
                 for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty {
                     try context.prefetch(entity: entity, keys: entityKeys)
@@ -434,8 +434,9 @@ extension StoreDecoderImpl {
     }
 
     /// The identities decoding `items` will look up, per entity (with repeats).
-    static func collectKeys(_ mapping: EntityMapping, _ items: [(StoreDecoderImpl, Node)], context: Context) -> [[Context.IdentityKey]] {
-        var keys: [[Context.IdentityKey]] = Array(repeating: [], count: context.model.mappings.count)
+    /// Uses no context: the importer's reader thread runs it with a session of its own (``DecodingSession/init(model:options:)``).
+    static func collectKeys(_ mapping: EntityMapping, _ items: [(StoreDecoderImpl, Node)], model: StoreModel) -> [[Context.IdentityKey]] {
+        var keys: [[Context.IdentityKey]] = Array(repeating: [], count: model.mappings.count)
         for (impl, node) in items { impl.collectKeys(mapping, node, depth: 0, into: &keys) }
         return keys
     }
@@ -451,7 +452,7 @@ extension StoreDecoderImpl {
             guard let valueNode = presentField(node, mapping, relationshipDescription.index),
                 let relationship = mapping.relationships[relationshipDescription.index]
             else { continue }
-            let destination = context.model.mappings[relationship.destination]
+            let destination = session.model.mappings[relationship.destination]
             func collect(_ value: Node) {
                 switch source.kind(value) {
                 case .null:

@@ -168,7 +168,15 @@ public final class StoreDecoder: @unchecked Sendable {
 
 /// State shared by all decoder objects of one decode call.
 final class DecodingSession {
-    let context: Context
+    /// The context decoded into. Only a session made with ``init(model:options:)`` has none: it collects the
+    /// identities of records (``StoreDecoderImpl/collectKeys(_:_:model:)``) on another thread, and must not get
+    /// further than that.
+    var context: Context {
+        guard let decodingContext else { preconditionFailure("a key-collecting DecodingSession has no context") }
+        return decodingContext
+    }
+    private let decodingContext: Context?
+    let model: StoreModel
     let options: StoreDecoder.Options
     /// Converted keys, per raw key, when a key strategy is set.
     var convertedKeys: [String: String] = [:]
@@ -178,8 +186,18 @@ final class DecodingSession {
     /// Whether JSON keys are used as they are (no key strategy): field lookups then use precomputed keys.
     let usesDefaultKeys: Bool
 
-    init(context: Context, options: StoreDecoder.Options) {
-        self.context = context
+    convenience init(context: Context, options: StoreDecoder.Options) {
+        self.init(context: context, model: context.model, options: options)
+    }
+
+    /// A session that only reads identities from JSON, for a thread other than the context's.
+    convenience init(model: StoreModel, options: StoreDecoder.Options) {
+        self.init(context: nil, model: model, options: options)
+    }
+
+    private init(context: Context?, model: StoreModel, options: StoreDecoder.Options) {
+        self.decodingContext = context
+        self.model = model
         self.options = options
         if case .useDefaultKeys = options.keyDecodingStrategy { usesDefaultKeys = true } else { usesDefaultKeys = false }
     }

@@ -2,7 +2,7 @@
 /// with one query per entity and chunk, so decoding an array never queries once per element.
 extension Context {
     /// The identity values of one object: one value for a single identity, several for a composite one.
-    struct IdentityKey: Hashable {
+    struct IdentityKey: Hashable, Sendable {
         // A single identity value is stored inline: no array to allocate, hash or compare per lookup.
         private let first: SQLiteValue
         private let rest: [SQLiteValue]?

@@ -14,9 +14,10 @@ final class RecordPipeline: @unchecked Sendable {
     // @unchecked: `items` and `cancelled` are read and written under `monitor`; `thread` only by the importer.
 
     enum Item: Sendable {
-        /// Records in input order, with the number of input bytes consumed when the batch was complete, and the
-        /// JSON Lines lines read since the batch before that were not valid JSON (skip policy).
-        case batch([JSONRecord], bytesRead: Int, malformed: [JSONSyntaxError])
+        /// Records in input order, with the number of input bytes consumed when the batch was complete, the
+        /// JSON Lines lines read since the batch before that were not valid JSON (skip policy), and the records'
+        /// identities when the reader collected them (see ``BatchIdentities``).
+        case batch([JSONRecord], bytesRead: Int, malformed: [JSONSyntaxError], identities: BatchIdentities? = nil)
         /// The input ended after the last batch.
         case end(bytesRead: Int)
         /// The reader failed after the last batch.

@@ -144,10 +144,12 @@ private final class Importer {
             // Under the skip policy, a JSON Lines line that is not valid JSON is a skipped record; in an array, a
             // syntax error ends the import under either policy (where the next record starts cannot be known).
             let skipsMalformedLines = options.failurePolicy == .skip && mode == .jsonLines
+            // While writing behind, the reader also collects each batch's identities (see IdentityCollector).
+            let collector = writer == nil ? nil : IdentityCollector(mapping, model: model, options: options.decoder.options)
             try pipeline.start { pipeline in
                 try Self.readRecords(
                     descriptor, path: input, mode: mode, batchSize: batchSize, skippingMalformedLines: skipsMalformedLines,
-                    into: pipeline)
+                    collector: collector, into: pipeline)
             }
             // While writing behind, each batch's lookups are handed to the writer thread as soon as the batch
             // arrives, and the batch waits while the one before it is decoded: the writer looks up batch N+1
@@ -173,10 +175,10 @@ private final class Importer {
                     continue
                 }
                 switch item {
-                case .batch(let records, let bytes, let malformed):
+                case .batch(let records, let bytes, let malformed, let identities):
                     skip(malformed)
                     if let writer {
-                        let prepared = try prepare(records, writer)
+                        let prepared = try prepare(records, writer, identities)
                         try decodeWaiting()
                         waiting = (records, bytes, prepared)
                     } else {
@@ -239,7 +241,7 @@ private final class Importer {
     /// returns the number of bytes read.
     static func readRecords(
         _ descriptor: Int32, path: String?, mode: JSONRecordStream.Mode, batchSize: Int, skippingMalformedLines: Bool,
-        into pipeline: RecordPipeline
+        collector: IdentityCollector?, into pipeline: RecordPipeline
     ) throws -> Int {
         let stream = JSONRecordStream(mode: mode)
         var batch: [JSONRecord] = []
@@ -247,7 +249,8 @@ private final class Importer {
         var malformed: [JSONSyntaxError] = []
         /// Hands the records and bad lines read so far to the importer.
         func handOver() throws {
-            guard pipeline.push(.batch(batch, bytesRead: stream.byteOffset, malformed: malformed)) else {
+            let identities = collector.map { $0.identities(of: batch) }
+            guard pipeline.push(.batch(batch, bytesRead: stream.byteOffset, malformed: malformed, identities: identities)) else {
                 throw RecordPipeline.Cancelled()
             }
             batch = []
@@ -307,22 +310,22 @@ private final class Importer {
         let lookup: WriteBehind.Lookup
     }
 
-    func prepare(_ records: [JSONRecord], _ writer: WriteBehind) throws -> Prepared {
+    func prepare(_ records: [JSONRecord], _ writer: WriteBehind, _ collected: BatchIdentities?) throws -> Prepared {
         let session = DecodingSession(context: context, options: options.decoder.options)
         let items = records.map { decoder(for: $0, session) }
-        let keys = StoreDecoderImpl.collectKeys(mapping, items, context: context)
+        let identities = collected ?? BatchIdentities(StoreDecoderImpl.collectKeys(mapping, items, model: model))
+        let keys = identities.all
         // The batch's own entity first: the writer also loads the join-table memberships of its stored rows,
         // which decoding replaces (memberships stored as foreign keys wait for the writer: see
         // Context.withMembershipConnection).
         var requested: [(entity: Int, keys: [Context.IdentityKey])] = []
         for entity in [mapping.index] + keys.indices.filter({ $0 != mapping.index }) where !keys[entity].isEmpty {
-            // Each key once; keys the filter of inserted identities rules out are not stored, nor held by a
-            // waiting plan. One pass: a set for the repeats and the keys to ask for in first-seen order.
-            let filter = context.insertedIdentities[entity]
-            var seen = Set<Context.IdentityKey>(minimumCapacity: keys[entity].count)
-            var distinct: [Context.IdentityKey] = []
-            for key in keys[entity] where seen.insert(key).inserted && filter?.mayContain(key) != false {
-                distinct.append(key)
+            // Keys the filter of inserted identities rules out are not stored, nor held by a waiting plan.
+            let distinct: [Context.IdentityKey]
+            if let filter = context.insertedIdentities[entity] {
+                distinct = identities.distinct[entity].filter { filter.mayContain($0) }
+            } else {
+                distinct = identities.distinct[entity]
             }
             if !distinct.isEmpty { requested.append((entity, distinct)) }
         }
