@@ -8,6 +8,7 @@ import Synchronization
 // Imports generated dumps of the reference workload (issue + nested user + 0-3 labels, ~520 bytes per record,
 // 10% repeated ids) into a new store, then again into the same store (re-import), and compares with a baseline
 // written here: Foundation JSONDecoder into plain structs, then raw sqlite3 prepared upserts of the same rows.
+// It also imports and re-imports a dump of the same size without repeated ids: re-importing unchanged data.
 // Each run is a child process, so peak RSS is measured per contender.
 //
 //   swift run -c release ImportBenchmarks [--counts 100000,1000000]
@@ -181,24 +182,36 @@ let counts = (option("--counts") ?? "100000,1000000").split(separator: ",").comp
 let rounds = max(1, Int(option("--rounds") ?? "1") ?? 1)
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("codablestore-import-bench")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+/// Writes the dump if it is not there yet.
+func generate(_ dump: String, count: Int, duplicates: Double) throws {
+    guard !FileManager.default.fileExists(atPath: dump) else { return }
+    _ = FileManager.default.createFile(atPath: dump, contents: nil)
+    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dump))
+    var generator = IssueDumpGenerator(seed: 42, duplicateFraction: duplicates)
+    try generator.writeArray(count: count) { try handle.write(contentsOf: $0) }
+    try handle.close()
+}
+
 for count in counts {
+    // The reference dump repeats 10% of its ids with other values; the unique one does not, so re-importing it
+    // is re-importing unchanged data (in the reference dump, every repeated id changes its row, and then changes
+    // it back, on a re-import as on the first import).
     let dump = directory.appendingPathComponent("issues-\(count).json").path
-    if !FileManager.default.fileExists(atPath: dump) {
-        _ = FileManager.default.createFile(atPath: dump, contents: nil)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dump))
-        var generator = IssueDumpGenerator(seed: 42, duplicateFraction: 0.1)
-        try generator.writeArray(count: count) { try handle.write(contentsOf: $0) }
-        try handle.close()
-    }
+    let uniqueDump = directory.appendingPathComponent("issues-\(count)-unique.json").path
+    try generate(dump, count: count, duplicates: 0.1)
+    try generate(uniqueDump, count: count, duplicates: 0)
     let megabytes = Double((try FileManager.default.attributesOfItem(atPath: dump)[.size] as? Int) ?? 0) / 1_048_576
-    let stores = (0..<2).map { directory.appendingPathComponent("store-\(count)-\($0).sqlite").path }
+    let stores = (0..<3).map { directory.appendingPathComponent("store-\(count)-\($0).sqlite").path }
     print("\(count) records, \(String(format: "%.1f", megabytes)) MiB")
     // Rounds alternate which contender goes first; each contender's best run is reported, and the ratio of
     // every round (same conditions for both) is listed, since these machines drift by tens of percent.
     var base = (seconds: Double.infinity, rss: 0.0)
     var first = base
     var again = base
+    var uniqueFirst = base
+    var uniqueAgain = base
     var ratios: [Double] = []
+    var uniqueRatios: [Double] = []
     for round in 0..<rounds {
         for store in stores {
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: store + suffix) }
@@ -214,21 +227,32 @@ for count in counts {
         }
         precondition(digest(stores[0]) == digest(stores[1]), "stores differ:\n\(digest(stores[0]))\n\(digest(stores[1]))")
         let roundAgain = try run("import", dump: dump, store: stores[1])
+        let roundUniqueFirst = try run("import", dump: uniqueDump, store: stores[2])
+        let roundUniqueAgain = try run("import", dump: uniqueDump, store: stores[2])
         ratios.append(roundBase.seconds / roundFirst.seconds)
+        uniqueRatios.append(roundUniqueAgain.seconds / roundUniqueFirst.seconds)
         if rounds > 1 {
-            print(String(format: "  round %d: baseline %.2f s, import %.2f s, re-import %.2f s: %.2fx", round + 1,
-                         roundBase.seconds, roundFirst.seconds, roundAgain.seconds, ratios[round]))
+            print(String(format: "  round %d: baseline %.2f s, import %.2f s, re-import %.2f s: %.2fx; unique dump: import %.2f s, re-import %.2f s: %.2fx", round + 1,
+                         roundBase.seconds, roundFirst.seconds, roundAgain.seconds, ratios[round],
+                         roundUniqueFirst.seconds, roundUniqueAgain.seconds, uniqueRatios[round]))
         }
         if roundBase.seconds < base.seconds { base = roundBase }
         if roundFirst.seconds < first.seconds { first = roundFirst }
         if roundAgain.seconds < again.seconds { again = roundAgain }
+        if roundUniqueFirst.seconds < uniqueFirst.seconds { uniqueFirst = roundUniqueFirst }
+        if roundUniqueAgain.seconds < uniqueAgain.seconds { uniqueAgain = roundUniqueAgain }
     }
-    for (name, result) in [("JSONDecoder + raw sqlite3", base), ("importJSON (new store)", first), ("importJSON (re-import)", again)] {
+    for (name, result) in [
+        ("JSONDecoder + raw sqlite3", base), ("importJSON (new store)", first), ("importJSON (re-import)", again),
+        ("unique dump: import", uniqueFirst), ("unique dump: re-import", uniqueAgain),
+    ] {
         print(String(format: "  %-28@ %7.2f s  %9.0f records/s  %6.1f MB/s  peak RSS %7.1f MiB", name as NSString, result.seconds,
                      Double(count) / result.seconds, megabytes / result.seconds, result.rss))
     }
     print(String(format: "  speed-up over the baseline: %.2fx (target >= 2.5x at 1M); re-import/import: %.2fx", base.seconds / first.seconds, again.seconds / first.seconds))
+    print(String(format: "  re-importing unchanged data (the unique dump): %.2fx of its import (target < 1x)", uniqueAgain.seconds / uniqueFirst.seconds))
     if rounds > 1 {
-        print(String(format: "  speed-up per round: %.2fx to %.2fx", ratios.min()!, ratios.max()!))
+        print(String(format: "  speed-up per round: %.2fx to %.2fx; unique dump re-import/import per round: %.2fx to %.2fx",
+                     ratios.min()!, ratios.max()!, uniqueRatios.min()!, uniqueRatios.max()!))
     }
 }

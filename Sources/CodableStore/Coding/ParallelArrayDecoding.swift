@@ -16,8 +16,7 @@ import Foundation
 ///
 /// What differs from the one-thread path is invisible in the results: identities are looked up per batch of
 /// ``batchSize`` records rather than for the whole array at once (still one query per entity and batch, never
-/// one per element), so a lookup may first write the batches before it (as every query of a write context
-/// does), and the parser keeps at most a few batches in memory instead of the whole document's tape.
+/// one per element), and the parser keeps at most a few batches in memory instead of the whole document's tape.
 struct ParallelArrayDecoding: EntityArrayDecoding {
     let data: Data
     let session: DecodingSession
@@ -50,7 +49,7 @@ struct ParallelArrayDecoding: EntityArrayDecoding {
     func decodeEntityArray<Element: EntityObject>(_ type: Element.Type) throws -> [Element] {
         let context = session.context
         let mapping = try context.model.mapping(for: Element.self)
-        let snapshot = context.rollbackPoint()
+        let start = context.rollbackPoint()
         let connection = context.connection
         let pipeline = RecordPipeline(capacity: 2)
         defer { pipeline.finish() }
@@ -75,7 +74,7 @@ struct ParallelArrayDecoding: EntityArrayDecoding {
             case .end:
                 break reading
             case .failure:
-                context.restore(snapshot)
+                context.restore(start)
                 try? connection.execute(sql: "ROLLBACK TRANSACTION TO SAVEPOINT codablestore_decode")
                 try? connection.execute(sql: "RELEASE SAVEPOINT codablestore_decode")
                 throw Malformed()

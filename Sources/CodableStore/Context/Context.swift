@@ -253,11 +253,11 @@ public final class Context {
     }
 
     /// Forgets everything done since ``rollbackPoint()`` (the caller rolls the store back to match).
-    func restore(_ snapshot: RollbackPoint) {
+    func restore(_ point: RollbackPoint) {
         reset()
-        writeCounts = snapshot.writeCounts
-        touchedEntities = snapshot.touchedEntities
-        materializedCounts = snapshot.materializedCounts
+        writeCounts = point.writeCounts
+        touchedEntities = point.touchedEntities
+        materializedCounts = point.materializedCounts
     }
 
     private func detach(_ object: any EntityObject, _ mapping: EntityMapping) {

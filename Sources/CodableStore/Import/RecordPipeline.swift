@@ -1,6 +1,7 @@
 /// Reads and parses an import's input on a thread of its own, handing complete batches of records to the
 /// importer in order, so that reading, yajl and building the records' tapes run on one core while decoding
-/// and SQLite run on another.
+/// and SQLite run on another. ``StoreDecoder`` uses it the same way for a large in-memory array
+/// (``ParallelArrayDecoding``).
 ///
 /// The hand-over is bounded: the reader waits while `capacity` batches are waiting, so at most the batch being
 /// decoded, the waiting ones and the one being read are in memory, whatever the size of the input. Items come
