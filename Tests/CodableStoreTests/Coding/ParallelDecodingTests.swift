@@ -2,6 +2,20 @@
 import Foundation
 import Testing
 
+/// An entity whose decoding hook runs a query now and then: a query writes the context's pending changes first,
+/// so a decode of it writes rows before the end of the document is known to be valid.
+@Entity final class Checkpointed: EntityCustomDecoding {
+    var id: Int
+    var title: String = ""
+    static let identity = Identity(\Checkpointed.id)
+    init(id: Int) { self.id = id }
+
+    func initialize(from decoder: any Decoder) throws {
+        try defaultInitialization(from: decoder)
+        if id % 500 == 0 { _ = try entityState.context?.count(Checkpointed.self) }
+    }
+}
+
 /// A large top-level array decoded into a pristine context is parsed on a second thread while its first records
 /// are decoded (`ParallelArrayDecoding`). Everything observable must be what the one-thread decode gives: the
 /// results, the store, the errors, and "a malformed document changes nothing".
@@ -78,7 +92,7 @@ import Testing
     }
 
     /// A document cut short after 2,375 records: the parser finds it long after the first batches were decoded
-    /// (and written, since the lookups of later batches flush). The context and the store are as before, the
+    /// into the context (rows written meanwhile: see the next test). The context and the store are as before, the
     /// error is the one-thread decode's, and the write goes on.
     @Test func aSyntaxErrorFoundLateChangesNothingAndIsTheOneThreadError() throws {
         let full = Self.dump(seed: 6)
@@ -110,6 +124,33 @@ import Testing
         #expect(errors.first == errors.last)
         #expect(errors.first?.reason.isEmpty == false)
         #expect(try RawDatabase(path).value("PRAGMA integrity_check") == "ok")
+    }
+
+    /// Rows a hook's query wrote during the decode are rolled back with the savepoint when the parser then finds a
+    /// syntax error: the store holds what it held before, and the write goes on.
+    @Test func rowsWrittenBeforeTheSyntaxErrorAreRolledBack() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: [Checkpointed.self])
+        try store.write { context in
+            for id in [1, 2, 3] { try context.insert(Checkpointed(id: id)) }
+        }
+        let records = (1...2_500).map { #"{"id": \#($0), "title": "title \#($0)"}"# }
+        let cut = "[" + records.joined(separator: ",\n") + ",\n{\"id\": 2501, \"title\": }]"
+        let decoder = StoreDecoder()
+        decoder.parallelDecodingThreshold = 0
+        try store.write { context in
+            #expect(throws: JSONSyntaxError.self) {
+                _ = try decoder.decode([Checkpointed].self, from: Data(cut.utf8), into: context)
+            }
+            #expect(context.registeredObjectCount == 0)
+            let count = try context.count(Checkpointed.self)
+            #expect(count == 3)
+        }
+        #expect(try RawDatabase(path).rows("SELECT id, title FROM Checkpointed ORDER BY id") == [["1", ""], ["2", ""], ["3", ""]])
+        // The same document, well-formed, decodes whole (and the hook's queries wrote along the way).
+        let whole = "[" + records.joined(separator: ",\n") + "]"
+        try store.write { _ = try decoder.decode([Checkpointed].self, from: Data(whole.utf8), into: $0) }
+        #expect(try RawDatabase(path).value("SELECT count(*) FROM Checkpointed WHERE title <> ''") == "2500")
     }
 
     /// A wrong type in record 10 and a syntax error near the end: on one thread the document is parsed before
