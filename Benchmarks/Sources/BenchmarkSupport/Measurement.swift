@@ -27,6 +27,14 @@ public func processCPUSeconds() -> Double {
     return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
+/// Runs `body`, returning its result with the wall time and the CPU time (all threads) it took, in seconds.
+public func measured<T>(_ body: () throws -> T) rethrows -> (value: T, seconds: Double, cpu: Double) {
+    let clock = ContinuousClock()
+    let (start, cpu) = (clock.now, processCPUSeconds())
+    let value = try body()
+    return (value, seconds(clock.now - start), processCPUSeconds() - cpu)
+}
+
 /// A duration in seconds.
 public func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18

@@ -89,12 +89,7 @@ struct ParallelArrayDecoding: EntityArrayDecoding {
     private func decode<Element: EntityObject>(
         _ records: [JSONRecord], _ mapping: EntityMapping, into result: inout [Element]
     ) throws {
-        let items = records.map { record in
-            let impl = StoreDecoderImpl(
-                source: JSONTapeView(tape: record.tape), node: record.tape.root,
-                path: CodingPathNode.root.appending(index: record.index), session: session)
-            return (impl, record.tape.root)
-        }
+        let items = records.map { StoreDecoderImpl.item(for: $0, session) }
         try StoreDecoderImpl.prefetch(mapping, items, context: session.context)
         result.reserveCapacity(result.count + items.count)
         for (impl, root) in items {

@@ -375,6 +375,15 @@ extension StoreDecoderImpl {
         return result
     }
 
+    /// A decoder for one record of a ``JSONRecordStream`` (its coding paths start with the record's index), and
+    /// the record's root value: what the importer and ``ParallelArrayDecoding`` decode batches of.
+    static func item(for record: JSONRecord, _ session: DecodingSession) -> (StoreDecoderImpl, Node) {
+        let impl = StoreDecoderImpl(
+            source: JSONTapeView(tape: record.tape), node: record.tape.root,
+            path: CodingPathNode.root.appending(index: record.index), session: session)
+        return (impl, record.tape.root)
+    }
+
     /// Looks up, with one query per entity, every identity that decoding these elements will need.
     func prefetchIdentities(_ mapping: EntityMapping, _ elements: [Node]) throws {
         try Self.prefetch(mapping, elements.map { (self, $0) }, context: context)

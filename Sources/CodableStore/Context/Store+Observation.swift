@@ -1,4 +1,3 @@
-
 /// An entity's stored values as a `Sendable` value: what reads and observations hand across tasks.
 ///
 /// ```swift

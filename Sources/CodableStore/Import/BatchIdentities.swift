@@ -45,12 +45,7 @@ final class IdentityCollector: @unchecked Sendable {
     }
 
     func identities(of records: [JSONRecord]) -> BatchIdentities {
-        let items = records.map { record in
-            let impl = StoreDecoderImpl(
-                source: JSONTapeView(tape: record.tape), node: record.tape.root,
-                path: CodingPathNode.root.appending(index: record.index), session: session)
-            return (impl, record.tape.root)
-        }
+        let items = records.map { StoreDecoderImpl.item(for: $0, session) }
         return BatchIdentities(StoreDecoderImpl.collectKeys(mapping, items, model: session.model))
     }
 }

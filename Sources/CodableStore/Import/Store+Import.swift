@@ -312,7 +312,7 @@ private final class Importer {
 
     func prepare(_ records: [JSONRecord], _ writer: WriteBehind, _ collected: BatchIdentities?) throws -> Prepared {
         let session = DecodingSession(context: context, options: options.decoder.options)
-        let items = records.map { decoder(for: $0, session) }
+        let items = records.map { StoreDecoderImpl.item(for: $0, session) }
         let identities = collected ?? BatchIdentities(StoreDecoderImpl.collectKeys(mapping, items, model: model))
         let keys = identities.all
         // The batch's own entity first: the writer also loads the join-table memberships of its stored rows,
@@ -345,14 +345,6 @@ private final class Importer {
         let lookup = WriteBehind.Lookup(keys: requested, memberships: memberships)
         try writer.requestLookup(lookup)
         return Prepared(session: session, items: items, keys: keys, lookup: lookup)
-    }
-
-    /// A decoder for one record, and the record's root value.
-    func decoder(for record: JSONRecord, _ session: DecodingSession) -> (StoreDecoderImpl, JSONTape.Index) {
-        let impl = StoreDecoderImpl(
-            source: JSONTapeView(tape: record.tape), node: record.tape.root,
-            path: CodingPathNode.root.appending(index: record.index), session: session)
-        return (impl, record.tape.root)
     }
 
     /// Tells the progress callback how far the import got.
@@ -426,7 +418,7 @@ private final class Importer {
                         try context.adoptLookup(prepared.lookup)
                     } else {
                         for (position, record) in batch.enumerated() where !excluded.contains(position) {
-                            items.append(decoder(for: record, session))
+                            items.append(StoreDecoderImpl.item(for: record, session))
                             positions.append(position)
                         }
                     }

@@ -32,9 +32,7 @@ import Testing
         let expected = try store.write { context in
             let mapping = try context.model.mapping(for: GitIssue.self)
             let session = DecodingSession(context: context, options: options)
-            let items = records.map { record in
-                (StoreDecoderImpl(source: JSONTapeView(tape: record.tape), node: record.root, path: .root, session: session), record.root)
-            }
+            let items = records.map { StoreDecoderImpl.item(for: $0, session) }
             return StoreDecoderImpl.collectKeys(mapping, items, model: context.model).map { $0.map(\.values) }
         }
         let model = try StoreModel(entities: issueEntities)
