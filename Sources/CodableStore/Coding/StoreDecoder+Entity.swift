@@ -82,11 +82,34 @@ extension StoreDecoderImpl {
     }
 
     /// A field's value in a JSON object, with the path to it built only when an error needs it.
+    ///
+    /// It holds no reference (a single key's path is made from the object's path and the mapping's key), so
+    /// making and dropping one per field costs no reference counting.
     struct FieldValue {
         let node: Node
-        let parent: CodingPathNode
-        let key: String?
-        var path: CodingPathNode { key.map { parent.appending($0) } ?? parent }
+        /// The field's index, whose single JSON key follows the object's path.
+        let index: Int
+        /// The whole path, when it is not the object's path and the field's single key (a key path, a
+        /// reference's element).
+        let fullPath: CodingPathNode?
+
+        init(node: Node, index: Int) {
+            self.node = node
+            self.index = index
+            self.fullPath = nil
+        }
+
+        init(node: Node, path: CodingPathNode) {
+            self.node = node
+            self.index = -1
+            self.fullPath = path
+        }
+
+        /// The path to the value, from the path of the object holding it.
+        func path(in object: CodingPathNode, _ mapping: EntityMapping) -> CodingPathNode {
+            if let fullPath { return fullPath }
+            return object.appending(mapping.singleJSONKeys[index]!.string)
+        }
     }
 
     /// The value of field `index` in a JSON object, or nil when its key (or a key on its key path) is missing.
@@ -96,13 +119,13 @@ extension StoreDecoderImpl {
     ) throws -> FieldValue? {
         if session.usesDefaultKeys, let key = mapping.singleJSONKeys[index] {
             guard let node = source.member(object, key: key, hint: &hint) else { return nil }
-            return FieldValue(node: node, parent: path, key: key.string)
+            return FieldValue(node: node, index: index)
         }
         guard mapping.jsonKeys[index] != nil else { return nil }
         guard let keyPath = mapping.description.codingKeyPaths[index],
             let (node, fullPath) = try fieldNode(object, keyPath, path)
         else { return nil }
-        return FieldValue(node: node, parent: fullPath, key: nil)
+        return FieldValue(node: node, path: fullPath)
     }
 
     /// The node of field `index` when the JSON object has it, ignoring malformed key paths (for the prefetch
@@ -114,23 +137,35 @@ extension StoreDecoderImpl {
 
     /// Decodes an attribute's JSON value as stored. Common types are read straight from the tape; others go
     /// through their `Decodable` conformance.
-    func decodeAttributeValue(_ attribute: AttributeDescription, _ value: FieldValue) throws -> SQLiteValue {
+    func decodeAttributeValue(
+        _ attribute: AttributeDescription, _ value: FieldValue, in objectPath: CodingPathNode, _ mapping: EntityMapping
+    ) throws -> SQLiteValue {
         let node = value.node
         let fastKind = attribute.fastKind
         if fastKind == .other {
-            return try with(node: node, path: value.path) { try attribute.decodeSQLiteValue(self) }
+            return try with(node: node, path: value.path(in: objectPath, mapping)) { try attribute.decodeSQLiteValue(self) }
         }
-        if source.kind(node) == .null {
+        let kind = source.kind(node)
+        // The common case first, without forming the path (an autoclosure capturing it costs two reference
+        // counting operations per attribute): the checked calls below report the errors.
+        switch (fastKind, kind) {
+        case (.int, .number): if let integer = source.int64(node) { return .integer(integer) }
+        case (.double, .number): if let real = source.double(node) { return .real(real) }
+        case (.string, .string): return .text(source.string(node))
+        case (.bool, .bool): return .integer(source.bool(node) ? 1 : 0)
+        default: break
+        }
+        if kind == .null {
             if attribute.isOptional { return .null }
-            throw valueNotFound(attribute.valueType, value.path)
+            throw valueNotFound(attribute.valueType, value.path(in: objectPath, mapping))
         }
         switch fastKind {
-        case .int: return .integer(Int64(try unwrapInteger(node, value.path) as Int))
-        case .double: return .real(try unwrapFloatingPoint(node, value.path) as Double)
-        case .string: return .text(try unwrapString(node, value.path))
-        case .bool: return .integer(try unwrapBool(node, value.path) ? 1 : 0)
-        case .date: return .real(try unwrapDate(node, value.path).timeIntervalSince1970)
-        case .other: return try with(node: node, path: value.path) { try attribute.decodeSQLiteValue(self) }
+        case .int: return .integer(Int64(try unwrapInteger(node, value.path(in: objectPath, mapping)) as Int))
+        case .double: return .real(try unwrapFloatingPoint(node, value.path(in: objectPath, mapping)) as Double)
+        case .string: return .text(try unwrapString(node, value.path(in: objectPath, mapping)))
+        case .bool: return .integer(try unwrapBool(node, value.path(in: objectPath, mapping)) ? 1 : 0)
+        case .date: return .real(try unwrapDate(node, value.path(in: objectPath, mapping)).timeIntervalSince1970)
+        case .other: return try with(node: node, path: value.path(in: objectPath, mapping)) { try attribute.decodeSQLiteValue(self) }
         }
     }
 
@@ -142,7 +177,7 @@ extension StoreDecoderImpl {
             guard let value = try field(node, mapping, attribute.index, path, &hint), source.kind(value.node) != .null else {
                 throw missingIdentity(mapping, node, path)
             }
-            return Context.IdentityKey(single: try decodeAttributeValue(attribute, value))
+            return Context.IdentityKey(single: try decodeAttributeValue(attribute, value, in: path, mapping))
         }
         var values: [SQLiteValue] = []
         values.reserveCapacity(description.identity.count)
@@ -151,7 +186,7 @@ extension StoreDecoderImpl {
             guard let value = try field(node, mapping, index, path, &hint), source.kind(value.node) != .null else {
                 throw missingIdentity(mapping, node, path)
             }
-            values.append(try decodeAttributeValue(attribute, value))
+            values.append(try decodeAttributeValue(attribute, value, in: path, mapping))
         }
         return Context.IdentityKey(values)
     }
@@ -185,7 +220,7 @@ extension StoreDecoderImpl {
                 continue
             }
             if let node, let value = try field(node, mapping, attribute.index, path, &hint) {
-                values[attribute.index] = try decodeAttributeValue(attribute, value)
+                values[attribute.index] = try decodeAttributeValue(attribute, value, in: path, mapping)
             } else if let defaultValue = attribute.defaultValue {
                 values[attribute.index] = defaultValue
             } else if !attribute.isOptional {
@@ -231,10 +266,10 @@ extension StoreDecoderImpl {
             if let include, !include(attribute.name) { continue }
             guard let value = try field(node, mapping, attribute.index, path, &hint) else { continue }
             if attribute.fastKind == .other {
-                try with(node: value.node, path: value.path) { try attribute.decodeAndAssign(object, self) }
+                try with(node: value.node, path: value.path(in: path, mapping)) { try attribute.decodeAndAssign(object, self) }
                 continue
             }
-            let new = try decodeAttributeValue(attribute, value)
+            let new = try decodeAttributeValue(attribute, value, in: path, mapping)
             if attribute.value(of: object) != new {
                 try attribute.writeValue(object, new)
                 object.entityState.didChange(object, attribute.index)
@@ -256,7 +291,7 @@ extension StoreDecoderImpl {
                 let relationship = mapping.relationships[relationshipDescription.index]
             else { continue }
             let valueNode = value.node
-            let valuePath = value.path
+            let valuePath = value.path(in: path, mapping)
             let destination = context.model.mappings[relationship.destination]
             let kind = source.kind(valueNode)
             if relationshipDescription.kind == .toOne {
@@ -338,7 +373,7 @@ extension StoreDecoderImpl {
             }
             var values: [SQLiteValue] = []
             for (offset, (attribute, element)) in zip(attributes, elements).enumerated() {
-                values.append(try decodeAttributeValue(attribute, FieldValue(node: element, parent: path.appending(index: offset), key: nil)))
+                values.append(try decodeAttributeValue(attribute, FieldValue(node: element, path: path.appending(index: offset)), in: path, mapping))
             }
             return Context.IdentityKey(values)
         case .array:
@@ -352,7 +387,7 @@ extension StoreDecoderImpl {
                         codingPath: path.path,
                         debugDescription: "Expected a reference to \(mapping.name) as an object or an array of its \(attributes.count) identity values but found \(source.kind(node).foundationDescription) instead."))
             }
-            return Context.IdentityKey(single: try decodeAttributeValue(attributes[0], FieldValue(node: node, parent: path, key: nil)))
+            return Context.IdentityKey(single: try decodeAttributeValue(attributes[0], FieldValue(node: node, path: path), in: path, mapping))
         }
     }
 

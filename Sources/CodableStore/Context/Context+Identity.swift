@@ -136,8 +136,7 @@ extension Context {
     }
 
     /// Whether an indexed object still answers to `key`: inserted or stored, and not re-identified since.
-    private func isCurrent(_ object: any EntityObject, _ key: IdentityKey, _ entity: Int) -> Bool {
-        let state = object.entityState
+    private func isCurrent(_ object: any EntityObject, _ state: EntityState, _ key: IdentityKey, _ entity: Int) -> Bool {
         return (state.status == .inserted || state.status == .persistent)
             && (!state.identityMayHaveChanged || identityKey(of: object, model.mappings[entity]) == key)
     }
@@ -149,8 +148,9 @@ extension Context {
         guard let index = identityIndexes[entity] else { return (nil, false) }
         switch index.entries[key] {
         case .object(let object):
-            if isCurrent(object, key, entity) {
-                stamp(object.entityState)
+            let state = object.entityState
+            if isCurrent(object, state, key, entity) {
+                stamp(state)
                 return (object, true)
             }
             // Its identity changed, or it was deleted: the store decides.
@@ -184,7 +184,7 @@ extension Context {
                 case .missing:
                     return false
                 case .object(let object):
-                    if isCurrent(object, key, entity) { return false }
+                    if isCurrent(object, object.entityState, key, entity) { return false }
                     entry = .missing
                     return true
                 }

@@ -40,8 +40,21 @@ extension Context {
             throw error
         }
         guard hasChanges else { return }
-        for object in insertedObjects { touchedEntities.insert(object.entityState.entityIndex) }
-        for object in updatedObjects { touchedEntities.insert(object.entityState.entityIndex) }
+        // One read of each object's state; a plan handed to a writer thread keeps its objects (see
+        // `retireObjects()`): they are stamped with this generation.
+        let stamping = writeBehind != nil
+        var touched = Array(repeating: false, count: model.mappings.count)
+        for object in insertedObjects {
+            let state = object.entityState
+            touched[state.entityIndex] = true
+            if stamping { state.generation = generation }
+        }
+        for object in updatedObjects {
+            let state = object.entityState
+            touched[state.entityIndex] = true
+            if stamping { state.generation = generation }
+        }
+        for (entity, isTouched) in touched.enumerated() where isTouched { touchedEntities.insert(entity) }
         for (entity, _) in deletedObjects { touchedEntities.insert(entity) }
         for change in linkChanges {
             touchedEntities.insert(model.joinTables[change.table].source)
@@ -53,8 +66,6 @@ extension Context {
             precondition(!isSharingConnection, "a save while holding the shared connection")
             var plan = WritePlan()
             writeSteps { plan.steps.append($0) }
-            for object in insertedObjects { stamp(object.entityState) }
-            for object in updatedObjects { stamp(object.entityState) }
             try writeBehind.enqueue(plan)
             // A deleted object is not held, so its row must be gone before the next lookup (imports rarely
             // delete: only a decoding hook can).
@@ -116,9 +127,10 @@ extension Context {
     /// is correct; parents go first (``StoreModel/insertOrder``) because a child row inserted before its
     /// parent costs a deferred violation, and the parent's insert then a search of the child table.
     private func planInserts(_ emit: (WritePlan.Step) throws -> Void) rethrows {
-        var byEntity: [[any EntityObject]] = Array(repeating: [], count: model.mappings.count)
-        for object in insertedObjects where object.entityState.status == .inserted {
-            byEntity[object.entityState.entityIndex].append(object)
+        var byEntity: [[(object: any EntityObject, rowID: Int64)]] = Array(repeating: [], count: model.mappings.count)
+        for object in insertedObjects {
+            let state = object.entityState
+            if state.status == .inserted { byEntity[state.entityIndex].append((object, state.rowID)) }
         }
         for entity in model.insertOrder where !byEntity[entity].isEmpty {
             let objects = byEntity[entity]
@@ -131,8 +143,8 @@ extension Context {
                 let rows = objects.count - start >= rowsPerStatement ? rowsPerStatement : 1
                 var values: [SQLiteValue] = []
                 values.reserveCapacity(rows * width)
-                for object in objects[start..<(start + rows)] {
-                    values.append(.integer(object.entityState.rowID))
+                for (object, rowID) in objects[start..<(start + rows)] {
+                    values.append(.integer(rowID))
                     for column in mapping.insertBinders {
                         switch column {
                         case .attribute(let read): values.append(read(object))
@@ -156,10 +168,11 @@ extension Context {
             let state = object.entityState
             if state.unloadedRelationships.contains(relationship.index), let rowID = state.foreignKeys[relationship.index] {
                 return .integer(rowID)
-            } else if let destination = relationship.getOne(object),
-                destination.entityState.status == .inserted || destination.entityState.status == .persistent
-            {
-                return .integer(destination.entityState.rowID)
+            } else if let destination = relationship.getOne(object) {
+                let destinationState = destination.entityState
+                if destinationState.status == .inserted || destinationState.status == .persistent {
+                    return .integer(destinationState.rowID)
+                }
             }
             return .null
         case .order:

@@ -156,16 +156,17 @@ public final class Context {
             // Room for as many objects as the generation ending had: the next one is filled to about as many, and
             // growing a dictionary rehashes it (a tenth of the hashing of a re-import, counted with callgrind).
             var kept = [Int64: any EntityObject](minimumCapacity: registries[entity].count)
+            // Detaching a retired object changes only its own relationships, and forgetting changes only the kept
+            // object's: one pass does both, reading each state once.
             for (rowID, object) in registries[entity] {
-                if object.entityState.generation == ending {
+                let state = object.entityState
+                if state.generation == ending {
                     kept[rowID] = object
+                    state.isCarriedOver = true
+                    if mapping.hasRelationships { forgetRetiredDestinations(object, state, mapping, ending) }
                 } else {
-                    detach(object, mapping)
+                    detach(object, state, mapping)
                 }
-            }
-            for object in kept.values {
-                object.entityState.isCarriedOver = true
-                if mapping.hasRelationships { forgetRetiredDestinations(object, mapping, ending) }
             }
             registries[entity] = kept
             if let index = identityIndexes[entity] {
@@ -186,8 +187,7 @@ public final class Context {
     /// Makes the relationships of a kept object that reach a retired object unloaded, as if just read from
     /// the store; relationships among kept objects stay as they are (an issue's labels and user, kept because
     /// the next batch used them too).
-    private func forgetRetiredDestinations(_ object: any EntityObject, _ mapping: EntityMapping, _ ending: Int) {
-        let state = object.entityState
+    private func forgetRetiredDestinations(_ object: any EntityObject, _ state: EntityState, _ mapping: EntityMapping, _ ending: Int) {
         for case let relationship? in mapping.relationships {
             let field = relationship.description.index
             if state.unloadedRelationships.contains(field) { continue }
@@ -261,7 +261,11 @@ public final class Context {
     }
 
     private func detach(_ object: any EntityObject, _ mapping: EntityMapping) {
-        object.entityState.context = nil
+        detach(object, object.entityState, mapping)
+    }
+
+    private func detach(_ object: any EntityObject, _ state: EntityState, _ mapping: EntityMapping) {
+        state.context = nil
         guard mapping.hasRelationships else { return }
         for case let relationship? in mapping.relationships {
             relationship.description.setMany(object, [])
