@@ -37,7 +37,7 @@ extension StoreDecoderImpl {
         } else {
             object = try createEntity(mapping, node, path, stubIdentity: nil, identity: key)
         }
-        if session.touched != nil { session.touched![mapping.index, default: []].insert(ObjectIdentifier(object)) }
+        if session.isCounting { session.countDecoded(object.entityState, entity: mapping.index) }
         if mapping.hasCustomDecoding, let custom = object as? any EntityCustomDecoding {
             try with(node: node, path: path) { try custom.initialize(from: self) }
         } else {
@@ -153,6 +153,7 @@ extension StoreDecoderImpl {
         case (.double, .number): if let real = source.double(node) { return .real(real) }
         case (.string, .string): return .text(source.string(node))
         case (.bool, .bool): return .integer(source.bool(node) ? 1 : 0)
+        case (.date, .string): if session.datesAreISO8601, let seconds = iso8601Seconds(node) { return .real(seconds) }
         default: break
         }
         if kind == .null {
@@ -269,11 +270,26 @@ extension StoreDecoderImpl {
                 try with(node: value.node, path: value.path(in: path, mapping)) { try attribute.decodeAndAssign(object, self) }
                 continue
             }
+            let current = attribute.value(of: object)
+            // An unchanged string is compared in the tape's bytes: no String is made (and validated) for it.
+            if attribute.fastKind == .string, case .text(let text) = current, source.kind(value.node) == .string,
+                source.tape.withUTF8(at: value.node, { Self.utf8(of: text, equals: $0) }) == true
+            {
+                continue
+            }
             let new = try decodeAttributeValue(attribute, value, in: path, mapping)
-            if attribute.value(of: object) != new {
+            if current != new {
                 try attribute.writeValue(object, new)
                 object.entityState.didChange(object, attribute.index)
             }
+        }
+    }
+
+    /// Whether a string's UTF-8 is these bytes (SQLite's equality, and ``SQLiteValue``'s).
+    static func utf8(of text: String, equals bytes: UnsafeRawBufferPointer) -> Bool {
+        var text = text
+        return text.withUTF8 { utf8 in
+            utf8.count == bytes.count && (utf8.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, utf8.count) == 0)
         }
     }
 
@@ -284,6 +300,7 @@ extension StoreDecoderImpl {
         _ include: ((String) -> Bool)? = nil
     ) throws {
         let description = mapping.description
+        let context = self.context  // once: each read of the session's context is a retain and a release
         var hint = JSONTape.LookupHint()
         for relationshipDescription in description.relationships {
             if let include, !include(relationshipDescription.name) { continue }
@@ -314,7 +331,7 @@ extension StoreDecoderImpl {
                         members.append(member)
                     }
                 }
-                if case .append = session.options.toManyPolicy {
+                if session.appendsToMany {
                     members = context.loadToMany(object, relationship) + members
                 }
                 context.setToMany(object, relationship, members)

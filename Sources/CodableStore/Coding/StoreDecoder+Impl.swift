@@ -206,9 +206,7 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
             return Date(timeIntervalSince1970: (try unwrapFloatingPoint(node, path()) as Double) / 1000)
         case .iso8601:
             try check(node, .string, String.self, path())
-            // Parsed from the tape's bytes: no String for a value that is read once.
-            let parsed = source.tape.withUTF8(at: node) { ISO8601.parse($0.assumingMemoryBound(to: UInt8.self)) }
-            guard let seconds = parsed ?? nil else {
+            guard let seconds = iso8601Seconds(node) else {
                 throw DecodingError.dataCorrupted(
                     DecodingError.Context(codingPath: path().path, debugDescription: "Expected date string to be ISO8601-formatted."))
             }
@@ -223,6 +221,11 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
         case .custom(let decode):
             return try with(node: node, path: path()) { try decode(self) }
         }
+    }
+
+    /// The ISO 8601 date of a string node, parsed from the tape's bytes (no String for a value read once).
+    func iso8601Seconds(_ node: Node) -> Double? {
+        source.tape.withUTF8(at: node) { ISO8601.parse($0.assumingMemoryBound(to: UInt8.self)) } ?? nil
     }
 
     func unwrapData(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> Data {

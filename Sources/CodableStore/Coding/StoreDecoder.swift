@@ -180,11 +180,43 @@ final class DecodingSession {
     let options: StoreDecoder.Options
     /// Converted keys, per raw key, when a key strategy is set.
     var convertedKeys: [String: String] = [:]
-    /// When set, the objects decoded (per entity index), for the importer's "unchanged" count.
-    var touched: [Int: Set<ObjectIdentifier>]?
+    /// When counting, the number of distinct objects decoded per entity index (the importer's "unchanged"
+    /// count): each object is marked with the session's mark rather than kept in a set, which hashed every
+    /// decoded object.
+    private(set) var decodedCounts: [Int]?
+    private(set) var isCounting = false
+    private var countMark = 0
+
+    /// Marks unique in the process, so that no object carries a new session's mark from an earlier one.
+    private final class MarkCounter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var last = 0
+        func next() -> Int { lock.withLock { last += 1; return last } }
+    }
+    private static let marks = MarkCounter()
+
+    /// Starts counting the objects decoded from now on.
+    func startCounting() {
+        decodedCounts = Array(repeating: 0, count: model.mappings.count)
+        isCounting = true
+        countMark = Self.marks.next()
+    }
+
+    /// Counts a decoded object once (when ``isCounting``).
+    func countDecoded(_ state: EntityState, entity: Int) {
+        guard state.decodeMark != countMark else { return }
+        state.decodeMark = countMark
+        decodedCounts![entity] += 1
+    }
 
     /// Whether JSON keys are used as they are (no key strategy): field lookups then use precomputed keys.
     let usesDefaultKeys: Bool
+    // Options read for every value, kept apart: reading them through `options` copies the whole struct (its
+    // dictionary, formatters and closures), fourteen reference counting operations per date.
+    /// Whether dates are ISO 8601 strings, parsed from the tape's bytes.
+    let datesAreISO8601: Bool
+    /// Whether decoded to-many members are appended to the stored ones rather than replacing them.
+    let appendsToMany: Bool
 
     convenience init(context: Context, options: StoreDecoder.Options) {
         self.init(context: context, model: context.model, options: options)
@@ -200,6 +232,8 @@ final class DecodingSession {
         self.model = model
         self.options = options
         if case .useDefaultKeys = options.keyDecodingStrategy { usesDefaultKeys = true } else { usesDefaultKeys = false }
+        if case .iso8601 = options.dateDecodingStrategy { datesAreISO8601 = true } else { datesAreISO8601 = false }
+        if case .append = options.toManyPolicy { appendsToMany = true } else { appendsToMany = false }
     }
 
     /// The key a JSON key matches under the key strategy.

@@ -401,7 +401,7 @@ private final class Importer {
         if options.commitEveryBatch { try connection.execute(sql: "BEGIN IMMEDIATE TRANSACTION") }
         var excluded = Set<Int>()
         while true {
-            var touched: [Int: Int] = [:]
+            var decoded: [Int] = []
             let before = context.writeCounts
             do {
                 // Only the skip policy needs a batch it can roll back alone; under the stop policy a failure
@@ -409,7 +409,7 @@ private final class Importer {
                 // batch touches into a statement journal (10x the file writes of the import itself).
                 func decodeAndSave() throws {
                     let session = prepared?.session ?? DecodingSession(context: context, options: options.decoder.options)
-                    session.touched = [:]
+                    session.startCounting()
                     var items: [(StoreDecoderImpl, JSONTape.Index)] = []
                     var positions: [Int] = []
                     if let prepared {
@@ -431,7 +431,7 @@ private final class Importer {
                             throw locate(error, batch[position])
                         }
                     }
-                    touched = (session.touched ?? [:]).mapValues(\.count)
+                    decoded = session.decodedCounts ?? []
                     try context.flush(usingSavepoint: false)  // inside the batch's savepoint, or the transaction's
                 }
                 if options.failurePolicy == .skip {
@@ -461,7 +461,7 @@ private final class Importer {
             }
             // Objects decoded with nothing to write: decoded objects minus rows written (stubs, inserted
             // without being decoded, make this a lower bound).
-            for (entity, decoded) in touched {
+            for (entity, decoded) in decoded.enumerated() where decoded > 0 {
                 let name = model.mappings[entity].name
                 let written = (context.writeCounts[entity]?.inserted ?? 0) - (before[entity]?.inserted ?? 0)
                     + (context.writeCounts[entity]?.updated ?? 0) - (before[entity]?.updated ?? 0)

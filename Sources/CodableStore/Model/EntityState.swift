@@ -50,6 +50,8 @@ public final class EntityState {
     /// Whether the object was kept from an earlier generation of a context writing behind: rows of its
     /// relationships may still be waiting for the writer, so loading them waits for the writer first.
     @exclusivity(unchecked) var isCarriedOver = false
+    /// The mark of the counting ``DecodingSession`` that last decoded the object (``DecodingSession/countDecoded(_:entity:)``).
+    @exclusivity(unchecked) var decodeMark = 0
 
     /// Whether the object is stored or inserted and has unsaved changes.
     public var hasChanges: Bool { status == .inserted || status == .deleted || !changedFields.isEmpty }
