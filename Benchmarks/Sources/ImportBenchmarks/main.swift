@@ -132,7 +132,14 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
         var options = ImportOptions(decoder: referenceDecoder())
         // IMPORT_BENCH_BATCH=N: another batch size than the default, to compare.
         if let size = ProcessInfo.processInfo.environment["IMPORT_BENCH_BATCH"].flatMap({ Int($0) }) { options.batchSize = size }
-        records = try database.importJSON(Issue.self, from: .file(dump), options: options).recordsRead
+        let report = try database.importJSON(Issue.self, from: .file(dump), options: options)
+        records = report.recordsRead
+        // IMPORT_BENCH_CPU=1: each thread's CPU time (the import is bound by the cores, or by its longest thread).
+        if ProcessInfo.processInfo.environment["IMPORT_BENCH_CPU"] != nil, let cpu = report.cpu {
+            FileHandle.standardError.write(Data(String(
+                format: "cpu: reading %.2f s, decoding %.2f s, writing %.2f s (wall %.2f s)\n",
+                cpu.reading, cpu.decoding, cpu.writing, report.duration).utf8))
+        }
     default:
         fatalError("unknown contender")
     }

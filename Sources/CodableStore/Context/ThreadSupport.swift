@@ -76,6 +76,13 @@ final class Monitor: @unchecked Sendable {
     func broadcast() { pthread_cond_broadcast(condition) }
 }
 
+/// The CPU time the calling thread has used, in seconds.
+func threadCPUSeconds() -> Double {
+    var time = timespec()
+    guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time) == 0 else { return 0 }
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+}
+
 /// A joinable POSIX thread running a closure.
 struct JoinableThread {
     #if canImport(Glibc)
@@ -83,14 +90,21 @@ struct JoinableThread {
     #else
     private let thread: pthread_t?
     #endif
+    private let job: Job
+
+    /// `@unchecked Sendable`: `cpuSeconds` is written by the thread as it ends and read after `pthread_join`,
+    /// which orders the two.
+    private final class Job: @unchecked Sendable {
+        let body: @Sendable () -> Void
+        var cpuSeconds = 0.0
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
 
     /// Starts `body` on a new thread; throws the `pthread_create` status when it fails.
     init(_ body: @escaping @Sendable () -> Void) throws(ThreadStartError) {
-        final class Job {
-            let body: @Sendable () -> Void
-            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-        }
-        let job = Unmanaged.passRetained(Job(body)).toOpaque()
+        let job = Job(body)
+        self.job = job
+        let argument = Unmanaged.passRetained(job).toOpaque()
         // Glibc's pthread_t is an integer; Darwin's and Musl's are pointers, imported as optionals here.
         #if canImport(Glibc)
         var created = pthread_t()
@@ -101,23 +115,27 @@ struct JoinableThread {
             &created, nil,
             { argument in
                 // Optional on Glibc and Musl, not on Darwin: the cast makes one spelling work on all of them.
-                Unmanaged<Job>.fromOpaque((argument as UnsafeMutableRawPointer?)!).takeRetainedValue().body()
+                let job = Unmanaged<Job>.fromOpaque((argument as UnsafeMutableRawPointer?)!).takeRetainedValue()
+                job.body()
+                job.cpuSeconds = threadCPUSeconds()
                 return nil
-            }, job)
+            }, argument)
         guard status == 0 else {
-            Unmanaged<Job>.fromOpaque(job).release()
+            Unmanaged<Job>.fromOpaque(argument).release()
             throw ThreadStartError(code: status)
         }
         thread = created
     }
 
-    /// Waits for the thread to end.
-    func join() {
+    /// Waits for the thread to end; returns the CPU time it used, in seconds.
+    @discardableResult
+    func join() -> Double {
         #if canImport(Glibc)
         pthread_join(thread, nil)
         #else
         if let thread { pthread_join(thread, nil) }
         #endif
+        return job.cpuSeconds
     }
 }
 

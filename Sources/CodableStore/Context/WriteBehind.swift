@@ -173,10 +173,13 @@ final class WriteBehind: @unchecked Sendable {
             queue.removeAll()
             monitor.broadcast()
         }
-        thread?.join()
+        if let thread { cpuSeconds += thread.join() }
         thread = nil
         statements.removeAll()
     }
+
+    /// The CPU time the writer thread used, in seconds, once ``finish()`` joined it.
+    private(set) var cpuSeconds = 0.0
 
     /// The writer thread: takes plans in order and runs their statements, each holding `access`.
     private func run() {

@@ -29,6 +29,24 @@ public struct ImportReport: Sendable, Codable, Equatable {
         public var reason: String
     }
 
+    /// Where the CPU time went, in seconds: the import runs up to three threads, so the parts may add up to more
+    /// than ``duration`` (on two cores, at most twice). A part far below ``duration`` waited for the others.
+    public struct CPUTime: Sendable, Codable, Equatable {
+        /// Reading the input and parsing it into records (the reader thread).
+        public var reading = 0.0
+        /// Decoding records into objects (the calling thread), and the final commit. Includes SQLite's work when
+        /// no writer thread ran (the skip policy, or a commit per batch).
+        public var decoding = 0.0
+        /// SQLite's work on the writer thread (the stop policy in one transaction); 0 when there was none.
+        public var writing = 0.0
+
+        public init(reading: Double = 0, decoding: Double = 0, writing: Double = 0) {
+            self.reading = reading
+            self.decoding = decoding
+            self.writing = writing
+        }
+    }
+
     public var recordsRead = 0
     public var recordsImported = 0
     public var recordsSkipped = 0
@@ -38,6 +56,9 @@ public struct ImportReport: Sendable, Codable, Equatable {
     public var skippedRecords: [SkippedRecord] = []
     /// Wall-clock seconds.
     public var duration = 0.0
+    /// CPU seconds per part of the import; nil in a report that was not made by an import (one decoded from
+    /// JSON written before this field existed).
+    public var cpu: CPUTime?
 
     public var recordsPerSecond: Double { duration > 0 ? Double(recordsRead) / duration : 0 }
     public var megabytesPerSecond: Double { duration > 0 ? Double(bytesRead) / 1_048_576 / duration : 0 }
@@ -51,6 +72,10 @@ public struct ImportReport: Sendable, Codable, Equatable {
                 + String(format: "%.2f s: %.0f records/s, %.1f MiB/s", duration, recordsPerSecond, megabytesPerSecond),
             "imported \(recordsImported), skipped \(recordsSkipped)",
         ]
+        if let cpu {
+            lines.append(
+                String(format: "CPU: reading %.2f s, decoding %.2f s, writing %.2f s", cpu.reading, cpu.decoding, cpu.writing))
+        }
         for name in entities.keys.sorted() {
             let counts = entities[name]!
             lines.append("  \(name): \(counts.inserted) inserted, \(counts.updated) updated, \(counts.unchanged) unchanged")

@@ -105,13 +105,16 @@ final class RecordPipeline: @unchecked Sendable {
 
     /// Stops the reader (if it still runs) and waits for its thread to end; safe to call more than once. A
     /// reader waiting for input notices within ``pollInterval``.
+    /// The CPU time the reader thread used, in seconds, once ``finish()`` joined it.
+    private(set) var cpuSeconds = 0.0
+
     func finish() {
         monitor.withLock {
             cancelled = true
             items.removeAll()
             monitor.broadcast()
         }
-        thread?.join()
+        if let thread { cpuSeconds += thread.join() }
         thread = nil
     }
 }

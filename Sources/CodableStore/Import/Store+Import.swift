@@ -83,6 +83,9 @@ private final class Importer {
     }
 
     func run(_ source: ImportSource) throws -> ImportReport {
+        let decodingCPUStart = threadCPUSeconds()
+        var readingCPU = 0.0
+        var writingCPU = 0.0
         let descriptor: Int32
         var path: String?
         switch source {
@@ -138,7 +141,10 @@ private final class Importer {
             // Reading and parsing run on a thread of their own (see RecordPipeline); batches come back here in
             // input order, and so do the reader's errors.
             let pipeline = RecordPipeline()
-            defer { pipeline.finish() }
+            defer {
+                pipeline.finish()
+                readingCPU = pipeline.cpuSeconds
+            }
             let batchSize = options.batchSize
             let input = path
             // Under the skip policy, a JSON Lines line that is not valid JSON is a skipped record; in an array, a
@@ -199,6 +205,7 @@ private final class Importer {
             if let writer {
                 try writer.drain()
                 writer.finish()
+                writingCPU = writer.cpuSeconds
                 context.writeBehind = nil
             }
             if !options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
@@ -217,6 +224,8 @@ private final class Importer {
         report.skippedRecords.sort { $0.index < $1.index }
         report.bytesRead = bytesRead
         report.duration = elapsed
+        report.cpu = ImportReport.CPUTime(
+            reading: readingCPU, decoding: threadCPUSeconds() - decodingCPUStart, writing: writingCPU)
         options.logger.info(
             "import finished",
             metadata: [

@@ -51,6 +51,31 @@ import Testing
         for result in results.dropFirst() { #expect(result == results[0]) }
     }
 
+    /// The report says where the CPU time went, per thread: each part is one thread's time, so none exceeds the
+    /// import's wall time (the process's CPU time could, on two cores).
+    @Test(arguments: [ImportOptions.FailurePolicy.stop, .skip])
+    func theReportSplitsTheCPUTimeByThread(policy: ImportOptions.FailurePolicy) throws {
+        let dump = try Self.dump(count: 2_000)
+        let store = try Store(path: TestStore.temporaryPath(), entities: issueEntities)
+        let report = try store.importJSON(GitIssue.self, from: .file(dump), options: Self.options(policy: policy))
+        let cpu = try #require(report.cpu)
+        #expect(cpu.reading > 0)
+        #expect(cpu.decoding > 0)
+        // Only the stop policy in one transaction writes on a thread of its own.
+        if policy == .stop { #expect(cpu.writing > 0) } else { #expect(cpu.writing == 0) }
+        for part in [cpu.reading, cpu.decoding, cpu.writing] { #expect(part <= report.duration + 0.01) }
+        #expect(report.summary.contains("CPU: reading "))
+        let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(report)) as? [String: Any]
+        let encoded = try #require(json?["cpu"] as? [String: Double])
+        #expect(Set(encoded.keys) == ["reading", "decoding", "writing"])
+        // A report written before the field existed still decodes.
+        var old = try #require(json)
+        old["cpu"] = nil
+        let decoded = try JSONDecoder().decode(ImportReport.self, from: JSONSerialization.data(withJSONObject: old))
+        #expect(decoded.cpu == nil)
+        #expect(decoded.recordsRead == report.recordsRead)
+    }
+
     /// A dump without repeated ids: a repeated id carries other values, which a re-import writes again
     /// when its occurrences fall in different batches (see the next test).
     @Test func reImportChangesNothingAndReportsEverythingUnchanged() throws {
