@@ -156,6 +156,64 @@ import Testing
         #expect(try raw.value("SELECT count(*) FROM Person_tags") == "0")
         #expect(try raw.value("SELECT count(*) FROM Tag") == "2")
     }
+
+    /// A save writes only the last change of each link: unlinks first, then the links in multi-row INSERTs. So a
+    /// link made and undone before the save writes nothing lasting, and one undone and made again stays.
+    @Test func onlyTheLastChangeOfALinkInASaveCounts() throws {
+        let path = TestStore.temporaryPath()
+        let log = StatementLog()
+        let store = try Store(path: path, entities: TestStore.entities, options: .init(statementObserver: log.observer))
+        try store.write { context in
+            let ada = Person(id: 1)
+            ada.tags = [Tag(id: 1, label: "a"), Tag(id: 2, label: "b")]
+            try context.insert(ada)
+        }
+        let raw = try RawDatabase(path)
+        let links = "SELECT t.id FROM Person_tags j JOIN Tag t ON t._pk = j.target ORDER BY t.id"
+        try store.write { context in
+            let ada = try #require(try context.object(Person.self, identity: 1))
+            let (a, b) = (try #require(try context.object(Tag.self, identity: 1)), try #require(try context.object(Tag.self, identity: 2)))
+            let c = Tag(id: 3, label: "c")
+            ada.tags = [a, c]  // unlink b, link c
+            ada.tags = [a, b]  // link b again, unlink c: b stays, c was never there
+        }
+        #expect(try raw.rows(links) == [["1"], ["2"]])
+        try store.write { context in
+            let ada = try #require(try context.object(Person.self, identity: 1))
+            let a = try #require(try context.object(Tag.self, identity: 1))
+            let d = Tag(id: 4, label: "d")
+            ada.tags = [a, d]  // unlink b, link d
+            ada.tags = [a]  // unlink d: only b's unlink is left
+        }
+        #expect(try raw.rows(links) == [["1"]])
+        #expect(try raw.value("SELECT count(*) FROM Tag") == "4")
+        // Links interleaved with unlinks still go in INSERTs of 32 rows.
+        try store.write { context in
+            for id in 2...100 { try context.insert(Person(id: id)) }
+        }
+        try store.write { context in
+            let tags = (10..<20).map { Tag(id: $0, label: "t\($0)") }
+            for tag in tags { try context.insert(tag) }
+            for id in 1...100 {
+                let person = try #require(try context.object(Person.self, identity: id))
+                person.tags = Set(tags[(id % 5)..<(id % 5 + 3)])
+            }
+        }
+        log.reset()
+        try store.write { context in
+            // Loaded first (a load writes pending changes), then replaced: each replacement unlinks two tags and
+            // links two, all in one save.
+            let tags = try (10..<20).map { try #require(try context.object(Tag.self, identity: $0)) }
+            let people = try (1...100).map { try #require(try context.object(Person.self, identity: $0)) }
+            for person in people { _ = person.tags.count }
+            for person in people { person.tags = Set(tags[(person.id % 5 + 2)..<(person.id % 5 + 5)]) }
+        }
+        let linkInserts = log.writes.filter { $0.hasPrefix("INSERT OR FAIL INTO \"Person_tags\"") }
+        #expect(linkInserts.count <= 200 / 32 + 32, "\(linkInserts.count) link INSERTs for 200 links")
+        #expect(try raw.value("SELECT count(*) FROM Person_tags") == "300")
+        #expect(log.writes.filter { $0.hasPrefix("DELETE FROM \"Person_tags\"") }.count == 200)
+        #expect(try raw.rows("SELECT count(*) FROM Person_tags j JOIN Person p ON p._pk = j.source WHERE p.id = 7") == [["3"]])
+    }
 }
 
 @Entity final class Article {
