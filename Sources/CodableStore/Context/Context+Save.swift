@@ -40,19 +40,18 @@ extension Context {
             throw error
         }
         guard hasChanges else { return }
-        // One read of each object's state; a plan handed to a writer thread keeps its objects (see
+        // One read of each object's state. A plan handed to a writer thread keeps its objects (see
         // `retireObjects()`): they are stamped with this generation.
-        let stamping = writeBehind != nil
         var touched = Array(repeating: false, count: model.mappings.count)
         for object in insertedObjects {
             let state = object.entityState
             touched[state.entityIndex] = true
-            if stamping { state.generation = generation }
+            stamp(state)
         }
         for object in updatedObjects {
             let state = object.entityState
             touched[state.entityIndex] = true
-            if stamping { state.generation = generation }
+            stamp(state)
         }
         for (entity, isTouched) in touched.enumerated() where isTouched { touchedEntities.insert(entity) }
         for (entity, _) in deletedObjects { touchedEntities.insert(entity) }
@@ -211,7 +210,6 @@ extension Context {
         }
     }
 
-    /// Link changes in order; a run of links to one table goes 32 rows per statement.
     /// The join-table changes: only the last change of each link counts (unlinking and linking again is linking, as
     /// an upsert; linking and unlinking again is unlinking), so the unlinks can go first and the links in multi-row
     /// INSERTs of ``JoinTable/linkBatchRows`` rows per table. In the order they were made, a decode that replaces

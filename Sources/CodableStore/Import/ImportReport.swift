@@ -30,7 +30,8 @@ public struct ImportReport: Sendable, Codable, Equatable {
     }
 
     /// Where the CPU time went, in seconds: the import runs up to three threads, so the parts may add up to more
-    /// than ``duration`` (on two cores, at most twice). A part far below ``duration`` waited for the others.
+    /// than ``duration`` (up to the number of cores times it). A part close to ``duration`` is the thread that
+    /// bounds the import; a part far below it waited for the others.
     public struct CPUTime: Sendable, Codable, Equatable {
         /// Reading the input and parsing it into records (the reader thread).
         public var reading = 0.0
