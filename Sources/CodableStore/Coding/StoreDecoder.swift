@@ -184,6 +184,8 @@ final class DecodingSession {
     /// count): each object is marked with the session's mark rather than kept in a set, which hashed every
     /// decoded object.
     private(set) var decodedCounts: [Int]?
+    /// `decodedCounts != nil`, kept as a flag: it is tested for every decoded object, and reading the optional
+    /// array there would retain and release it.
     private(set) var isCounting = false
     private var countMark = 0
 

@@ -123,10 +123,7 @@ extension Context {
             removed = old.filter { !newIDs.contains(ObjectIdentifier($0)) }
             added = new.filter { !oldIDs.contains(ObjectIdentifier($0)) }
         }
-        for member in added {
-            let memberState = member.entityState
-            if memberState.status == .transient { insertForRelationship(member) }
-        }
+        for member in added where member.entityState.status == .transient { insertForRelationship(member) }
         let inverse = relationship.inverseRelationship
         for member in removed {
             let memberState = member.entityState
@@ -135,19 +132,19 @@ extension Context {
             }
             if let inverse { unlinkInverse(member: member, memberState, inverse, owner: owner) }
         }
-        for member in added {
-            let memberState = member.entityState
-            if case .joinTable(let table, let ownerIsSource) = relationship.storage {
-                recordLink(table, state, memberState, ownerIsSource: ownerIsSource, isLink: true)
-            }
-            if let inverse { linkInverse(member: member, memberState, inverse, owner: owner) }
-        }
+        link(added, to: owner, state, relationship)
     }
 
     /// At insertion: relationships assigned while the object was transient.
     func connectMembers(_ members: [any EntityObject], of owner: any EntityObject, _ relationship: ResolvedRelationship) throws {
         for member in members where member.entityState.status == .transient { try insertObject(member) }
-        let state = owner.entityState
+        link(members, to: owner, owner.entityState, relationship)
+    }
+
+    /// Records the join rows of members added to `owner`'s relationship, and adds `owner` to their inverse side.
+    private func link(
+        _ members: [any EntityObject], to owner: any EntityObject, _ state: EntityState, _ relationship: ResolvedRelationship
+    ) {
         let inverse = relationship.inverseRelationship
         for member in members {
             let memberState = member.entityState
