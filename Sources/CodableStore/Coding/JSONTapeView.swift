@@ -21,6 +21,10 @@ struct JSONTapeView {
     // Conversions read the number's bytes in the tape: no String is made.
     func int64(_ node: JSONTape.Index) -> Int64? { (try? tape.int64(at: node)) ?? nil }
     func uint64(_ node: JSONTape.Index) -> UInt64? { (try? tape.uint64(at: node)) ?? nil }
+    /// The number as `T` when its value is an integer in `T`'s range; nil otherwise (never a rounded value).
+    func integer<T: FixedWidthInteger>(_ node: JSONTape.Index, as type: T.Type) -> T? {
+        (try? tape.integer(at: node, as: type)) ?? nil
+    }
     func double(_ node: JSONTape.Index) -> Double? {
         guard let value = (try? tape.double(at: node)) ?? nil, value.isFinite else { return nil }
         return value

@@ -147,16 +147,13 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
             DecodingError.Context(codingPath: path.path, debugDescription: "Parsed JSON number <\(text)> does not fit in \(type)."))
     }
 
+    /// An integer of type `T`, exactly: `1e2` and `100.0` are 100 (their value is an integer, as `JSONDecoder`
+    /// reads them), while `1.5`, `123456789012345678.9` and anything beyond `T`'s range are a `dataCorrupted`
+    /// error at the value's path. The conversion is computed on the decimal digits, never through `Double`, so
+    /// two distinct numbers never become one stored value.
     func unwrapInteger<T: FixedWidthInteger>(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> T {
         try check(node, .number, T.self, path())
-        if T.isSigned, let value = source.int64(node) {
-            if let exact = T(exactly: value) { return exact }
-        } else if !T.isSigned, let value = source.uint64(node) {
-            if let exact = T(exactly: value) { return exact }
-        } else if let value = source.double(node), value.rounded(.towardZero) == value, let exact = T(exactly: value) {
-            // `1e2` is the integer 100, as JSONDecoder reads it.
-            return exact
-        }
+        if let value = source.integer(node, as: T.self) { return value }
         throw numberDoesNotFit(source.numberText(node), T.self, path())
     }
 
