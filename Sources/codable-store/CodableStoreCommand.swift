@@ -11,11 +11,11 @@ struct CodableStoreCommand: ParsableCommand {
         abstract: "Import JSON API dumps into a SQLite store with identity upsert, and export them back.",
         subcommands: [ImportCommand.self, ExportCommand.self, GenerateCommand.self]
     )
+
+    static func main() {
+        StandardStreams.prepare()
+        main(nil)
+    }
 }
 
 extension ModelName: ExpressibleByArgument {}
-
-/// Writes a line to standard error.
-func printError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
-}

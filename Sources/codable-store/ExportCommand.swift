@@ -25,11 +25,14 @@ struct ExportCommand: ParsableCommand {
             let data = try database.read { context in
                 try ReferenceModel.encoder().encode(try context.fetch(Issue.self, orderBy: [.ascending(\.id)]))
             }
-            if let output {
-                try data.write(to: URL(fileURLWithPath: output))
-            } else {
-                FileHandle.standardOutput.write(data)
-                FileHandle.standardOutput.write(Data("\n".utf8))
+            let destination = try output.map { try Output.open(path: $0) } ?? .standardOutput
+            do {
+                try data.withUnsafeBytes { try destination.write($0) }
+                if output == nil { try destination.write("\n") }
+                try destination.close()
+            } catch {
+                try? destination.close()
+                throw error
             }
         } catch let error as ValidationError {
             throw error

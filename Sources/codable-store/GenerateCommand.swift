@@ -32,21 +32,25 @@ struct GenerateCommand: ParsableCommand {
     }
 
     func run() throws {
-        let handle: FileHandle
-        if let output {
-            guard FileManager.default.createFile(atPath: output, contents: nil) else {
-                throw ValidationError("cannot create '\(output)'")
-            }
-            handle = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-        } else {
-            handle = .standardOutput
+        let destination: Output
+        do {
+            destination = try output.map { try Output.open(path: $0) } ?? .standardOutput
+        } catch {
+            printError("error: \(error)")
+            throw ExitCode.failure
         }
-        defer { if output != nil { try? handle.close() } }
         var generator = IssueDumpGenerator(seed: seed, duplicateFraction: duplicates)
-        if jsonl {
-            try generator.writeLines(count: count) { try handle.write(contentsOf: $0) }
-        } else {
-            try generator.writeArray(count: count) { try handle.write(contentsOf: $0) }
+        do {
+            if jsonl {
+                try generator.writeLines(count: count) { try destination.write($0) }
+            } else {
+                try generator.writeArray(count: count) { try destination.write($0) }
+            }
+            try destination.close()
+        } catch {
+            try? destination.close()
+            printError("error: \(error)")
+            throw ExitCode.failure
         }
     }
 }

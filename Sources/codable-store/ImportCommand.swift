@@ -10,7 +10,8 @@ struct ImportCommand: ParsableCommand {
         discussion: """
             Shows a progress bar on a terminal (bytes, records, rate, ETA) and a plain progress line otherwise, on \
             standard error; prints the report on standard output. Exits with 0 on success, 1 on failure with a \
-            one-line error that says where in the input.
+            one-line error that says where in the input. Progress that cannot be written (a closed, full or broken \
+            standard error) is dropped; a report that cannot be written is a failure that says the import committed.
             """
     )
 
@@ -74,12 +75,18 @@ struct ImportCommand: ParsableCommand {
             throw ExitCode.failure
         }
         progress.finish()
-        if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            print(String(decoding: try encoder.encode(report), as: UTF8.self))
-        } else {
-            print(report.summary)
+        do {
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                try Output.standardOutput.write(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n")
+            } else {
+                try Output.standardOutput.write(report.summary + "\n")
+            }
+        } catch {
+            // The store has the data: say so, so that nobody imports it again to get the report.
+            printError("error: the import was committed (\(report.recordsImported) records), but its report could not be written: \(error)")
+            throw ExitCode.failure
         }
     }
 }
@@ -125,16 +132,25 @@ final class ProgressDisplay: @unchecked Sendable {
                 bar = "[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled) + "] "
                     + String(format: "%3.0f%% ", fraction * 100)
             }
-            FileHandle.standardError.write(Data(("\r\u{1B}[2K" + bar + text).utf8))
+            write("\r\u{1B}[2K" + bar + text)
             shown = true
         } else {
-            FileHandle.standardError.write(Data(("progress: " + text + "\n").utf8))
+            write("progress: " + text + "\n")
         }
     }
 
     /// Shows the last state if it was held back, and ends the bar's line.
     func finish() {
         if let pending { show(pending, force: true) }
-        if isTerminal, shown { FileHandle.standardError.write(Data("\n".utf8)) }
+        if isTerminal, shown { write("\n") }
+    }
+
+    /// Progress that cannot be written (a closed, full or broken standard error) is dropped, and the import goes
+    /// on; after the first failure, no more is tried.
+    private var isBroken = false
+
+    private func write(_ text: String) {
+        guard !isBroken else { return }
+        do { try Output.standardError.write(text) } catch { isBroken = true }
     }
 }
