@@ -113,6 +113,16 @@ public final class Store: Sendable {
     deinit {
         // Sequences of observations end when the store goes away, rather than waiting forever.
         observers.finishAll()
+        // Closing does not checkpoint (see `configure`). Instead, copy the WAL into the database and empty it
+        // now, without waiting for anyone: the next process to open the store, if it is the only one, rebuilds
+        // the WAL's index from the WAL, and other processes' readers get SQLITE_BUSY_RECOVERY while it does; an
+        // empty WAL makes that a matter of microseconds. A reader in the way leaves the work to later writers.
+        if !isInMemory {
+            try? writer.withConnection { connection in
+                connection.setBusyTimeout(0)
+                try connection.checkpoint(.truncate)
+            }
+        }
     }
 
     private static func configure(_ connection: Connection, options: Options) throws {
@@ -122,6 +132,9 @@ public final class Store: Sendable {
         // With WAL, NORMAL is durable against application crashes and keeps the database consistent on power loss.
         try connection.execute(sql: "PRAGMA synchronous = NORMAL")
         try connection.execute(sql: "PRAGMA cache_size = -\(max(options.cacheSizeKiB, 64))")
+        // Closing the last connection would otherwise checkpoint under an EXCLUSIVE lock, during which another
+        // process's reader without a busy timeout gets "database is locked".
+        try connection.setCheckpointsOnClose(false)
         try connection.registerCaseFolding()
         installTrace(on: connection, options: options)
     }
@@ -233,6 +246,7 @@ public final class Store: Sendable {
         if let box = readers.withLock({ $0.popLast() }) { return box }
         let connection = try Connection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout)
         try connection.execute(sql: "PRAGMA cache_size = -\(max(options.cacheSizeKiB / 4, 64))")
+        try connection.setCheckpointsOnClose(false)
         try connection.registerCaseFolding()
         Self.installTrace(on: connection, options: options)
         return ConnectionBox(connection)

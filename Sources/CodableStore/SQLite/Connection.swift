@@ -185,6 +185,52 @@ public final class Connection {
     /// Whether the main database was opened read-only (or fell back to read-only, as SQLite does when the
     /// file is not writable).
     public var isReadOnly: Bool { sqlite3_db_readonly(sqliteConnection, "main") == 1 }
+    /// Whether closing this connection, when it is the database's last one, checkpoints the WAL and deletes it
+    /// (SQLite's default: on).
+    ///
+    /// To do that, SQLite takes an EXCLUSIVE lock on the database file for the time of the checkpoint, and a
+    /// connection of another process that starts a read in that moment fails with `SQLITE_BUSY` ("database is
+    /// locked") unless it has a busy timeout. With this off, closing takes no lock: the WAL is checkpointed by
+    /// later writes (automatic checkpoints) or ``checkpoint()``, and its file stays next to the database.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/c3ref/c_dbconfig_defensive.html#sqlitedbconfignockptonclose>,
+    /// <https://www.sqlite.org/wal.html#the_wal_file>
+    public func setCheckpointsOnClose(_ enabled: Bool) throws {
+        let code = _codablestore_sqlite_db_config_int(sqliteConnection, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, enabled ? 0 : 1)
+        try check(code, sqliteConnection)
+    }
+
+    /// How a checkpoint treats the readers and writers of other connections.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/c3ref/wal_checkpoint_v2.html>
+    public enum CheckpointMode: Sendable {
+        /// Copies what it can without waiting for anyone and without blocking anyone.
+        case passive
+        /// Waits (up to the busy timeout) until no reader uses the WAL, copies all of it, and truncates the WAL
+        /// file to zero bytes. Writers are blocked meanwhile; readers are not.
+        case truncate
+
+        var code: Int32 {
+            switch self {
+            case .passive: SQLITE_CHECKPOINT_PASSIVE
+            case .truncate: SQLITE_CHECKPOINT_TRUNCATE
+            }
+        }
+    }
+
+    /// Copies what the WAL holds into the database file (a checkpoint).
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/c3ref/wal_checkpoint_v2.html>
+    public func checkpoint(_ mode: CheckpointMode = .passive) throws {
+        let code = sqlite3_wal_checkpoint_v2(sqliteConnection, nil, mode.code, nil, nil)
+        try check(code, sqliteConnection)
+    }
+
+    /// Sets how long this connection waits for a lock held by another connection, in milliseconds.
+    public func setBusyTimeout(_ milliseconds: Int32) {
+        sqlite3_busy_timeout(sqliteConnection, milliseconds)
+    }
+
     /// Whether a transaction is open (autocommit is off).
     public var isInsideTransaction: Bool { sqlite3_get_autocommit(sqliteConnection) == 0 }
     /// The maximum number of `?` parameters in one statement.
