@@ -37,7 +37,7 @@ struct ExportCommand: ParsableCommand {
         } catch let error as ValidationError {
             throw error
         } catch {
-            printError("error: \(error)")
+            printError(error)
             throw ExitCode.failure
         }
     }

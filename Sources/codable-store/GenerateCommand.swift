@@ -36,7 +36,7 @@ struct GenerateCommand: ParsableCommand {
         do {
             destination = try output.map { try Output.open(path: $0) } ?? .standardOutput
         } catch {
-            printError("error: \(error)")
+            printError(error)
             throw ExitCode.failure
         }
         var generator = IssueDumpGenerator(seed: seed, duplicateFraction: duplicates)
@@ -49,7 +49,7 @@ struct GenerateCommand: ParsableCommand {
             try destination.close()
         } catch {
             try? destination.close()
-            printError("error: \(error)")
+            printError(error)
             throw ExitCode.failure
         }
     }

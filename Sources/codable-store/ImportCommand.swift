@@ -30,27 +30,34 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "The input is JSON Lines.")
     var jsonl = false
 
-    @Option(help: "Records per batch.")
+    @Option(parsing: .unconditional, help: "Records per batch.")
     var batchSize = 1_000
 
     @Option(help: "What a bad record does: stop (default, nothing kept) or skip (imported without it, listed in the report; with --jsonl, lines that are not JSON too).")
     var onError: ImportOptions.FailurePolicy = .stop
 
-    @Option(help: "With --on-error skip: fail once more than this many records were skipped (a file in the wrong format).")
+    @Option(parsing: .unconditional, help: "With --on-error skip: fail once more than this many records were skipped (a file in the wrong format).")
     var maxSkipped: Int?
 
-    @Flag(help: "Commit every batch (an interrupted import keeps what was committed and can be run again).")
+    @Flag(help: "Commit every batch (an interrupted import keeps what was committed and can be run again; imports of one store running at once interleave their batches).")
     var commitEveryBatch = false
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("How long to wait while another process writes the store before giving up.", valueName: "seconds"))
+    var wait = 5.0
 
     @Flag(help: "Print the report as one JSON object.")
     var json = false
 
     func validate() throws {
         if at != nil && jsonl { throw ValidationError("--at and --jsonl cannot be used together") }
-        guard batchSize > 0 else { throw ValidationError("--batch-size must be positive") }
+        guard batchSize >= 1 else { throw ValidationError("--batch-size must be 1 or more (got \(batchSize))") }
         if let maxSkipped {
-            guard maxSkipped >= 0 else { throw ValidationError("--max-skipped must not be negative") }
+            guard maxSkipped >= 0 else { throw ValidationError("--max-skipped must be 0 or more (got \(maxSkipped))") }
             guard onError == .skip else { throw ValidationError("--max-skipped needs --on-error skip") }
+        }
+        // SQLite's busy timeout is an Int32 of milliseconds: up to about 24 days.
+        guard wait >= 0, wait <= Double(Int32.max) / 1000 else {
+            throw ValidationError("--wait must be a number of seconds from 0 to \(Int32.max / 1000) (got \(wait))")
         }
     }
 
@@ -67,11 +74,13 @@ struct ImportCommand: ParsableCommand {
         )
         let report: ImportReport
         do {
-            let database = try Store(path: store, entities: ReferenceModel.entities)
+            let database = try Store(
+                path: store, entities: ReferenceModel.entities,
+                options: Store.Options(busyTimeout: Int32((wait * 1000).rounded())))
             report = try database.importJSON(Issue.self, from: input == "-" ? .standardInput : .file(input), options: options)
         } catch {
             progress.finish()
-            printError("error: \(error)")
+            printError(error, waited: wait)
             throw ExitCode.failure
         }
         progress.finish()

@@ -1,3 +1,5 @@
+import CodableStore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -117,6 +119,30 @@ enum StandardStreams {
 /// Writes a line to standard error. A message that cannot be written is dropped: there is nowhere else to say it.
 func printError(_ text: String) {
     try? Output.standardError.write(text + "\n")
+}
+
+/// Writes `error: …` to standard error, in the words of the command line: one line, no SQL; for a store that
+/// another process is writing, how long was waited (`waited`, in seconds) and the option that waits longer.
+func printError(_ error: any Error, waited: Double? = nil) {
+    printError("error: " + describe(error, waited: waited))
+}
+
+private func describe(_ error: any Error, waited: Double?) -> String {
+    switch error {
+    case let error as ImportError:
+        if let store = error.underlyingError as? StoreError, store.code == .storeBusy { return describe(store, waited: waited) }
+        return "\(error)"
+    case let error as StoreError where error.code == .storeBusy:
+        let seconds = waited.map { $0 == $0.rounded() ? " \(Int($0)) s" : " \($0) s" } ?? ""
+        return "store: the store is being written by another process; waited\(seconds) for it to finish "
+            + "(wait longer with --wait SECONDS)"
+    case let error as StoreError:
+        return "store: \(error.message)"
+    case let error as SQLiteError:
+        return "store: \(error.message) (SQLite error \(error.resultCode.rawValue), \(error.resultCode.name))"
+    default:
+        return "\(error)"
+    }
 }
 
 // The system calls under names that the members above (`open`, `write`, `close`) do not shadow.

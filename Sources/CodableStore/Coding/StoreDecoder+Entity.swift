@@ -176,7 +176,7 @@ extension StoreDecoderImpl {
         var hint = JSONTape.LookupHint()
         if description.identity.count == 1, case .attribute(let attribute) = description.fields[description.identity[0]] {
             guard let value = try field(node, mapping, attribute.index, path, &hint), source.kind(value.node) != .null else {
-                throw missingIdentity(mapping, node, path)
+                throw missingIdentity(mapping, node, path, isNull: true)
             }
             return Context.IdentityKey(single: try decodeAttributeValue(attribute, value, in: path, mapping))
         }
@@ -185,26 +185,53 @@ extension StoreDecoderImpl {
         for index in description.identity {
             guard case .attribute(let attribute) = description.fields[index] else { continue }
             guard let value = try field(node, mapping, index, path, &hint), source.kind(value.node) != .null else {
-                throw missingIdentity(mapping, node, path)
+                throw missingIdentity(mapping, node, path, isNull: true)
             }
             values.append(try decodeAttributeValue(attribute, value, in: path, mapping))
         }
         return Context.IdentityKey(values)
     }
 
-    func missingIdentity(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) -> StoreError {
-        let wanted = mapping.description.identity.map { field in
-            mapping.description.codingKeyPaths[field]?.joined(separator: ".") ?? mapping.description.fields[field].name
+    /// The error for an object without its identity. With `isNull`, an identity key that is present but `null`
+    /// is named as such (`'id' is null`), with its key in the coding path; the others list the keys received.
+    func missingIdentity(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode, isNull: Bool = false) -> StoreError {
+        let wantedPaths = mapping.description.identity.map { field in
+            mapping.description.codingKeyPaths[field] ?? [mapping.description.fields[field].name]
         }
+        let wanted = wantedPaths.map { $0.joined(separator: ".") }
         let received = source.members(node).map(\.key)
-        var error = StoreError(
-            .missingIdentity,
-            "\(mapping.name) at \(path.rendered) has no identity: expected key\(wanted.count == 1 ? "" : "s") "
-                + wanted.map { "'\($0)'" }.joined(separator: ", ") + " but received "
-                + (received.isEmpty ? "no keys" : "keys " + received.map { "'\($0)'" }.joined(separator: ", ")),
-            entity: mapping.name)
-        error.codingPath = path.path
+        // A present key whose value is null (for a key path: null anywhere on its way).
+        let nullPath = isNull ? wantedPaths.lazy.compactMap { self.nullPrefix(node, $0) }.first : nil
+        var error: StoreError
+        if let nullPath {
+            error = StoreError(
+                .missingIdentity,
+                "\(mapping.name) at \(path.rendered) has a null identity: '\(nullPath.joined(separator: "."))' is null",
+                entity: mapping.name)
+            error.codingPath = path.path + nullPath.map { CodingKeys(stringValue: $0) }
+        } else {
+            error = StoreError(
+                .missingIdentity,
+                "\(mapping.name) at \(path.rendered) has no identity: expected key\(wanted.count == 1 ? "" : "s") "
+                    + wanted.map { "'\($0)'" }.joined(separator: ", ") + " but received "
+                    + (received.isEmpty ? "no keys" : "keys " + received.map { "'\($0)'" }.joined(separator: ", ")),
+                entity: mapping.name)
+            error.codingPath = path.path
+        }
         return error
+    }
+
+    /// The part of the key path that leads to a `null` in the object (the whole path, or an object on its way).
+    private func nullPrefix(_ node: Node, _ keyPath: [String]) -> [String]? {
+        var current = node
+        for (depth, component) in keyPath.enumerated() {
+            guard source.kind(current) == .object,
+                let next = source.members(current).first(where: { $0.key == component })?.value
+            else { return nil }
+            if source.kind(next) == .null { return Array(keyPath[...depth]) }
+            current = next
+        }
+        return nil
     }
 
     /// Creates and inserts a new object from the JSON object (or, for a stub, from identity values only).

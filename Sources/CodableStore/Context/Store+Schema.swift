@@ -139,58 +139,82 @@ public enum SchemaChangePolicy: Sendable {
 enum SchemaManager {
     static let metadataTable = "_codablestore_metadata"
 
-    /// Creates, checks and migrates the schema, in one transaction on `connection`.
+    /// Creates, checks and migrates the schema, and restores the indexes the model needs.
+    ///
+    /// Most opens find the model as declared: a read transaction says so without waiting for another process's
+    /// write (an import holds the write lock for its whole run). Anything else happens in one write transaction.
     static func prepare(_ connection: Connection, model: StoreModel, policy: SchemaChangePolicy, logger: Logger) throws {
-        try connection.inTransaction(.immediate) {
-            try connection.execute(
-                sql: "CREATE TABLE IF NOT EXISTS \(quoteIdentifier(metadataTable)) (\"key\" TEXT PRIMARY KEY, \"value\" TEXT NOT NULL)")
-            let declared = ModelSnapshot(model)
-            guard case .text(let json)? = try connection.scalar(
-                sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'model'")
-            else {
-                let existing = try userTables(connection)
-                if !existing.isEmpty {
-                    throw StoreError(
-                        .schemaMismatch,
-                        "the database already has tables (\(existing.joined(separator: ", "))) but no CodableStore model; open an empty file or a store created by CodableStore",
-                        differences: existing.map { "unexpected table \($0)" })
-                }
-                try create(model, on: connection)
-                try record(declared, on: connection)
-                return
-            }
-            let stored: ModelSnapshot
-            do {
-                stored = try JSONDecoder().decode(ModelSnapshot.self, from: Data(json.utf8))
-            } catch {
-                throw StoreError(.schemaMismatch, "the stored model cannot be read: \(error)", cause: error)
-            }
-            if stored == declared { return }
-            let (additive, incompatible) = declared.differences(from: stored)
-            if !incompatible.isEmpty {
-                switch policy {
-                case .fail:
-                    throw StoreError(
-                        .schemaMismatch,
-                        "the store's model differs from the declared entities: " + incompatible.joined(separator: "; ")
-                            + ". Open the store with schemaChangePolicy: .reset to drop and recreate it",
-                        differences: incompatible)
-                case .reset(let onReset):
-                    logger.info("store reset", metadata: ["differences": "\(incompatible)"])
-                    try dropAll(stored: stored, on: connection)
-                    try create(model, on: connection)
-                    try record(declared, on: connection)
-                    onReset(incompatible)
-                    return
-                }
-            }
-            if !additive.isEmpty || stored != declared {
-                logger.info("store schema migrated", metadata: ["changes": "\(additive)"])
-                try migrateAdditively(from: stored, to: model, on: connection)
-                try record(declared, on: connection)
-            }
+        let declared = ModelSnapshot(model)
+        if try connection.inTransaction(.deferred, { try isCurrent(declared, model: model, on: connection) }) { return }
+        try connection.inWriteTransaction {
+            try migrate(to: declared, model: model, policy: policy, on: connection, logger: logger)
+            try restoreMissingIndexes(model, on: connection, logger: logger)
         }
         connection.clearStatementCache()
+    }
+
+    /// Whether the store holds the declared model and every index it needs.
+    private static func isCurrent(_ declared: ModelSnapshot, model: StoreModel, on connection: Connection) throws -> Bool {
+        let hasMetadata = try connection.scalar(
+            sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", arguments: [.text(metadataTable)])
+        guard hasMetadata == .integer(1),
+            case .text(let json)? = try connection.scalar(
+                sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'model'"),
+            let stored = try? JSONDecoder().decode(ModelSnapshot.self, from: Data(json.utf8)), stored == declared
+        else { return false }
+        return try missingIndexes(model, on: connection).isEmpty
+    }
+
+    /// Creates the schema, or brings the stored one to the declared one, in the caller's write transaction.
+    private static func migrate(
+        to declared: ModelSnapshot, model: StoreModel, policy: SchemaChangePolicy, on connection: Connection, logger: Logger
+    ) throws {
+        try connection.execute(
+            sql: "CREATE TABLE IF NOT EXISTS \(quoteIdentifier(metadataTable)) (\"key\" TEXT PRIMARY KEY, \"value\" TEXT NOT NULL)")
+        guard case .text(let json)? = try connection.scalar(
+            sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'model'")
+        else {
+            let existing = try userTables(connection)
+            if !existing.isEmpty {
+                throw StoreError(
+                    .schemaMismatch,
+                    "the database already has tables (\(existing.joined(separator: ", "))) but no CodableStore model; open an empty file or a store created by CodableStore",
+                    differences: existing.map { "unexpected table \($0)" })
+            }
+            try create(model, on: connection)
+            try record(declared, on: connection)
+            return
+        }
+        let stored: ModelSnapshot
+        do {
+            stored = try JSONDecoder().decode(ModelSnapshot.self, from: Data(json.utf8))
+        } catch {
+            throw StoreError(.schemaMismatch, "the stored model cannot be read: \(error)", cause: error)
+        }
+        if stored == declared { return }
+        let (additive, incompatible) = declared.differences(from: stored)
+        if !incompatible.isEmpty {
+            switch policy {
+            case .fail:
+                throw StoreError(
+                    .schemaMismatch,
+                    "the store's model differs from the declared entities: " + incompatible.joined(separator: "; ")
+                        + ". Open the store with schemaChangePolicy: .reset to drop and recreate it",
+                    differences: incompatible)
+            case .reset(let onReset):
+                logger.info("store reset", metadata: ["differences": "\(incompatible)"])
+                try dropAll(stored: stored, on: connection)
+                try create(model, on: connection)
+                try record(declared, on: connection)
+                onReset(incompatible)
+                return
+            }
+        }
+        if !additive.isEmpty || stored != declared {
+            logger.info("store schema migrated", metadata: ["changes": "\(additive)"])
+            try migrateAdditively(from: stored, to: model, on: connection)
+            try record(declared, on: connection)
+        }
     }
 
     private static func userTables(_ connection: Connection) throws -> [String] {
@@ -238,27 +262,94 @@ enum SchemaManager {
         let table = quoteIdentifier(mapping.name)
         let definitions = ["\"_pk\" INTEGER PRIMARY KEY"] + mapping.columns.map { columnDefinition($0, model: model) }
         try connection.execute(sql: "CREATE TABLE \(table) (\(definitions.joined(separator: ", ")))")
-        if !mapping.identityColumns.isEmpty {
-            try connection.execute(
-                sql: "CREATE UNIQUE INDEX \(quoteIdentifier("\(mapping.name)_identity")) ON \(table) ("
-                    + mapping.identityColumns.map(quoteIdentifier).joined(separator: ", ") + ")")
-        }
-        for column in mapping.columns {
-            if case .foreignKey = column.kind { try createForeignKeyIndex(mapping, column: column.name, on: connection) }
-        }
-        for index in mapping.indexes { try createIndex(index, of: mapping, on: connection) }
+        for index in requiredIndexes(of: mapping) { try create(index, on: connection) }
     }
 
     static func createIndex(_ index: ModelSnapshot.Index, of mapping: EntityMapping, on connection: Connection) throws {
-        try connection.execute(
-            sql: "CREATE \(index.unique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(quoteIdentifier(index.name)) ON "
-                + "\(quoteIdentifier(mapping.name)) (" + index.columns.map(quoteIdentifier).joined(separator: ", ") + ")")
+        try create(RequiredIndex(name: index.name, table: mapping.name, columns: index.columns, isUnique: index.unique), on: connection)
     }
 
     static func createForeignKeyIndex(_ mapping: EntityMapping, column: String, on connection: Connection) throws {
+        try create(.foreignKey(of: mapping.name, column: column), on: connection)
+    }
+
+    // MARK: - Indexes
+
+    /// An index the model needs, under the name the store gives it.
+    struct RequiredIndex: Equatable {
+        var name: String
+        var table: String
+        var columns: [String]
+        var isUnique: Bool
+
+        static func identity(of mapping: EntityMapping) -> RequiredIndex {
+            RequiredIndex(name: "\(mapping.name)_identity", table: mapping.name, columns: mapping.identityColumns, isUnique: true)
+        }
+        static func foreignKey(of table: String, column: String) -> RequiredIndex {
+            RequiredIndex(name: "\(table)_\(column)", table: table, columns: [column], isUnique: false)
+        }
+    }
+
+    /// The identity's unique index (what keeps identities unique), one per foreign key, and the declared ones.
+    static func requiredIndexes(of mapping: EntityMapping) -> [RequiredIndex] {
+        var indexes: [RequiredIndex] = []
+        if !mapping.identityColumns.isEmpty { indexes.append(.identity(of: mapping)) }
+        for column in mapping.columns {
+            if case .foreignKey = column.kind { indexes.append(.foreignKey(of: mapping.name, column: column.name)) }
+        }
+        for index in mapping.indexes {
+            indexes.append(RequiredIndex(name: index.name, table: mapping.name, columns: index.columns, isUnique: index.unique))
+        }
+        return indexes
+    }
+
+    static func requiredIndexes(of model: StoreModel) -> [RequiredIndex] {
+        model.mappings.flatMap(requiredIndexes(of:))
+            + model.joinTables.map { .foreignKey(of: $0.name, column: "target") }
+    }
+
+    static func create(_ index: RequiredIndex, on connection: Connection) throws {
         try connection.execute(
-            sql: "CREATE INDEX IF NOT EXISTS \(quoteIdentifier("\(mapping.name)_\(column)")) ON "
-                + "\(quoteIdentifier(mapping.name)) (\(quoteIdentifier(column)))")
+            sql: "CREATE \(index.isUnique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(quoteIdentifier(index.name)) ON "
+                + "\(quoteIdentifier(index.table)) (" + index.columns.map(quoteIdentifier).joined(separator: ", ") + ")")
+    }
+
+    /// The required indexes that the file lacks, or has without their uniqueness: dropped by hand or by another
+    /// tool. (Only their names and uniqueness are compared: a store never changes an index's columns.)
+    private static func missingIndexes(_ model: StoreModel, on connection: Connection) throws -> [RequiredIndex] {
+        var existing: [String: Bool] = [:]
+        for row in try connection.rows(sql: "SELECT name, sql FROM sqlite_master WHERE type = 'index'") {
+            guard case .text(let name) = row[0] else { continue }
+            if case .text(let sql) = row[1] { existing[name] = sql.uppercased().hasPrefix("CREATE UNIQUE") } else { existing[name] = false }
+        }
+        return requiredIndexes(of: model).filter { existing[$0.name] != $0.isUnique }
+    }
+
+    /// Recreates the missing indexes. A unique one that cannot be, because the table now holds duplicates, is
+    /// an error that says which: the store never runs without the uniqueness its identities rely on.
+    private static func restoreMissingIndexes(_ model: StoreModel, on connection: Connection, logger: Logger) throws {
+        for index in try missingIndexes(model, on: connection) {
+            logger.warning("index restored", metadata: ["index": "\(index.name)", "table": "\(index.table)"])
+            try connection.execute(sql: "DROP INDEX IF EXISTS \(quoteIdentifier(index.name))")
+            do {
+                try create(index, on: connection)
+            } catch let error as SQLiteError where index.isUnique && error.resultCode.primary == .SQLITE_CONSTRAINT {
+                let columns = index.columns.map(quoteIdentifier).joined(separator: ", ")
+                let duplicate = try connection.rows(
+                    sql: "SELECT \(columns), count(*) FROM \(quoteIdentifier(index.table)) GROUP BY \(columns) "
+                        + "HAVING count(*) > 1 ORDER BY count(*) DESC LIMIT 1"
+                ).first
+                let example = duplicate.map { row in
+                    zip(index.columns, row).map { "\($0) = \($1)" }.joined(separator: ", ") + " (\(row[index.columns.count]) rows)"
+                } ?? "?"
+                throw StoreError(
+                    .schemaMismatch,
+                    "\(index.table)'s unique index \(index.name) is missing from the file and cannot be restored: "
+                        + "\(index.table) holds rows with the same \(index.columns.joined(separator: ", ")), such as \(example). "
+                        + "Remove the duplicates, or open the store with schemaChangePolicy: .reset to recreate it",
+                    entity: index.table, cause: error)
+            }
+        }
     }
 
     static func createJoinTable(_ join: JoinTable, model: StoreModel, on connection: Connection) throws {
@@ -271,8 +362,7 @@ enum SchemaManager {
                 "target" INTEGER NOT NULL REFERENCES \(target)("_pk") ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, \
                 "position" INTEGER, UNIQUE ("source", "target"))
                 """)
-        try connection.execute(
-            sql: "CREATE INDEX \(quoteIdentifier("\(join.name)_target")) ON \(quoteIdentifier(join.name)) (\"target\")")
+        try create(.foreignKey(of: join.name, column: "target"), on: connection)
     }
 
     static func create(_ model: StoreModel, on connection: Connection) throws {

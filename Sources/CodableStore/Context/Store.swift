@@ -159,7 +159,7 @@ public final class Store: Sendable {
         do {
             var touched = Set<Int>()  // filled on this thread, inside the (non-escaping) closure below
             let result = try writer.withConnection { connection in
-                try connection.inTransaction(.immediate) {
+                try connection.inWriteTransaction {
                     let context = Context(connection: connection, model: model, isReadOnly: false)
                     defer { context.invalidate() }
                     let result = try body(context)
@@ -204,7 +204,7 @@ public final class Store: Sendable {
     /// It takes the write lock like ``write(_:)-(Context)->T``, since SQLite sees the temporary rows.
     public func scratch<T: Sendable>(_ body: (Context) throws -> T) throws -> T {
         try writer.withConnection { connection in
-            try connection.execute(sql: "BEGIN IMMEDIATE TRANSACTION")
+            try connection.beginWriteTransaction()
             defer { connection.rollbackIgnoringErrors() }
             let context = Context(connection: connection, model: model, isReadOnly: false)
             defer { context.invalidate() }
@@ -287,4 +287,24 @@ private final class SerializedConnection: @unchecked Sendable {
 private final class ConnectionBox: @unchecked Sendable {
     let connection: Connection
     init(_ connection: Connection) { self.connection = connection }
+}
+
+extension Connection {
+    /// Begins a transaction that holds the store's write lock from the start (`BEGIN IMMEDIATE`), so that it
+    /// never fails halfway for another writer. Waits up to the busy timeout for another connection's write to
+    /// end, then throws ``StoreError/Code/storeBusy``.
+    func beginWriteTransaction() throws {
+        do {
+            try execute(sql: "BEGIN IMMEDIATE TRANSACTION")
+        } catch let error as SQLiteError where error.resultCode.primary == .SQLITE_BUSY {
+            throw StoreError.storeBusy(waitedMilliseconds: busyTimeout, cause: error)
+        }
+    }
+
+    /// Runs `body` in a write transaction (``beginWriteTransaction()``): commits when it returns, rolls back when
+    /// it throws.
+    func inWriteTransaction<T>(_ body: () throws -> T) throws -> T {
+        try beginWriteTransaction()
+        return try inBegunTransaction(body)
+    }
 }

@@ -13,7 +13,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Wrapped: String, Sendable {
             case schemaMismatch, invalidModel, unknownEntity, identityConflict, valueMismatch
-            case readOnly, wrongContext, invalidObject, invalidQuery, relationshipLoad, missingIdentity
+            case readOnly, wrongContext, invalidObject, invalidQuery, relationshipLoad, missingIdentity, storeBusy
         }
         private let wrapped: Wrapped
         private init(_ wrapped: Wrapped) { self.wrapped = wrapped }
@@ -41,6 +41,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let relationshipLoad = Code(.relationshipLoad)
         /// Decoded JSON lacks the identity of an entity that has one.
         public static let missingIdentity = Code(.missingIdentity)
+        /// Another connection (another process, or another ``Store`` of the same file) kept the store's write
+        /// lock for longer than ``Store/Options/busyTimeout``.
+        public static let storeBusy = Code(.storeBusy)
     }
 
     public let code: Code
@@ -75,7 +78,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         var text = "StoreError.\(code): \(message)"
-        if let cause { text += " (cause: \(cause))" }
+        // A busy store's message says all there is; its cause is SQLite's "database is locked" on BEGIN.
+        if let cause, code != .storeBusy { text += " (cause: \(cause))" }
         return text
     }
 
@@ -103,6 +107,16 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             .unknownEntity,
             "\(type) is not an entity of this store; list it in the entities the Store is opened with",
             entity: "\(type)")
+    }
+
+    static func storeBusy(waitedMilliseconds: Int32, cause: SQLiteError) -> StoreError {
+        let seconds = Double(waitedMilliseconds) / 1000
+        let waited = seconds == seconds.rounded() ? "\(Int(seconds))" : "\(seconds)"
+        return StoreError(
+            .storeBusy,
+            "the store is being written by another process (or another Store of the same file); waited \(waited) s "
+                + "for it to finish. Wait longer with Store.Options.busyTimeout",
+            cause: cause)
     }
 
     static func readOnly(_ operation: String) -> StoreError {

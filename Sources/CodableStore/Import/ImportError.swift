@@ -21,10 +21,20 @@ public struct ImportError: Error, Sendable, CustomStringConvertible {
         if let line { location.append("line \(line)") }
         if let column { location.append("column \(column)") }
         if let byteOffset { location.append("byte \(byteOffset)") }
-        var text = recordIndex.map { "record \($0)" } ?? "input"
+        var text = recordIndex.map { "record \($0)" } ?? (isStoreFailure ? "store" : "input")
         if !location.isEmpty { text += " (" + location.joined(separator: ", ") + ")" }
         if let codingPath { text += " at \(codingPath)" }
         return text + ": " + reason
+    }
+
+    /// Whether the store failed rather than the input: SQLite (a full disk, an I/O error, another writer) or the
+    /// store itself, outside the decoding of a record.
+    public var isStoreFailure: Bool {
+        switch underlyingError {
+        case is SQLiteError: true
+        case let error as StoreError: error.codingPath.isEmpty
+        default: false
+        }
     }
 
     /// Describes an error of a record: the reason and coding path of a `DecodingError`, the location of a
@@ -47,6 +57,9 @@ public struct ImportError: Error, Sendable, CustomStringConvertible {
             return (error.message, render(error.codingPath))
         case let error as JSONSyntaxError:
             return (error.reason, nil)
+        case let error as SQLiteError:
+            // The statement can be hundreds of characters of SQL: the log has it (see `Importer.run`).
+            return ("\(error.message) (SQLite error \(error.resultCode.rawValue), \(error.resultCode.name))", nil)
         default:
             return ("\(error)", nil)
         }

@@ -35,7 +35,10 @@ extension Store {
     /// one transaction (all or nothing) unless ``ImportOptions/commitEveryBatch`` is set.
     ///
     /// - Throws: ``ImportError`` with the record index, position and coding path of the failure (stop policy,
-    ///   or a syntax error: a malformed document is never partly imported unless batches are committed).
+    ///   or a syntax error: a malformed document is never partly imported unless batches are committed). A
+    ///   failure of the store rather than of the input (a full disk, another process writing the store for longer
+    ///   than ``Store/Options/busyTimeout``) has ``ImportError/isStoreFailure`` set, and its description starts
+    ///   with `store:`.
     public func importJSON<T: EntityObject>(
         _ type: T.Type, from source: ImportSource, options: ImportOptions = ImportOptions()
     ) throws -> ImportReport {
@@ -117,7 +120,11 @@ private final class Importer {
                 "entity": "\(mapping.name)", "input": "\(path ?? "standard input")", "layout": "\(mode)",
                 "batchSize": "\(options.batchSize)", "failurePolicy": "\(options.failurePolicy.rawValue)",
             ])
-        if !options.commitEveryBatch { try connection.execute(sql: "BEGIN IMMEDIATE TRANSACTION") }
+        do {
+            if !options.commitEveryBatch { try connection.beginWriteTransaction() }
+        } catch {
+            throw Self.importError(error)
+        }
         // Under the stop policy in one transaction, SQLite writes each batch on a thread of its own while the
         // next batch is decoded (see WriteBehind); a failure anywhere rolls everything back. The skip policy
         // and committed batches need each batch written before the next begins.
@@ -216,7 +223,7 @@ private final class Importer {
             connection.rollbackIgnoringErrors()
             context.reset()
             let importError = Self.importError(error)
-            options.logger.error("import failed", metadata: ["error": "\(importError)"])
+            options.logger.error("import failed", metadata: ["error": "\(importError)", "cause": "\(error)"])
             throw importError
         }
         context.reset()
@@ -407,7 +414,7 @@ private final class Importer {
             reportProgress()
             return
         }
-        if options.commitEveryBatch { try connection.execute(sql: "BEGIN IMMEDIATE TRANSACTION") }
+        if options.commitEveryBatch { try connection.beginWriteTransaction() }
         var excluded = Set<Int>()
         while true {
             var decoded: [Int] = []

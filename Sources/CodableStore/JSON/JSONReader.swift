@@ -119,6 +119,10 @@ public final class JSONReader {
     private(set) var hasContent = false
     /// Changes the wording of errors at the end of a value (`end of line`) and after it.
     var isJSONLines = false
+    /// JSON Lines: the value being parsed is the last line, which has no line feed: it ends at the end of input.
+    var isLastLine = false
+    /// How errors name the end of the current value.
+    private var endName: String { isJSONLines && !isLastLine ? "line" : "input" }
 
     public init(options: Options = Options(), handler: any JSONEventHandler) {
         precondition(options.maximumDepth > 0, "maximumDepth must be positive")
@@ -235,7 +239,7 @@ public final class JSONReader {
         let status = yajl_complete_parse(handle)
         if status != yajl_status_ok { throw fail(yajlFailure(status, atEnd: true)) }
         if validator.isInString {
-            throw fail(syntaxError("unexpected end of \(isJSONLines ? "line" : "input") in string", at: chunkBase))
+            throw fail(syntaxError("unexpected end of \(endName) in string", at: chunkBase))
         }
     }
 
@@ -323,7 +327,7 @@ public final class JSONReader {
                 window: window,
                 windowStart: windowStart,
                 atEnd: atEnd,
-                endName: isJSONLines ? "line" : "input",
+                endName: endName,
                 isJSONLines: isJSONLines
             )
             var finding: JSONSyntaxDiagnoser.Finding?

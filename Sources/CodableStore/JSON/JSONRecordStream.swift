@@ -132,6 +132,7 @@ public final class JSONRecordStream {
         try run(onRecord) {
             if isJSONLines {
                 if !discardingLine {
+                    reader.isLastLine = true
                     try recoveringLine(through: chunkOffset, UnsafeRawBufferPointer(start: nil, count: 0), endLine)
                 }
             } else {

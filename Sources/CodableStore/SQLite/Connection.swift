@@ -29,6 +29,8 @@ public final class Connection {
     public let sqliteConnection: OpaquePointer
     /// The path it was opened with.
     public let path: String
+    /// How long the connection waits for a lock held by another connection, in milliseconds.
+    public private(set) var busyTimeout: Int32
     private var statementCache: [String: Statement] = [:]
     private var statementUses = 0
     /// At most this many cached statements: SQL built from data (raw predicates, `IN` lists of varying
@@ -74,6 +76,7 @@ public final class Connection {
         }
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, busyTimeout)
+        self.busyTimeout = busyTimeout
         self.sqliteConnection = handle
         self.path = path
         // Detect "not a database" and corruption of the header now.
@@ -229,6 +232,7 @@ public final class Connection {
     /// Sets how long this connection waits for a lock held by another connection, in milliseconds.
     public func setBusyTimeout(_ milliseconds: Int32) {
         sqlite3_busy_timeout(sqliteConnection, milliseconds)
+        busyTimeout = milliseconds
     }
 
     /// Whether a transaction is open (autocommit is off).
@@ -250,6 +254,12 @@ public final class Connection {
     /// Runs `body` in a transaction: commits when it returns, rolls back when it throws.
     public func inTransaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws -> T) throws -> T {
         try execute(sql: "BEGIN \(kind.rawValue) TRANSACTION")
+        return try inBegunTransaction(body)
+    }
+
+    /// Runs `body` in the transaction the caller has begun: commits when it returns, rolls back when it throws.
+    func inBegunTransaction<T>(_ body: () throws -> T) throws -> T {
+        precondition(isInsideTransaction, "inBegunTransaction(_:) needs a transaction begun")
         let result: T
         do {
             result = try body()

@@ -74,10 +74,11 @@ import Testing
         try store.write { try $0.insert(Person(id: 1, name: "Ada")) }
         let other = try RawDatabase(path)
         try other.execute("BEGIN EXCLUSIVE")
-        let error = try #require(throws: SQLiteError.self) {
+        let error = try #require(throws: StoreError.self) {
             try store.write { try $0.insert(Person(id: 2)) }
         }
-        #expect(error.resultCode.primary == SQLiteError.busy)
+        #expect(error.code == .storeBusy)
+        #expect((error.cause as? SQLiteError)?.resultCode.primary == SQLiteError.busy)
         try other.execute("ROLLBACK")
         try store.write { try $0.insert(Person(id: 2)) }
         #expect(try RawDatabase(path).rows("SELECT id FROM Person ORDER BY id") == [["1"], ["2"]])
