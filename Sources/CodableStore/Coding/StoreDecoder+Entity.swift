@@ -62,7 +62,8 @@ extension StoreDecoderImpl {
     // MARK: - Fields
 
     /// The value of a field in a JSON object, following a key path (`["origin", "country"]`); nil when a
-    /// key on the way is missing (the field is then left as it is).
+    /// key on the way is missing (the field is then left as it is). A `null` on the way is the field's value:
+    /// `"license": null` clears `license.key` and `license.name` as `{"key": null, "name": null}` would.
     func fieldNode(_ object: Node, _ keyPath: [String], _ path: CodingPathNode) throws -> (Node, CodingPathNode)? {
         var current = object
         var currentPath = path
@@ -70,7 +71,7 @@ extension StoreDecoderImpl {
             if position > 0 {
                 switch source.kind(current) {
                 case .object: break
-                case .null: return nil
+                case .null: return (current, currentPath)
                 default: throw typeMismatch([String: Any].self, current, currentPath)
                 }
             }

@@ -10,8 +10,9 @@ import Foundation
 /// ```
 ///
 /// Encoding shape: one JSON object per entity with the fields' coding keys (key path keys are rebuilt as
-/// nested objects: `"origin.country"` becomes `{"origin": {"country": …}}`); optional attributes that are nil
-/// are written as `null`, so decoding the output clears them; relationships are nested objects or identities
+/// nested objects: `"origin.country"` becomes `{"origin": {"country": …}}`, and a parent whose values are all
+/// nil is `null`, never an object of nulls); optional attributes and to-one relationships that are nil are
+/// written as `null`, so decoding the output clears them, or left out (``NilEncodingStrategy``); relationships are nested objects or identities
 /// (``RelationshipEncodingStrategy``), and the inverse of the relationship being followed is left out (an
 /// issue's user does not list the issue again). An object met again while it is being encoded is written as
 /// its identity, so cycles end. Decoding what was encoded yields the same store.
@@ -38,7 +39,18 @@ public final class StoreEncoder: @unchecked Sendable {
         case custom(@Sendable (Date, any Encoder) throws -> Void)
     }
 
+    /// How nil values are written.
+    public enum NilEncodingStrategy: Sendable {
+        /// As `null` (the default): decoding the output into a store that has values clears them. A key-path
+        /// parent whose values are all nil is `null` (`"pull_request": null`).
+        case null
+        /// Left out, like `JSONEncoder` leaves out nil optionals: nil attributes, nil to-one relationships and
+        /// key-path parents whose values are all nil. Decoding the output leaves such fields as they are.
+        case omit
+    }
+
     public var relationshipEncodingStrategy: RelationshipEncodingStrategy = .nestedObjects
+    public var nilEncodingStrategy: NilEncodingStrategy = .null
     public var dateEncodingStrategy: DateEncodingStrategy = .deferredToDate
     public var dataEncodingStrategy: JSONEncoder.DataEncodingStrategy = .base64
     public var keyEncodingStrategy: JSONEncoder.KeyEncodingStrategy = .useDefaultKeys
@@ -80,7 +92,7 @@ public final class StoreEncoder: @unchecked Sendable {
                 try container.encode(ISO8601.string(secondsSince1970: date.timeIntervalSince1970))
             }
         }
-        encoder.userInfo[.codableStoreEncoding] = EncodingState(relationships: relationshipEncodingStrategy)
+        encoder.userInfo[.codableStoreEncoding] = EncodingState(relationships: relationshipEncodingStrategy, nils: nilEncodingStrategy)
         return encoder
     }
 }
@@ -93,10 +105,12 @@ extension CodingUserInfoKey {
 final class EncodingState: @unchecked Sendable {
     // @unchecked: one encode call uses it, on one thread.
     let relationships: StoreEncoder.RelationshipEncodingStrategy
+    let nils: StoreEncoder.NilEncodingStrategy
     var stack: Set<ObjectIdentifier> = []
 
-    init(relationships: StoreEncoder.RelationshipEncodingStrategy) {
+    init(relationships: StoreEncoder.RelationshipEncodingStrategy, nils: StoreEncoder.NilEncodingStrategy = .null) {
         self.relationships = relationships
+        self.nils = nils
     }
 }
 
@@ -141,17 +155,20 @@ struct EntityEncodingBox: Encodable {
             let key = AnyCodingKey(stringValue: node.key)
             switch node.content {
             case .group(let children):
+                if isNil(children, mapping, context) {
+                    if state.nils == .null { try container.encodeNil(forKey: key) }
+                    continue
+                }
                 var nested = container.nestedContainer(keyedBy: AnyCodingKey.self, forKey: key)
                 try encodeFields(children, into: &nested, mapping, context, state)
             case .field(let index):
                 switch mapping.description.fields[index] {
                 case .attribute(let attribute):
+                    if state.nils == .omit, attribute.isOptional, attribute.value(of: object) == .null { continue }
                     try container.encode(AttributeEncodingBox(object: object, attribute: attribute), forKey: key)
                 case .relationship(let description):
                     guard let relationship = mapping.relationships[index] else { continue }
-                    if let via, via.entity == relationship.destination, via.field == relationship.inverse {
-                        continue  // the way back
-                    }
+                    if isWayBack(relationship) { continue }
                     let reference = ResolvedRelationshipReference(entity: mapping.index, field: index)
                     let destination = context.model.mappings[relationship.destination]
                     let asIdentity = state.relationships == .identities && !destination.identityColumns.isEmpty
@@ -163,9 +180,35 @@ struct EntityEncodingBox: Encodable {
                             loaded.map { RelationshipEncodingBox(object: $0, via: reference, asIdentity: asIdentity) }, forKey: key)
                     } else if let target = context.resolveToOne(object, relationship) {
                         try container.encode(RelationshipEncodingBox(object: target, via: reference, asIdentity: asIdentity), forKey: key)
-                    } else {
+                    } else if state.nils == .null {
                         try container.encodeNil(forKey: key)
                     }
+                }
+            }
+        }
+    }
+
+    /// Whether the relationship leads back to the object this one was reached from (left out of the output).
+    private func isWayBack(_ relationship: ResolvedRelationship) -> Bool {
+        guard let via else { return false }
+        return via.entity == relationship.destination && via.field == relationship.inverse
+    }
+
+    /// Whether every field under a key-path parent is nil (or left out as the way back): the parent is then
+    /// `null` or left out, not an object of nulls. A to-many relationship is never nil (it is `[]` when empty).
+    private func isNil(_ plan: [EncodingPlanNode], _ mapping: EntityMapping, _ context: Context) -> Bool {
+        plan.allSatisfy { node in
+            switch node.content {
+            case .group(let children):
+                return isNil(children, mapping, context)
+            case .field(let index):
+                switch mapping.description.fields[index] {
+                case .attribute(let attribute):
+                    return attribute.value(of: object) == .null
+                case .relationship(let description):
+                    guard let relationship = mapping.relationships[index] else { return true }
+                    if isWayBack(relationship) { return true }
+                    return !description.isToMany && context.resolveToOne(object, relationship) == nil
                 }
             }
         }
