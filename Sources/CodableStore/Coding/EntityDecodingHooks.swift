@@ -31,8 +31,10 @@ public protocol EntityJSONPreparing: EntityObject {
 ///     }
 /// }
 /// ```
-/// A new object is created before `initialize` runs, so a non-optional attribute that only `initialize`
-/// sets needs a default value.
+/// `initialize` runs the same way for a new object and a stored one. A new object starts with its identity,
+/// default values and nil (a non-optional attribute without a default value is read from the JSON first: give
+/// one to any attribute that `initialize` converts or sets itself), and the fields that `defaultInitialization`
+/// skips stay as they start.
 public protocol EntityCustomDecoding: EntityObject {
     func initialize(from decoder: any Decoder) throws
 }
@@ -44,13 +46,32 @@ extension EntityObject {
     }
 
     /// Applies the default decoding of every field present in the JSON except `fields` (field names).
+    ///
+    /// - Throws: ``StoreError`` with ``StoreError/Code/invalidObject`` when a name is not a field of the entity.
     public func defaultInitialization(from decoder: any Decoder, skipping fields: Set<String>) throws {
+        try checkFieldNames(fields, in: "defaultInitialization(from:skipping:)")
         try applyDefault(from: decoder) { !fields.contains($0) }
     }
 
     /// Applies the default decoding of the fields named in `fields` only.
+    ///
+    /// - Throws: ``StoreError`` with ``StoreError/Code/invalidObject`` when a name is not a field of the entity.
     public func defaultInitialization(from decoder: any Decoder, with fields: Set<String>) throws {
+        try checkFieldNames(fields, in: "defaultInitialization(from:with:)")
         try applyDefault(from: decoder) { fields.contains($0) }
+    }
+
+    /// A misspelt field name would silently decode a field the hook meant to handle (or skip one it meant to
+    /// keep): it is an error.
+    private func checkFieldNames(_ names: Set<String>, in function: String) throws {
+        let known = Set(Self.entityDescription.fields.map(\.name))
+        let unknown = names.subtracting(known)
+        guard !unknown.isEmpty else { return }
+        throw StoreError(
+            .invalidObject,
+            "\(Self.self) has no field\(unknown.count == 1 ? "" : "s") \(unknown.sorted().map { "'\($0)'" }.joined(separator: ", ")) "
+                + "(given to \(function)); its fields are \(Self.entityDescription.fields.map(\.name).joined(separator: ", "))",
+            entity: "\(Self.self)")
     }
 
     private func applyDefault(from decoder: any Decoder, _ include: (String) -> Bool) throws {

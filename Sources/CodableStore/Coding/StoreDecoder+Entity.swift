@@ -35,7 +35,8 @@ extension StoreDecoderImpl {
         if let existing {
             object = existing
         } else {
-            object = try createEntity(mapping, node, path, stubIdentity: nil, identity: key)
+            object = try createEntity(
+                mapping, node, path, stubIdentity: nil, identity: key, leavingFieldsToHook: mapping.hasCustomDecoding)
         }
         if session.isCounting { session.countDecoded(object.entityState, entity: mapping.index) }
         if mapping.hasCustomDecoding, let custom = object as? any EntityCustomDecoding {
@@ -236,9 +237,15 @@ extension StoreDecoderImpl {
     }
 
     /// Creates and inserts a new object from the JSON object (or, for a stub, from identity values only).
+    ///
+    /// With `leavingFieldsToHook` (an ``EntityCustomDecoding`` entity), the object starts as an update would
+    /// find it: its identity, default values and nil, so that `initialize(from:)` decides which fields the
+    /// JSON sets (`defaultInitialization(skipping:)` and `with:` hold on insert too) and can convert values the
+    /// default decoding would refuse. Only a non-optional attribute without a default value is read from the
+    /// JSON here, since the object cannot exist without it.
     func createEntity(
         _ mapping: EntityMapping, _ node: Node?, _ path: CodingPathNode, stubIdentity: Context.IdentityKey?,
-        identity: Context.IdentityKey? = nil
+        identity: Context.IdentityKey? = nil, leavingFieldsToHook: Bool = false
     ) throws -> any EntityObject {
         let description = mapping.description
         var values = Array(repeating: SQLiteValue.null, count: description.fields.count)
@@ -246,6 +253,14 @@ extension StoreDecoderImpl {
         for attribute in description.attributes {
             if let stubIdentity, let position = description.identity.firstIndex(of: attribute.index) {
                 values[attribute.index] = stubIdentity.values[position]
+                continue
+            }
+            if leavingFieldsToHook, let identity, let position = description.identity.firstIndex(of: attribute.index) {
+                values[attribute.index] = identity.values[position]
+                continue
+            }
+            if leavingFieldsToHook, attribute.defaultValue != nil || attribute.isOptional {
+                values[attribute.index] = attribute.defaultValue ?? .null
                 continue
             }
             if let node, let value = try field(node, mapping, attribute.index, path, &hint) {
