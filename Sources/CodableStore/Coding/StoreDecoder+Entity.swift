@@ -323,7 +323,7 @@ extension StoreDecoderImpl {
             let new = try decodeAttributeValue(attribute, value, in: path, mapping)
             if current != new {
                 try attribute.writeValue(object, new)
-                object.entityState.didChange(object, attribute.index)
+                object.entityState.didChange(object, attribute.index, from: current)
             }
         }
     }

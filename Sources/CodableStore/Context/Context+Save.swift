@@ -95,6 +95,7 @@ extension Context {
                 writeCounts[state.entityIndex, default: (0, 0)].updated += 1
             }
             state.changedFields.removeAll()
+            state.storedValues = nil
         }
         insertedObjects.removeAll(keepingCapacity: true)
         updatedObjects.removeAll(keepingCapacity: true)
@@ -184,6 +185,14 @@ extension Context {
             let state = object.entityState
             guard state.status == .persistent else { continue }
             let mapping = model.mappings[state.entityIndex]
+            // Attributes set back to their stored value are not changes.
+            if let stored = state.storedValues {
+                for (field, value) in stored where state.changedFields.contains(field) {
+                    if case .attribute(let attribute) = mapping.description.fields[field], attribute.value(of: object) == value {
+                        state.changedFields.remove(field)
+                    }
+                }
+            }
             var columns = FieldSet()
             for field in state.changedFields.indexes where mapping.columnNameOfField[field] != nil {
                 columns.insert(field)

@@ -409,6 +409,7 @@ public final class Context {
         detachedObjects.append(object)
         state.status = .deleted
         state.changedFields.removeAll()
+        state.storedValues = nil
     }
 
     // MARK: - Change tracking

@@ -200,9 +200,10 @@ public final class AttributeDescription: Sendable {
             decodeAndAssign: { object, decoder in
                 let root = unsafeDowncast(object, to: Root.self)
                 let value = try V.decodeAttribute(from: decoder)
-                if get(root) != value {
+                let old = get(root)
+                if old != value {
                     set(root, value)
-                    root.entityState.didChange(root, index)
+                    root.entityState.didChange(root, index, from: old.sqliteValue)
                 }
             },
             encodeValue: { object, encoder in try get(unsafeDowncast(object, to: Root.self)).encodeAttribute(to: encoder) })

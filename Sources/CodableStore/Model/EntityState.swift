@@ -34,6 +34,10 @@ public final class EntityState {
     @exclusivity(unchecked) public internal(set) var changedFields = FieldSet()
     /// Relationships not loaded yet: read from the store on first access.
     @exclusivity(unchecked) public internal(set) var unloadedRelationships = FieldSet()
+    /// The stored values of a stored object's attributes, recorded when each first changed after the last
+    /// write: a save compares with them, so that a value set back to what is stored (page A, then page B
+    /// again) writes nothing.
+    @usableFromInline @exclusivity(unchecked) var storedValues: [Int: SQLiteValue]?
 
     /// To-one foreign keys of unloaded relationships, by field index.
     @exclusivity(unchecked) var foreignKeys = ForeignKeys()
@@ -58,6 +62,16 @@ public final class EntityState {
 }
 
 extension EntityState {
+    /// Records an attribute change from `old`, the value before it (see ``storedValues``).
+    @inlinable
+    func didChange(_ object: some EntityObject, _ field: Int, from old: @autoclosure () -> SQLiteValue) {
+        if status == .persistent, !changedFields.contains(field) {
+            if storedValues == nil { storedValues = [:] }
+            storedValues![field] = old()
+        }
+        didChange(object, field)
+    }
+
     /// Records an attribute change: in the context if the object has one.
     @usableFromInline
     func didChange(_ object: some EntityObject, _ field: Int) {

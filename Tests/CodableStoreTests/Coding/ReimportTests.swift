@@ -1,0 +1,77 @@
+import CodableStore
+import Foundation
+import Testing
+
+/// A GitHub label: page 2 of a label listing renames "bug" to "defect" (a label rename).
+@Entity final class RepoLabel {
+    var id: Int
+    var name: String
+    var color: String = ""
+    var summary: String?
+    static let identity = Identity(\RepoLabel.id)
+    enum CodingKeys: String, EntityCodingKey {
+        case id, name, color
+        case summary = "description"
+    }
+    init(id: Int, name: String) {
+        self.id = id
+        self.name = name
+    }
+}
+
+/// Re-importing pages writes nothing when the store already holds what they say, even when a page in between
+/// changed a value and a later page changed it back.
+@Suite struct ReimportTests {
+    @Test func reDecodingSeveralPagesInOneWriteWritesNothing() throws {
+        let path = TestStore.temporaryPath()
+        let log = StatementLog()
+        let store = try Store(path: path, entities: [RepoLabel.self], options: .init(statementObserver: log.observer))
+        let pages = try [Fixture.data("github/labels-page-1.json"), Fixture.data("github/labels-page-2.json")]
+        try store.write { context in
+            for page in pages { _ = try StoreDecoder().decode([RepoLabel].self, from: page, into: context) }
+        }
+        let rows = "SELECT id, name, color, summary FROM RepoLabel ORDER BY id"
+        let expected = [
+            ["71", "defect", "b60205", "Something is not working"], ["72", "pr-ready", "0e8a16", "NULL"],
+            ["73", "docs", "0075ca", "Documentation"],
+        ]
+        #expect(try RawDatabase(path).rows(rows) == expected)
+
+        // Both pages again, in one write: label 71 goes bug → defect in memory, as stored.
+        log.reset()
+        try store.write { context in
+            for page in pages { _ = try StoreDecoder().decode([RepoLabel].self, from: page, into: context) }
+        }
+        #expect(log.writes.isEmpty, "\(log.writes)")
+        #expect(try RawDatabase(path).rows(rows) == expected)
+
+        // A real change among them is still written, and only its columns.
+        log.reset()
+        try store.write { context in
+            // (Looked up first: a lookup saves what is pending.)
+            let ready = try #require(try context.object(RepoLabel.self, identity: 72))
+            let defect = try #require(try context.object(RepoLabel.self, identity: 71))
+            for page in pages { _ = try StoreDecoder().decode([RepoLabel].self, from: page, into: context) }
+            ready.color = "ffffff"
+            defect.name = "bug"
+            defect.name = "defect"
+        }
+        #expect(log.writes == [#"UPDATE "RepoLabel" SET "color" = ? WHERE "_pk" = ?"#])
+    }
+
+    @Test func anImportOfBothPagesAgainWritesNothing() throws {
+        let path = TestStore.temporaryPath()
+        let log = StatementLog()
+        let store = try Store(path: path, entities: [RepoLabel.self], options: .init(statementObserver: log.observer))
+        let dump = TestStore.temporaryPath("labels.json")
+        let pages = try [Fixture.data("github/labels-page-1.json"), Fixture.data("github/labels-page-2.json")]
+        let records = try pages.flatMap { try JSONSerialization.jsonObject(with: $0) as! [Any] }
+        try JSONSerialization.data(withJSONObject: records).write(to: URL(fileURLWithPath: dump))
+        _ = try store.importJSON(RepoLabel.self, from: .file(dump))
+        log.reset()
+        let report = try store.importJSON(RepoLabel.self, from: .file(dump))
+        #expect(log.writes.isEmpty, "\(log.writes)")
+        #expect(report.entities["RepoLabel"]?.updated == 0)
+        #expect(report.entities["RepoLabel"]?.inserted == 0)
+    }
+}
