@@ -93,7 +93,7 @@ struct ParallelArrayDecoding: EntityArrayDecoding {
         try StoreDecoderImpl.prefetch(mapping, items, context: session.context)
         result.reserveCapacity(result.count + items.count)
         for (impl, root) in items {
-            result.append(unsafeDowncast(try impl.decodeEntity(mapping, root, impl.path), to: Element.self))
+            if let object = try impl.decodeElement(mapping, root, impl.path) { result.append(unsafeDowncast(object, to: Element.self)) }
         }
     }
 

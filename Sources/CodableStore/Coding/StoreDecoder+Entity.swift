@@ -15,7 +15,15 @@ extension StoreDecoderImpl {
         switch source.kind(node) {
         case .object: break
         case .null: throw valueNotFound(mapping.description.type, path)
-        default: throw typeMismatch([String: Any].self, node, path)
+        default:
+            guard let object = try bareReference(mapping, node, path) else {
+                throw DecodingError.valueNotFound(
+                    mapping.description.type,
+                    DecodingError.Context(
+                        codingPath: path.path,
+                        debugDescription: "No stored \(mapping.name) has the identity \(String(decoding: materialize(node).jsonBytes(), as: UTF8.self)), and the unknown-reference policy is .ignore."))
+            }
+            return object
         }
         if !prepared, let preparing = mapping.jsonPreparing {
             var json = materialize(node)
@@ -406,11 +414,31 @@ extension StoreDecoderImpl {
         guard !mapping.description.identity.isEmpty else {
             throw typeMismatch([String: Any].self, node, path)
         }
+        return try bareReference(mapping, node, path)
+    }
+
+    /// The object a bare identity (a value, an array of composite values, or an object of only identity keys)
+    /// refers to, wherever an entity is decoded: the stored object, untouched; when none is stored, a stub or
+    /// nil (ignored), as the unknown-reference policy says. A value of the wrong type is a `typeMismatch` at
+    /// its own path.
+    func bareReference(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> (any EntityObject)? {
+        guard !mapping.description.identity.isEmpty else {
+            throw typeMismatch([String: Any].self, node, path)
+        }
         let key = try referenceKey(mapping, node, path)
         if let object = try context.object(entity: mapping.index, identity: key) { return object }
         switch session.options.unknownReferencePolicy {
         case .ignore: return nil
         case .stub: return try createEntity(mapping, nil, path, stubIdentity: key)
+        }
+    }
+
+    /// An element of an array of entities: an object (upserted) or a bare identity; nil for an unknown bare
+    /// identity that the unknown-reference policy ignores (left out of the result).
+    func decodeElement(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> (any EntityObject)? {
+        switch source.kind(node) {
+        case .object, .null: return try decodeEntity(mapping, node, path)
+        default: return try bareReference(mapping, node, path)
         }
     }
 
@@ -465,7 +493,7 @@ extension StoreDecoderImpl {
         var result: [any EntityObject] = []
         result.reserveCapacity(elements.count)
         for (offset, element) in elements.enumerated() {
-            result.append(try decodeEntity(mapping, element, path.appending(index: offset)))
+            if let object = try decodeElement(mapping, element, path.appending(index: offset)) { result.append(object) }
         }
         return result
     }
@@ -546,7 +574,17 @@ extension StoreDecoderImpl {
     }
 
     func collectKeys(_ mapping: EntityMapping, _ node: Node, depth: Int, into keys: inout [[Context.IdentityKey]]) {
-        guard depth < 16, source.kind(node) == .object else { return }
+        guard depth < 16 else { return }
+        switch source.kind(node) {
+        case .object: break
+        case .null: return
+        default:
+            // A bare identity as an element of the array itself (`[1, {"id": 2}, 3]`).
+            if depth == 0, !mapping.description.identity.isEmpty, let key = try? referenceKey(mapping, node, .root) {
+                keys[mapping.index].append(key)
+            }
+            return
+        }
         let description = mapping.description
         if !description.identity.isEmpty, let key = try? identityKey(mapping, node, .root) {
             keys[mapping.index].append(key)

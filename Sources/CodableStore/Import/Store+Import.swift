@@ -441,7 +441,7 @@ private final class Importer {
                     try StoreDecoderImpl.prefetch(mapping, items, context: context, keys: prepared?.keys)
                     for ((impl, root), position) in zip(items, positions) {
                         do {
-                            _ = try impl.decodeEntity(mapping, root, impl.path)
+                            _ = try impl.decodeElement(mapping, root, impl.path)
                         } catch {
                             if options.failurePolicy == .skip { throw SkipRecord(position: position, error: error) }
                             throw locate(error, batch[position])
