@@ -345,16 +345,15 @@ extension AttributeValue where Self: Codable {
 
 extension AttributeValue where Self: RawRepresentable, RawValue: AttributeValue {
     /// Decodes the raw value, then the case; an unknown raw value is `DecodingError.dataCorrupted` with the
-    /// standard library's wording.
+    /// standard library's wording, unless the type declares a fallback (``UnknownRawValueFallback``).
     public static func decodeAttribute(from decoder: any Decoder) throws -> Self {
         let raw = try RawValue.decodeAttribute(from: decoder)
-        guard let value = Self(rawValue: raw) else {
-            throw DecodingError.dataCorrupted(
-                DecodingError.Context(
-                    codingPath: decoder.codingPath,
-                    debugDescription: "Cannot initialize \(Self.self) from invalid \(RawValue.self) value \(raw)"))
-        }
-        return value
+        if let value = Self(rawValue: raw) { return value }
+        if let fallback = try fallbackForUnknownRawValue(Self.self, decoder) { return fallback }
+        throw DecodingError.dataCorrupted(
+            DecodingError.Context(
+                codingPath: decoder.codingPath,
+                debugDescription: "Cannot initialize \(Self.self) from invalid \(RawValue.self) value \(raw)"))
     }
 
     public func encodeAttribute(to encoder: any Encoder) throws {
@@ -364,7 +363,12 @@ extension AttributeValue where Self: RawRepresentable, RawValue: AttributeValue 
 
 extension AttributeValue where Self: RawRepresentable & Codable, RawValue: AttributeValue {
     public static func decodeAttribute(from decoder: any Decoder) throws -> Self {
-        try decoder.singleValueContainer().decode(Self.self)
+        do {
+            return try decoder.singleValueContainer().decode(Self.self)
+        } catch DecodingError.dataCorrupted(let context) {
+            if let fallback = try fallbackForUnknownRawValue(Self.self, decoder) { return fallback }
+            throw DecodingError.dataCorrupted(context)
+        }
     }
 
     public func encodeAttribute(to encoder: any Encoder) throws {
@@ -376,7 +380,15 @@ extension AttributeValue where Self: RawRepresentable & Codable, RawValue: Attri
 extension Optional where Wrapped: AttributeValue {
     public static func decodeAttribute(from decoder: any Decoder) throws -> Self {
         if try decoder.singleValueContainer().decodeNil() { return nil }
-        return try Wrapped.decodeAttribute(from: decoder)
+        do {
+            return try Wrapped.decodeAttribute(from: decoder)
+        } catch DecodingError.dataCorrupted(let context) {
+            // An unknown raw value of a type whose fallback is nil: nil, where nil is a value.
+            if let type = Wrapped.self as? any UnknownRawValueFallback.Type, try isUnknownWithoutFallback(type, decoder) {
+                return nil
+            }
+            throw DecodingError.dataCorrupted(context)
+        }
     }
 
     public func encodeAttribute(to encoder: any Encoder) throws {
@@ -387,4 +399,53 @@ extension Optional where Wrapped: AttributeValue {
             try container.encodeNil()
         }
     }
+}
+
+// MARK: - Unknown raw values
+
+/// An enum attribute type that takes raw values it does not know instead of failing: APIs add values over time
+/// (GitHub's `state_reason` gained `"duplicate"`), and one new value should not fail a page or an import.
+///
+/// ```swift
+/// enum StateReason: String, AttributeValue, UnknownRawValueFallback {
+///     case completed, reopened, notPlanned = "not_planned", unknown
+///     static var unknownRawValueFallback: StateReason? { .unknown }
+/// }
+/// enum LockReason: String, AttributeValue, UnknownRawValueFallback {
+///     case offTopic = "off-topic", tooHeated = "too heated", resolved, spam
+///     static var unknownRawValueFallback: LockReason? { nil }  // `var lockReason: LockReason?` becomes nil
+/// }
+/// ```
+/// Decoding an unknown raw value gives the fallback case; with a nil fallback, an optional attribute of the type
+/// becomes nil, and a non-optional one still fails with `DecodingError.dataCorrupted`. A type that does not
+/// adopt the protocol fails as before. The raw value itself is not kept: store it in an attribute of its own if
+/// you need it.
+public protocol UnknownRawValueFallback: AttributeValue, RawRepresentable where RawValue: AttributeValue {
+    /// The value an unknown raw value decodes as; nil makes it nil where the attribute is optional.
+    static var unknownRawValueFallback: Self? { get }
+}
+
+extension UnknownRawValueFallback {
+    /// Whether the decoder's raw value is not a case (and not of the wrong type: that error stays).
+    fileprivate static func isUnknownRawValue(_ decoder: any Decoder) throws -> Bool {
+        Self(rawValue: try RawValue.decodeAttribute(from: decoder)) == nil
+    }
+}
+
+/// The fallback of `type` for the decoder's value, when `type` declares one and the value is an unknown raw value.
+private func fallbackForUnknownRawValue<T>(_ type: T.Type, _ decoder: any Decoder) throws -> T? {
+    guard let fallbackType = type as? any UnknownRawValueFallback.Type else { return nil }
+    func open<F: UnknownRawValueFallback>(_ type: F.Type) throws -> T? {
+        guard try type.isUnknownRawValue(decoder) else { return nil }
+        return type.unknownRawValueFallback as? T
+    }
+    return try open(fallbackType)
+}
+
+/// Whether the decoder's value is an unknown raw value of `type`, whose fallback is nil.
+private func isUnknownWithoutFallback(_ type: any UnknownRawValueFallback.Type, _ decoder: any Decoder) throws -> Bool {
+    func open<F: UnknownRawValueFallback>(_ type: F.Type) throws -> Bool {
+        try type.unknownRawValueFallback == nil && type.isUnknownRawValue(decoder)
+    }
+    return try open(type)
 }
