@@ -62,7 +62,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CodableStoreCLITests",
-            dependencies: ["codable-store", "CodableStore"]
+            dependencies: ["codable-store", "CodableStore", "IssuesModel"]
         ),
         .testTarget(
             name: "CodableStoreMacrosTests",
