@@ -246,6 +246,20 @@ public final class Connection {
         }
     }
 
+    /// Throws unless a transaction is open: SQLite rolls a whole transaction back by itself after some errors
+    /// (an I/O error, a full disk, no memory), and a statement run after one was caught would then commit on
+    /// its own, outside the transaction it belongs to.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/lang_transaction.html> ("Response To Errors
+    /// Within A Transaction")
+    func checkInsideTransaction(function: String = #function) throws {
+        guard !isInsideTransaction else { return }
+        throw SQLiteError(
+            resultCode: .SQLITE_ABORT_ROLLBACK,
+            message: "the transaction was rolled back by SQLite after an earlier error (an I/O error or a full disk); nothing more is written",
+            function: function)
+    }
+
     func rollbackIgnoringErrors() {
         // > If the transaction has already been rolled back automatically by the error response, then the
         // > ROLLBACK command will fail with an error, but no harm is caused by this.

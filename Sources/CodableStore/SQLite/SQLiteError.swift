@@ -112,6 +112,9 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable {
 
     public static let SQLITE_OK = ResultCode(rawValue: CSQLite.SQLITE_OK)
     public static let SQLITE_ERROR = ResultCode(rawValue: CSQLite.SQLITE_ERROR)
+    public static let SQLITE_ABORT = ResultCode(rawValue: CSQLite.SQLITE_ABORT)
+    /// `SQLITE_ABORT_ROLLBACK`: the transaction was rolled back (by SQLite, after an error) under a statement.
+    public static let SQLITE_ABORT_ROLLBACK = ResultCode(rawValue: CSQLite.SQLITE_ABORT | 2 << 8)
     public static let SQLITE_BUSY = ResultCode(rawValue: CSQLite.SQLITE_BUSY)
     public static let SQLITE_LOCKED = ResultCode(rawValue: CSQLite.SQLITE_LOCKED)
     public static let SQLITE_READONLY = ResultCode(rawValue: CSQLite.SQLITE_READONLY)

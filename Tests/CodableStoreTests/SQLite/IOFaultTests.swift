@@ -63,4 +63,70 @@ import Testing
         }
         #expect(try RawDatabase(path).rows("SELECT a FROM t") == [["2"], ["5"]])
     }
+
+    // MARK: - Found by the sweeps
+
+    /// A store of people with tags, closed, so that a store opened on it next starts with a cold page cache.
+    private func storeOfTaggedPeople(_ vfs: FaultInjectingVFS) throws -> String {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities, options: .init(vfs: vfs.name))
+        try store.write { context in
+            let tags = (0..<10).map { Tag(id: $0, label: "tag \($0)") }
+            for id in 1...50 {
+                let person = Person(id: id, name: "person \(id)")
+                try context.insert(person)
+                person.tags = [tags[id % 10]]
+            }
+        }
+        return path
+    }
+
+    /// After a read fails with an I/O error, SQLite rolls the whole transaction back. Reading whether a table is
+    /// empty (to make an identity index) swallowed that error, so an import committing every batch wrote the
+    /// batch statement by statement outside any transaction, then failed with "cannot commit - no transaction
+    /// is active". The error now ends the batch, and names the I/O failure.
+    @Test func aReadFailingWhileAnImportLooksUpIdentitiesEndsItWithThatError() throws {
+        let vfs = FaultInjectingVFS()
+        defer { vfs.unregister() }
+        let path = try storeOfTaggedPeople(vfs)
+        let dump = TestStore.temporaryPath("people.json")
+        try Data(#"[{"id": 1, "name": "Ada"}, {"id": 51, "name": "Grace"}]"#.utf8).write(to: URL(fileURLWithPath: dump))
+        do {
+            let store = try Store(path: path, entities: TestStore.entities, options: .init(vfs: vfs.name))
+            vfs.arm(.init(.read, nth: 1))
+            let error = try #require(throws: ImportError.self) {
+                _ = try store.importJSON(Person.self, from: .file(dump), options: .init(commitEveryBatch: true))
+            }
+            vfs.disarm()
+            let cause = try #require(error.underlyingError as? SQLiteError)
+            #expect(cause.resultCode.name == "SQLITE_IOERR_READ")
+            #expect(error.description.contains("SQLite error 266 (SQLITE_IOERR_READ): disk I/O error"))
+        }
+        #expect(try RawDatabase(path).rows("SELECT id, name FROM Person WHERE id IN (1, 51)") == [["1", "person 1"]])
+    }
+
+    /// A write whose closure caught an I/O error and went on: SQLite rolled the transaction back under it, so the
+    /// save must not write its changes one statement at a time outside it.
+    @Test func aWriteThatCaughtAnIOErrorWritesNothingOutsideTheTransactionSQLiteRolledBack() throws {
+        let vfs = FaultInjectingVFS()
+        defer { vfs.unregister() }
+        let path = try storeOfTaggedPeople(vfs)
+        do {
+            let store = try Store(path: path, entities: TestStore.entities, options: .init(vfs: vfs.name))
+            let error = try #require(throws: SQLiteError.self) {
+                try store.write { context in
+                    vfs.arm(.init(.read, nth: 1))
+                    #expect(throws: SQLiteError.self) { _ = try context.fetch(Person.self) }
+                    vfs.disarm()
+                    try context.insert(Person(id: 51, name: "Grace"))
+                    try context.insert(Person(id: 52, name: "Linus"))
+                }
+            }
+            #expect(error.resultCode == .SQLITE_ABORT_ROLLBACK)
+            #expect(error.description.hasPrefix("SQLite error 516 (SQLITE_ABORT_ROLLBACK): the transaction was rolled back by SQLite after an earlier error"))
+            // The store works on.
+            try store.write { try $0.insert(Person(id: 53, name: "Barbara")) }
+        }
+        #expect(try RawDatabase(path).rows("SELECT id FROM Person WHERE id > 50") == [["53"]])
+    }
 }
