@@ -129,4 +129,30 @@ import Testing
         }
         #expect(try RawDatabase(path).rows("SELECT id FROM Person WHERE id > 50") == [["53"]])
     }
+
+    /// Each relationship that failed to load wrapped the failure of the one before it, so a failing disk made
+    /// the error of a save as deep as the number of relationships read (the description of a deep enough one
+    /// overflows the stack). The first failure is the one thrown, once.
+    @Test func relationshipsThatFailToLoadThrowTheFirstFailureOnce() throws {
+        let vfs = FaultInjectingVFS()
+        defer { vfs.unregister() }
+        let path = try storeOfTaggedPeople(vfs)
+        do {
+            let store = try Store(path: path, entities: TestStore.entities, options: .init(vfs: vfs.name))
+            let error = try #require(throws: StoreError.self) {
+                try store.write { context in
+                    let people = try context.fetch(Person.self)
+                    vfs.arm(.init(.read, nth: 1, persistent: true))
+                    #expect(people.allSatisfy { $0.tags.isEmpty })  // each load fails; the error waits for the save
+                    vfs.disarm()
+                }
+            }
+            #expect(error.code == .relationshipLoad)
+            let cause = try #require(error.cause as? SQLiteError)
+            #expect(cause.resultCode.name == "SQLITE_IOERR_READ")
+            #expect(
+                error.description.hasPrefix(
+                    "StoreError.relationshipLoad: Person.tags could not be loaded (cause: SQLite error 266 (SQLITE_IOERR_READ): disk I/O error"))
+        }
+    }
 }
