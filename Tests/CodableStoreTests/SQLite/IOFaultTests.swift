@@ -3,8 +3,11 @@ import CodableStore
 import Foundation
 import Testing
 
-/// Faults inside SQLite's I/O, injected by a VFS of the tests' own (``FaultInjectingVFS``) that a store opens
-/// with ``Store/Options/vfs``.
+/// Faults inside SQLite's I/O: a read, write, sync or truncation that fails at a chosen call during a save or
+/// an import (and while the store closes, which checkpoints the -wal file) ends in a clear error, or in
+/// success when the call did not matter, and leaves a file that passes `integrity_check` with exactly the
+/// old or the new contents (with committed batches, a prefix of whole batches), and a store that works on.
+/// See ``FaultSweep`` for what is checked after each fault.
 @Suite struct IOFaultTests {
     // MARK: - The VFS option
 
@@ -131,8 +134,8 @@ import Testing
     }
 
     /// Each relationship that failed to load wrapped the failure of the one before it, so a failing disk made
-    /// the error of a save as deep as the number of relationships read (the description of a deep enough one
-    /// overflows the stack). The first failure is the one thrown, once.
+    /// the error of a save as deep as the number of relationships read (50 here). The first failure is the one
+    /// thrown, once.
     @Test func relationshipsThatFailToLoadThrowTheFirstFailureOnce() throws {
         let vfs = FaultInjectingVFS()
         defer { vfs.unregister() }
@@ -154,5 +157,125 @@ import Testing
                 error.description.hasPrefix(
                     "StoreError.relationshipLoad: Person.tags could not be loaded (cause: SQLite error 266 (SQLITE_IOERR_READ): disk I/O error"))
         }
+    }
+
+    // MARK: - Sweeps
+
+    @Test func aSaveOfManyChangesSurvivesAFaultAtAnyIOCall() throws {
+        try sweep(Self.save())
+    }
+
+    @Test func anImportInOneTransactionSurvivesAFaultAtAnyIOCall() throws {
+        try sweep(Self.importScenario(commitEveryBatch: false))
+    }
+
+    @Test func anImportCommittingEveryBatchKeepsWholeBatchesThroughAFaultAtAnyIOCall() throws {
+        try sweep(Self.importScenario(commitEveryBatch: true))
+    }
+
+    private func sweep(_ scenario: FaultScenario) throws {
+        let sweep = try FaultSweep(scenario)
+        let counts = sweep.operationCounts
+        // The operation writes and reads both files, and its commits checkpoint: faults reach all of it.
+        for operation in [FaultInjectingVFS.Operation.read, .write] {
+            #expect(counts.total(operation, .main) > 0, "\(scenario.name): \(counts)")
+            #expect(counts.total(operation, .wal) > 0, "\(scenario.name): \(counts)")
+        }
+        #expect(counts.total(.sync, .main) > 0, "\(scenario.name): \(counts)")
+        #expect(sweep.closeCounts.total(.write, .main) > 0, "\(scenario.name), closing: \(sweep.closeCounts)")
+
+        let operation = try sweep.sweepOperation(FaultSweep.faults(for: counts, spread: 16))
+        let closing = try sweep.sweepClose(FaultSweep.faults(for: sweep.closeCounts, spread: 5))
+        // Faults that fail the operation, and faults it rides out (a failed checkpoint after its commit).
+        #expect(operation.failed > 0 && operation.failed < operation.injected, "\(scenario.name): \(operation)")
+        #expect(closing.injected == closing.faults, "\(scenario.name), closing: \(closing)")
+        if ProcessInfo.processInfo.environment["CODABLE_STORE_FAULT_SUMMARY"] != nil {
+            print("\(scenario.name): operation: \(counts) -> \(operation); closing: \(sweep.closeCounts) -> \(closing)")
+        }
+    }
+
+    // MARK: - Scenarios
+
+    /// A write with many changes: updates, relinks, deletes (nullifying the deleted people's attributes) and
+    /// inserts with relationships, over 200 people.
+    static func save() -> FaultScenario {
+        FaultScenario(
+            name: "save",
+            entities: TestStore.entities,
+            prepare: { store in
+                try store.write { context in
+                    let countries = (0..<5).map { Country(code: "C\($0)", name: "Country \($0)") }
+                    let tags = (0..<10).map { Tag(id: $0, label: "tag \($0)") }
+                    for id in 1...200 {
+                        let person = Person(id: id, name: "person \(id)", age: id % 90)
+                        try context.insert(person)
+                        person.country = countries[id % 5]
+                        person.tags = [tags[id % 10], tags[(id * 7) % 10]]
+                        person.attributes = [PersonAttribute(key: "a", value: "\(id)"), PersonAttribute(key: "b", value: "x")]
+                    }
+                }
+            },
+            prepareInWAL: { store in
+                try store.write { context in
+                    for person in try context.fetch(Person.self, where: \.id <= 30) { person.age += 1 }
+                }
+            },
+            walAutocheckpoint: 8,
+            operation: { store, _ in
+                try store.write { context in
+                    let tags = try context.fetch(Tag.self)
+                    // Only the people stored before: the operation, run again, changes nothing.
+                    for person in try context.fetch(Person.self, where: \.id <= 200) {
+                        if person.id % 10 == 0 {
+                            try context.delete(person)
+                        } else if person.id % 3 == 0 {
+                            person.name = "renamed \(person.id)"
+                            person.tags = [tags[person.id % tags.count]]
+                        }
+                    }
+                    for id in 201...300 where try context.object(Person.self, identity: id) == nil {
+                        let person = Person(id: id, name: "new \(id)", age: id % 90)
+                        try context.insert(person)
+                        person.country = try context.object(Country.self, identity: "C\(id % 5)")
+                        person.tags = [tags[id % tags.count]]
+                        person.attributes = [PersonAttribute(key: "n", value: "\(id)")]
+                    }
+                }
+            })
+    }
+
+    /// 160 issues (with users and labels, some repeated) in 4 batches of 40 over 80 stored ones: updates and
+    /// inserts. Committing every batch, each commit checkpoints.
+    static func importScenario(commitEveryBatch: Bool) throws -> FaultScenario {
+        let oldDump = try issueDump(seed: 3, count: 80)
+        let newDump = try issueDump(seed: 7, count: 160)
+        var options = ImportTests.options(batchSize: 40)
+        options.commitEveryBatch = commitEveryBatch
+        return FaultScenario(
+            name: commitEveryBatch ? "import committing every batch" : "import",
+            entities: issueEntities,
+            prepare: { store in
+                _ = try store.importJSON(GitIssue.self, from: .file(oldDump), options: ImportTests.options(batchSize: 100))
+            },
+            prepareInWAL: { store in
+                try store.write { context in
+                    for issue in try context.fetch(GitIssue.self, where: \.id <= 20) { issue.title = "edited \(issue.id)" }
+                }
+            },
+            walAutocheckpoint: 8,
+            operation: { store, committed in
+                var options = options
+                if let committed { options.progress = { _ in committed() } }
+                _ = try store.importJSON(GitIssue.self, from: .file(newDump), options: options)
+            })
+    }
+
+    private static func issueDump(seed: UInt64, count: Int) throws -> String {
+        var generator = IssueDumpGenerator(seed: seed, duplicateFraction: 0.1)
+        var bytes: [UInt8] = []
+        generator.writeArray(count: count) { bytes += $0 }
+        let path = TestStore.temporaryPath("dump-\(seed).json")
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
     }
 }
