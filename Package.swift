@@ -56,9 +56,17 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Test support only (no product exports it): a SQLite VFS that wraps the default one and fails chosen
+        // reads, writes, syncs and truncations, for the fault-injection tests (Store.Options.vfs opens with it).
+        .target(
+            name: "CSQLiteFaultVFS",
+            dependencies: ["CSQLite"]
+        ),
         .testTarget(
             name: "CodableStoreTests",
-            dependencies: ["CodableStore", "CSQLite", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CodableStore", "CSQLite", "CSQLiteFaultVFS", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "CodableStoreCLITests",

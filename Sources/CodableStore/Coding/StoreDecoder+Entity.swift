@@ -522,8 +522,8 @@ extension StoreDecoderImpl {
     ) throws {
         // Nothing to look up when every entity's identity index already knows all its stored objects (an
         // empty store, a first sync): skip reading the identities twice. Memberships may still need loading.
-        let allComplete = context.model.mappings.allSatisfy { entity in
-            entity.identityColumns.isEmpty || context.identityIndex(entity.index).isComplete
+        let allComplete = try context.model.mappings.allSatisfy { entity in
+            try entity.identityColumns.isEmpty || context.identityIndex(entity.index).isComplete
         }
         if !allComplete {
             let keys = collected ?? collectKeys(mapping, items, model: context.model)
@@ -542,7 +542,7 @@ extension StoreDecoderImpl {
                 // table), waits for the writer, which must not wait for this hold.
                 if context.writeBehind != nil {
                     try context.flush()
-                    for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty { _ = context.identityIndex(entity) }
+                    for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty { _ = try context.identityIndex(entity) }
                 }
                 try context.withSharedConnection { _ in try lookUpAll() }
             }

@@ -97,13 +97,18 @@ extension Context {
         }
     }
 
-    func identityIndex(_ entity: Int) -> IdentityIndex {
+    /// The identity index of an entity, made on first use.
+    ///
+    /// - Throws: the error of reading whether the table is empty. It is never swallowed: after an I/O error or
+    ///   a full disk SQLite has rolled the transaction back, and the save would go on outside it.
+    func identityIndex(_ entity: Int) throws -> IdentityIndex {
         if let index = identityIndexes[entity] { return index }
-        let index = IdentityIndex()
-        identityIndexes[entity] = index
         // A write context holds the write lock: rows appear only through its own inserts, which this index
         // sees from now on. So an empty table, with no object of the entity held yet, makes it complete.
-        if !isReadOnly, registries[entity].isEmpty { index.isComplete = (try? isTableEmpty(entity)) == true }
+        let isComplete = try !isReadOnly && registries[entity].isEmpty && isTableEmpty(entity)
+        let index = IdentityIndex()
+        index.isComplete = isComplete
+        identityIndexes[entity] = index
         // Objects inserted before the index existed and not written yet: lookups do not write them first (see
         // `lookUp`), so the index must answer for them.
         let mapping = model.mappings[entity]
@@ -169,7 +174,7 @@ extension Context {
         let mapping = model.mappings[entity]
         let arity = mapping.identityColumns.count
         guard arity > 0 else { return }
-        let index = identityIndex(entity)
+        let index = try identityIndex(entity)
         if index.isComplete { return }  // what is not in the index is not stored
         // Unknown keys are marked missing as they are collected (one hash per key, duplicates included);
         // the query below replaces the marks of the keys the store has.
@@ -237,7 +242,7 @@ extension Context {
         var made: [Int64: any EntityObject] = [:]
         for (position, (entry, rows)) in zip(lookup.keys, lookup.rows).enumerated() {
             let mapping = model.mappings[entry.entity]
-            let index = identityIndex(entry.entity)
+            let index = try identityIndex(entry.entity)
             for row in 0..<rows.count {
                 let row = rows[row]
                 guard case .integer(let rowID) = row.first, registries[entry.entity][rowID] == nil else { continue }

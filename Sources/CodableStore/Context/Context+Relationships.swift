@@ -37,6 +37,10 @@ extension Context {
         guard state.unloadedRelationships.contains(field) else { return relationship.description.getMany(owner) }
         state.unloadedRelationships.remove(field)
         var members: [any EntityObject] = []
+        // flush() throws (and forgets) a failure deferred earlier: that one stays the error the next save
+        // throws. Wrapped in this relationship's error instead, it would be wrapped again by the next load, and
+        // on a failing disk the error grew one level deeper per relationship read.
+        let earlierError = deferredError
         do {
             try flush()
             let destination = model.mappings[relationship.destination]
@@ -50,7 +54,7 @@ extension Context {
                 }
             }
         } catch {
-            deferredError = deferredError ?? relationshipLoadError(relationship, error)
+            deferredError = earlierError ?? deferredError ?? relationshipLoadError(relationship, error)
         }
         relationship.description.setMany(owner, members)
         return members

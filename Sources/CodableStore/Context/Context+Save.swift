@@ -70,9 +70,11 @@ extension Context {
             // delete: only a decoding hook can).
             if !deletedObjects.isEmpty { writeBehind.waitUntilIdle() }
         } else if usingSavepoint {
+            try connection.checkInsideTransaction()
             // A savepoint makes a failed flush leave nothing behind, so the caller may fix things and retry.
             try connection.inSavepoint(named: "codablestore_save") { try writeNow() }
         } else {
+            try connection.checkInsideTransaction()
             try writeNow()
         }
         // Only now that everything is written (or handed to the writer) does the in-memory state move on.

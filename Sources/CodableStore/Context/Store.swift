@@ -36,6 +36,19 @@ public final class Store: Sendable {
         /// Where the store logs: statements at trace, saves and schema changes at info, failed writes at error.
         /// Silent by default.
         public var logger: Logger
+        /// The name of a registered SQLite VFS (the layer through which SQLite reaches the file system) that
+        /// every connection of the store opens the file with; `nil` (the default) is SQLite's default VFS.
+        ///
+        /// ```swift
+        /// // A VFS registered beforehand with sqlite3_vfs_register, e.g. one that encrypts, or that fails
+        /// // chosen writes in a test.
+        /// let store = try Store(path: path, entities: [Person.self], options: .init(vfs: "my-vfs"))
+        /// ```
+        /// Opening fails with ``SQLiteError`` (`SQLITE_ERROR`, "no such vfs: …") when no VFS of that name is
+        /// registered. The VFS must support shared memory (version 2 or later), which WAL mode needs.
+        ///
+        /// Related SQLite documentation: <https://www.sqlite.org/vfs.html>, <https://www.sqlite.org/c3ref/vfs_find.html>
+        public var vfs: String?
 
         public init(
             schemaChangePolicy: SchemaChangePolicy = .fail,
@@ -43,9 +56,11 @@ public final class Store: Sendable {
             cacheSizeKiB: Int = 16 * 1024,
             maximumReaderCount: Int = 4,
             statementObserver: (@Sendable (String) -> Void)? = nil,
-            logger: Logger = Logger(label: "CodableStore", factory: { _ in SwiftLogNoOpLogHandler() })
+            logger: Logger = Logger(label: "CodableStore", factory: { _ in SwiftLogNoOpLogHandler() }),
+            vfs: String? = nil
         ) {
             self.logger = logger
+            self.vfs = vfs
             self.schemaChangePolicy = schemaChangePolicy
             self.busyTimeout = busyTimeout
             self.cacheSizeKiB = cacheSizeKiB
@@ -85,7 +100,7 @@ public final class Store: Sendable {
 
     private init(path: String, inMemory: Bool, entities: [any EntityObject.Type], options: Options) throws {
         let model = try StoreModel(entities: entities)
-        let connection = try Connection(path: path, busyTimeout: options.busyTimeout)
+        let connection = try Connection(path: path, busyTimeout: options.busyTimeout, vfs: options.vfs)
         if !inMemory {
             if connection.isReadOnly {
                 throw SQLiteError(
@@ -244,7 +259,7 @@ public final class Store: Sendable {
 
     private func takeReader() throws -> ConnectionBox {
         if let box = readers.withLock({ $0.popLast() }) { return box }
-        let connection = try Connection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout)
+        let connection = try Connection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout, vfs: options.vfs)
         try connection.execute(sql: "PRAGMA cache_size = -\(max(options.cacheSizeKiB / 4, 64))")
         try connection.setCheckpointsOnClose(false)
         try connection.registerCaseFolding()

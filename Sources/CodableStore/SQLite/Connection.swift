@@ -31,6 +31,8 @@ public final class Connection {
     public let path: String
     /// How long the connection waits for a lock held by another connection, in milliseconds.
     public private(set) var busyTimeout: Int32
+    /// The name of the VFS it was opened with, or `nil` for SQLite's default VFS.
+    public let vfs: String?
     private var statementCache: [String: Statement] = [:]
     private var statementUses = 0
     /// At most this many cached statements: SQL built from data (raw predicates, `IN` lists of varying
@@ -49,8 +51,13 @@ public final class Connection {
     ///   - path: A file path, `":memory:"`, or a `file:` URI.
     ///   - mode: Read-write-create (default), read-write or read-only.
     ///   - busyTimeout: How long to wait for a lock held by another connection, in milliseconds.
-    /// - Throws: ``SQLiteError`` (`SQLITE_CANTOPEN`, `SQLITE_NOTADB`, `SQLITE_CORRUPT`, …).
-    public init(path: String, mode: Mode = .readWriteCreate, busyTimeout: Int32 = 5_000) throws {
+    ///   - vfs: The name of a registered SQLite VFS (operating-system interface) to open the file with; `nil`,
+    ///     the default, is SQLite's default VFS (`"unix"` on Linux and macOS).
+    /// - Throws: ``SQLiteError`` (`SQLITE_CANTOPEN`, `SQLITE_NOTADB`, `SQLITE_CORRUPT`, …; `SQLITE_ERROR`
+    ///   "no such vfs" for a VFS name that is not registered).
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/vfs.html>
+    public init(path: String, mode: Mode = .readWriteCreate, busyTimeout: Int32 = 5_000, vfs: String? = nil) throws {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
         switch mode {
         case .readWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
@@ -58,7 +65,7 @@ public final class Connection {
         case .readOnly: flags |= SQLITE_OPEN_READONLY
         }
         var handle: OpaquePointer?
-        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        let code = sqlite3_open_v2(path, &handle, flags, vfs)
         guard let handle else {
             throw SQLiteError(resultCode: .init(rawValue: SQLITE_NOMEM), message: "out of memory", sql: nil)
         }
@@ -79,6 +86,7 @@ public final class Connection {
         self.busyTimeout = busyTimeout
         self.sqliteConnection = handle
         self.path = path
+        self.vfs = vfs
         // Detect "not a database" and corruption of the header now.
         try execute(sql: "SELECT count(*) FROM sqlite_master")
     }
@@ -292,6 +300,20 @@ public final class Connection {
             try? execute(sql: "RELEASE SAVEPOINT \(quoted)")
             throw error
         }
+    }
+
+    /// Throws unless a transaction is open: SQLite rolls a whole transaction back by itself after some errors
+    /// (an I/O error, a full disk, no memory), and a statement run after one was caught would then commit on
+    /// its own, outside the transaction it belongs to.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/lang_transaction.html> ("Response To Errors
+    /// Within A Transaction")
+    func checkInsideTransaction(function: String = #function) throws {
+        guard !isInsideTransaction else { return }
+        throw SQLiteError(
+            resultCode: .SQLITE_ABORT_ROLLBACK,
+            message: "the transaction was rolled back by SQLite after an earlier error (an I/O error or a full disk); nothing more is written",
+            function: function)
     }
 
     func rollbackIgnoringErrors() {

@@ -98,11 +98,23 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable {
         2067: "SQLITE_CONSTRAINT_UNIQUE", 1555: "SQLITE_CONSTRAINT_PRIMARYKEY", 1299: "SQLITE_CONSTRAINT_NOTNULL",
         787: "SQLITE_CONSTRAINT_FOREIGNKEY", 275: "SQLITE_CONSTRAINT_CHECK",
         264: "SQLITE_READONLY_RECOVERY", 520: "SQLITE_READONLY_CANTLOCK", 1032: "SQLITE_READONLY_DBMOVED",
-        517: "SQLITE_BUSY_SNAPSHOT", 261: "SQLITE_BUSY_RECOVERY",
-    ]
+        517: "SQLITE_BUSY_SNAPSHOT", 261: "SQLITE_BUSY_RECOVERY", 516: "SQLITE_ABORT_ROLLBACK",
+    ].merging(ioErrorNames) { name, _ in name }
+
+    /// The extended codes of `SQLITE_IOERR` (`SQLITE_IOERR | n << 8`) that say which file operation failed.
+    private static let ioErrorNames: [Int32: String] = Dictionary(
+        uniqueKeysWithValues: [
+            (1, "READ"), (2, "SHORT_READ"), (3, "WRITE"), (4, "FSYNC"), (5, "DIR_FSYNC"), (6, "TRUNCATE"), (7, "FSTAT"),
+            (8, "UNLOCK"), (9, "RDLOCK"), (10, "DELETE"), (12, "NOMEM"), (13, "ACCESS"), (14, "CHECKRESERVEDLOCK"),
+            (15, "LOCK"), (16, "CLOSE"), (18, "SHMOPEN"), (19, "SHMSIZE"), (20, "SHMLOCK"), (21, "SHMMAP"), (22, "SEEK"),
+            (23, "DELETE_NOENT"), (24, "MMAP"),
+        ].map { (CSQLite.SQLITE_IOERR | Int32($0.0) << 8, "SQLITE_IOERR_\($0.1)") })
 
     public static let SQLITE_OK = ResultCode(rawValue: CSQLite.SQLITE_OK)
     public static let SQLITE_ERROR = ResultCode(rawValue: CSQLite.SQLITE_ERROR)
+    public static let SQLITE_ABORT = ResultCode(rawValue: CSQLite.SQLITE_ABORT)
+    /// `SQLITE_ABORT_ROLLBACK`: the transaction was rolled back (by SQLite, after an error) under a statement.
+    public static let SQLITE_ABORT_ROLLBACK = ResultCode(rawValue: CSQLite.SQLITE_ABORT | 2 << 8)
     public static let SQLITE_BUSY = ResultCode(rawValue: CSQLite.SQLITE_BUSY)
     public static let SQLITE_LOCKED = ResultCode(rawValue: CSQLite.SQLITE_LOCKED)
     public static let SQLITE_READONLY = ResultCode(rawValue: CSQLite.SQLITE_READONLY)
