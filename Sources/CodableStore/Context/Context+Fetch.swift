@@ -23,7 +23,7 @@ extension Context {
             sql += " WHERE " + condition
             arguments = values
         }
-        sql += try mapping.orderBy(Sort.terms(sort))
+        sql += try Sort.orderBy(sort, mapping, model: model)
         if limit != nil || offset != nil {
             sql += " LIMIT ? OFFSET ?"
             arguments.append(.integer(Int64(limit ?? -1)))

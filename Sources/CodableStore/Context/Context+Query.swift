@@ -109,7 +109,7 @@ extension Context {
         _ type: T.Type, where predicate: EntityPredicate<T>? = nil, orderBy sort: [Sort<T>] = [], limit: Int? = nil
     ) throws -> [Snapshot<T>] {
         let (mapping, condition, arguments) = try prepare(T.self, predicate)
-        var sql = mapping.selectSQL + condition + (try mapping.orderBy(Sort.terms(sort)))
+        var sql = mapping.selectSQL + condition + (try Sort.orderBy(sort, mapping, model: model))
         var bound = arguments
         if let limit {
             sql += " LIMIT ?"

@@ -16,6 +16,10 @@ public struct EntityPredicate<Root: EntityObject>: Sendable {
         case text(KeyPathBox, TextMatch, String, caseInsensitive: Bool)
         /// A condition on the destination of a to-one relationship: `relationship IN (SELECT …)`.
         case through(KeyPathBox, destination: any EntityObject.Type, SubqueryBox)
+        /// A condition on the members of a to-many relationship: some member matches (`any`) or none does.
+        case members(KeyPathBox, destination: any EntityObject.Type, SubqueryBox?, any: Bool)
+        /// The number of members of a to-many relationship (that match the condition), compared with a number.
+        case memberCount(KeyPathBox, destination: any EntityObject.Type, SubqueryBox?, ComparisonOperator, Int)
         case and(Node, Node)
         case or(Node, Node)
         case not(Node)
@@ -74,6 +78,69 @@ public struct EntityPredicate<Root: EntityObject>: Sendable {
         EntityPredicate(.through(KeyPathBox(relationship), destination: Destination.self, SubqueryBox(condition)))
     }
 
+    /// Rows with at least one member of the to-many relationship matching `condition` (any member, without
+    /// one): issues with the label "bug" are `.any(\Issue.labels, \Label.name == "bug")`.
+    public static func any<Destination: EntityObject>(
+        _ relationship: KeyPath<Root, Set<Destination>>, _ condition: EntityPredicate<Destination>? = nil
+    ) -> EntityPredicate {
+        EntityPredicate(.members(KeyPathBox(relationship), destination: Destination.self, condition.map(SubqueryBox.init), any: true))
+    }
+
+    public static func any<Destination: EntityObject>(
+        _ relationship: KeyPath<Root, [Destination]>, _ condition: EntityPredicate<Destination>? = nil
+    ) -> EntityPredicate {
+        EntityPredicate(.members(KeyPathBox(relationship), destination: Destination.self, condition.map(SubqueryBox.init), any: true))
+    }
+
+    /// Rows with no member of the to-many relationship matching `condition` (no member at all, without one).
+    public static func none<Destination: EntityObject>(
+        _ relationship: KeyPath<Root, Set<Destination>>, _ condition: EntityPredicate<Destination>? = nil
+    ) -> EntityPredicate {
+        EntityPredicate(.members(KeyPathBox(relationship), destination: Destination.self, condition.map(SubqueryBox.init), any: false))
+    }
+
+    public static func none<Destination: EntityObject>(
+        _ relationship: KeyPath<Root, [Destination]>, _ condition: EntityPredicate<Destination>? = nil
+    ) -> EntityPredicate {
+        EntityPredicate(.members(KeyPathBox(relationship), destination: Destination.self, condition.map(SubqueryBox.init), any: false))
+    }
+
+    /// A comparison of a number of members with a number: `.count(\Issue.labels, .atLeast(2))`.
+    public enum CountComparison: Sendable {
+        case equal(Int), notEqual(Int), lessThan(Int), atMost(Int), greaterThan(Int), atLeast(Int)
+
+        var parts: (ComparisonOperator, Int) {
+            switch self {
+            case .equal(let n): (.equal, n)
+            case .notEqual(let n): (.notEqual, n)
+            case .lessThan(let n): (.less, n)
+            case .atMost(let n): (.lessOrEqual, n)
+            case .greaterThan(let n): (.greater, n)
+            case .atLeast(let n): (.greaterOrEqual, n)
+            }
+        }
+    }
+
+    /// Rows whose number of members of the to-many relationship (those matching `condition`, if given)
+    /// compares as `comparison` says: `.count(\Issue.labels, where: \Label.name == "bug", .equal(0))`.
+    public static func count<Destination: EntityObject>(
+        _ relationship: KeyPath<Root, Set<Destination>>, where condition: EntityPredicate<Destination>? = nil,
+        _ comparison: CountComparison
+    ) -> EntityPredicate {
+        let (op, number) = comparison.parts
+        return EntityPredicate(
+            .memberCount(KeyPathBox(relationship), destination: Destination.self, condition.map(SubqueryBox.init), op, number))
+    }
+
+    public static func count<Destination: EntityObject>(
+        _ relationship: KeyPath<Root, [Destination]>, where condition: EntityPredicate<Destination>? = nil,
+        _ comparison: CountComparison
+    ) -> EntityPredicate {
+        let (op, number) = comparison.parts
+        return EntityPredicate(
+            .memberCount(KeyPathBox(relationship), destination: Destination.self, condition.map(SubqueryBox.init), op, number))
+    }
+
     /// A raw SQL condition with bound arguments, for what key paths cannot say. Column names are the field
     /// names (quote them); the table is the entity name.
     public static func sql(_ sql: String, _ arguments: [SQLiteValue] = []) -> EntityPredicate {
@@ -89,7 +156,8 @@ public struct EntityPredicate<Root: EntityObject>: Sendable {
     var joinedEntities: [any EntityObject.Type] {
         func collect(_ node: Node) -> [any EntityObject.Type] {
             switch node {
-            case .through(_, let destination, _): [destination]
+            case .through(_, let destination, _), .members(_, let destination, _, _), .memberCount(_, let destination, _, _, _):
+                [destination]
             case .and(let lhs, let rhs), .or(let lhs, let rhs): collect(lhs) + collect(rhs)
             case .not(let inner): collect(inner)
             default: []
@@ -164,6 +232,52 @@ public struct EntityPredicate<Root: EntityObject>: Sendable {
             let (condition, values) = try subquery.render(destination, model)
             arguments.append(contentsOf: values)
             return "\(foreignKey) IN (SELECT \"_pk\" FROM \(quoteIdentifier(destination.name)) WHERE \(condition))"
+        case .members(let keyPath, let destinationType, let subquery, let any):
+            // The owners of matching members, as a subquery that does not refer to the outer row (so that a
+            // relationship of an entity to itself needs no aliases).
+            let owners = try ownersOfMembers(keyPath, destinationType, subquery, mapping, model, &arguments)
+            return "\"_pk\" \(any ? "IN" : "NOT IN") (\(owners))"
+        case .memberCount(let keyPath, let destinationType, let subquery, let op, let number):
+            let owners = try ownersOfMembers(keyPath, destinationType, subquery, mapping, model, &arguments)
+            let counted = "(SELECT count(*) FROM (\(owners)) WHERE \"owner\" = \(quoteIdentifier(mapping.name)).\"_pk\")"
+            arguments.append(.integer(Int64(number)))
+            return "\(counted) \(op.rawValue) ?"
+        }
+    }
+
+    /// `SELECT <owner> AS "owner" FROM …`: the row id of the owner of every member of the to-many
+    /// relationship that matches the condition (one row per membership; never NULL).
+    private static func ownersOfMembers(
+        _ keyPath: KeyPathBox, _ destinationType: any EntityObject.Type, _ subquery: SubqueryBox?, _ mapping: EntityMapping,
+        _ model: StoreModel, _ arguments: inout [SQLiteValue]
+    ) throws -> String {
+        guard let field = mapping.description.fieldIndex(for: keyPath.keyPath), let relationship = mapping.relationships[field],
+            relationship.description.isToMany
+        else {
+            throw StoreError(.invalidQuery, "\(keyPath.keyPath) is not a to-many relationship of \(mapping.name)", entity: mapping.name)
+        }
+        let destination = model.mappings[relationship.destination]
+        var members = "SELECT \"_pk\" FROM \(quoteIdentifier(destination.name))"
+        if let subquery {
+            let (condition, values) = try subquery.render(destination, model)
+            arguments.append(contentsOf: values)
+            members += " WHERE \(condition)"
+        }
+        switch relationship.storage {
+        case .inverseForeignKey(let column, _):
+            let foreignKey = quoteIdentifier(column)
+            // The members themselves carry the owner; without a condition, every member with an owner.
+            var sql = "SELECT \(foreignKey) AS \"owner\" FROM \(quoteIdentifier(destination.name)) WHERE \(foreignKey) IS NOT NULL"
+            if subquery != nil { sql += " AND \"_pk\" IN (\(members))" }
+            return sql
+        case .joinTable(let index, let ownerIsSource):
+            let table = quoteIdentifier(model.joinTables[index].name)
+            let (owner, member) = ownerIsSource ? ("\"source\"", "\"target\"") : ("\"target\"", "\"source\"")
+            var sql = "SELECT \(owner) AS \"owner\" FROM \(table)"
+            if subquery != nil { sql += " WHERE \(member) IN (\(members))" }
+            return sql
+        case .foreignKey:
+            throw StoreError(.invalidQuery, "\(keyPath.keyPath) is not a to-many relationship of \(mapping.name)", entity: mapping.name)
         }
     }
 }
@@ -212,6 +326,13 @@ public func == <Root, D: EntityObject>(lhs: KeyPath<Root, D?>, rhs: D?) -> Entit
     return EntityPredicate(.comparison(KeyPathBox(lhs), .equal, value))
 }
 
+/// Objects whose to-one relationship is not `object` (including those where it is not set, as Swift's `!=`
+/// says); `!= nil`: is set.
+public func != <Root, D: EntityObject>(lhs: KeyPath<Root, D?>, rhs: D?) -> EntityPredicate<Root> {
+    let value: SQLiteValue = rhs.map { .integer($0.entityState.rowID) } ?? .null
+    return EntityPredicate(.comparison(KeyPathBox(lhs), .notEqual, value))
+}
+
 public func && <Root>(lhs: EntityPredicate<Root>, rhs: EntityPredicate<Root>) -> EntityPredicate<Root> {
     EntityPredicate(.and(lhs.node, rhs.node))
 }
@@ -232,10 +353,45 @@ public prefix func ! <Root>(predicate: EntityPredicate<Root>) -> EntityPredicate
 public struct Sort<Root: EntityObject>: Sendable {
     let keyPath: KeyPathBox
     let ascending: Bool
+    /// For a sort by a field of a to-one relationship's destination: that field (``keyPath`` is the relationship).
+    let destinationKeyPath: (KeyPathBox, destination: any EntityObject.Type)?
 
-    /// The sort keys as the mapping's `orderBy` takes them.
-    static func terms(_ keys: [Sort]) -> [(keyPath: AnyKeyPath, ascending: Bool)] {
-        keys.map { ($0.keyPath.keyPath, $0.ascending) }
+    init(keyPath: KeyPathBox, ascending: Bool, destinationKeyPath: (KeyPathBox, destination: any EntityObject.Type)? = nil) {
+        self.keyPath = keyPath
+        self.ascending = ascending
+        self.destinationKeyPath = destinationKeyPath
+    }
+
+    /// The ORDER BY clause of the keys (then the row id, so that the order is stable).
+    static func orderBy(_ keys: [Sort], _ mapping: EntityMapping, model: StoreModel) throws(StoreError) -> String {
+        var terms: [String] = []
+        for key in keys {
+            var term = try mapping.column(for: key.keyPath.keyPath)
+            if let (field, destinationType) = key.destinationKeyPath {
+                // The destination's field, read by the row's foreign key (NULL where the relationship is not set:
+                // first in ascending order, as SQLite sorts NULL).
+                let destination = try model.mapping(for: destinationType)
+                let column = try destination.column(for: field.keyPath)
+                term = "(SELECT \(column) FROM \(quoteIdentifier(destination.name)) AS \"codablestore_sort\" "
+                    + "WHERE \"codablestore_sort\".\"_pk\" = \(quoteIdentifier(mapping.name)).\(term))"
+            }
+            terms.append(term + (key.ascending ? " ASC" : " DESC"))
+        }
+        terms.append("\"_pk\"")
+        return " ORDER BY " + terms.joined(separator: ", ")
+    }
+
+    /// Sorts by a field of the destination of a to-one relationship: `.ascending(\Issue.user, \User.login)`.
+    public static func ascending<Destination: EntityObject, V: AttributeValue>(
+        _ relationship: KeyPath<Root, Destination?>, _ keyPath: KeyPath<Destination, V>
+    ) -> Sort {
+        Sort(keyPath: KeyPathBox(relationship), ascending: true, destinationKeyPath: (KeyPathBox(keyPath), Destination.self))
+    }
+
+    public static func descending<Destination: EntityObject, V: AttributeValue>(
+        _ relationship: KeyPath<Root, Destination?>, _ keyPath: KeyPath<Destination, V>
+    ) -> Sort {
+        Sort(keyPath: KeyPathBox(relationship), ascending: false, destinationKeyPath: (KeyPathBox(keyPath), Destination.self))
     }
 
     public static func ascending<V: AttributeValue>(_ keyPath: KeyPath<Root, V>) -> Sort {

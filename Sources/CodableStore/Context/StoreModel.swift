@@ -379,14 +379,6 @@ final class EntityMapping: Sendable {
         return quoteIdentifier(column)
     }
 
-    /// `ORDER BY` terms for sort keys, ending with the row id so that equal keys keep a stable order.
-    func orderBy(_ keys: [(keyPath: AnyKeyPath, ascending: Bool)]) throws(StoreError) -> String {
-        var terms: [String] = []
-        for key in keys { terms.append(try column(for: key.keyPath) + (key.ascending ? " ASC" : " DESC")) }
-        terms.append("\"_pk\"")
-        return " ORDER BY " + terms.joined(separator: ", ")
-    }
-
     init(index: Int, description: EntityDescription, relationships: [ResolvedRelationship?], orderColumns: [String]) {
         self.index = index
         self.description = description
