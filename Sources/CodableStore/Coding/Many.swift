@@ -27,11 +27,51 @@ public struct Many<Element: EntityObject>: RandomAccessCollection, Decodable {
             elements = try handle.decodeEntityArray(Element.self)
             return
         }
+        elements = try StoreDecoderImpl.forForeignDecoder(decoder, decoding: "Many<\(Element.self)>").decodeEntityArray(Element.self)
+    }
+}
+
+/// One entity decoded by upsert: the stored object with the JSON applied, or a new one.
+///
+/// ``StoreDecoder`` decodes an entity type directly; `One` is for Foundation's `JSONDecoder` (and other
+/// decoders), whose `init(from:)` would have to return a stored object, which a class initializer cannot do.
+/// With a ``ContextReference`` in `userInfo[.codableStoreContext]`, it upserts into that context with the same
+/// semantics (the JSON is captured first, then decoded; slower). Use ``Many`` for arrays.
+/// ```swift
+/// struct Webhook: Decodable {
+///     let action: String
+///     let issue: One<Issue>
+/// }
+/// let decoder = JSONDecoder()
+/// decoder.userInfo[.codableStoreContext] = ContextReference(context)
+/// let event = try decoder.decode(Webhook.self, from: body)
+/// event.issue.object.title
+/// ```
+public struct One<Element: EntityObject>: Decodable {
+    public let object: Element
+
+    public init(_ object: Element) {
+        self.object = object
+    }
+
+    public init(from decoder: any Decoder) throws {
+        if let handle = decoder as? any EntityDecodingHandle {
+            object = try handle.decodeOneEntity(Element.self)
+            return
+        }
+        object = try StoreDecoderImpl.forForeignDecoder(decoder, decoding: "One<\(Element.self)>").decodeOneEntity(Element.self)
+    }
+}
+
+extension StoreDecoderImpl {
+    /// A store decoder over the value a foreign decoder (`JSONDecoder`) is on, for the context of the
+    /// ``ContextReference`` in its user info: the value is captured as JSON, then decoded from its own tape.
+    static func forForeignDecoder(_ decoder: any Decoder, decoding what: String) throws -> StoreDecoderImpl {
         guard let reference = decoder.userInfo[.codableStoreContext] as? ContextReference else {
             throw DecodingError.dataCorrupted(
                 DecodingError.Context(
                     codingPath: decoder.codingPath,
-                    debugDescription: "Many<\(Element.self)> upserts into a store context: decode it with StoreDecoder, or put a ContextReference in userInfo[.codableStoreContext]"))
+                    debugDescription: "\(what) upserts into a store context: decode it with StoreDecoder, or put a ContextReference in userInfo[.codableStoreContext]"))
         }
         let tree = try JSONValue(from: decoder)
         var path = CodingPathNode.root
@@ -40,8 +80,7 @@ public struct Many<Element: EntityObject>: RandomAccessCollection, Decodable {
         }
         let session = DecodingSession(context: reference.context, options: reference.options)
         let tape = try JSONTape.parse(tree.jsonBytes())
-        let impl = StoreDecoderImpl(source: JSONTapeView(tape: tape), node: tape.root, path: path, session: session)
-        elements = try impl.decodeEntityArray(Element.self)
+        return StoreDecoderImpl(source: JSONTapeView(tape: tape), node: tape.root, path: path, session: session)
     }
 }
 
@@ -59,6 +98,6 @@ public enum _$EntityDecoding {
         DecodingError.dataCorrupted(
             DecodingError.Context(
                 codingPath: decoder.codingPath,
-                debugDescription: "\(type) is an entity: decode it with StoreDecoder (upsert needs the store context); with JSONDecoder, decode Many<\(type)> with a ContextReference in userInfo[.codableStoreContext]"))
+                debugDescription: "\(type) is an entity: decode it with StoreDecoder (upsert needs the store context); with JSONDecoder, decode One<\(type)> or Many<\(type)> with a ContextReference in userInfo[.codableStoreContext]"))
     }
 }

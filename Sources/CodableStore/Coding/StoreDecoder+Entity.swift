@@ -624,9 +624,17 @@ protocol EntityArrayDecoding {
     func decodeEntityArray<Element: EntityObject>(_ type: Element.Type) throws -> [Element]
 }
 
+extension StoreDecoderImpl {
+    /// The entity the decoder is on (an object or a bare identity), upserted.
+    func decodeOneEntity<Element: EntityObject>(_ type: Element.Type) throws -> Element {
+        unsafeDowncast(try decodeEntity(try context.model.mapping(for: Element.self), node, path), to: Element.self)
+    }
+}
+
 /// A handle on a decoder positioned on JSON entities (the store decoder's, or one made for a foreign decoder).
 protocol EntityDecodingHandle: EntityArrayDecoding {
     func applyFields(to object: any EntityObject, _ include: (String) -> Bool) throws
+    func decodeOneEntity<Element: EntityObject>(_ type: Element.Type) throws -> Element
 }
 
 extension StoreDecoderImpl: EntityDecodingHandle {

@@ -299,3 +299,10 @@ extension Many: Encodable {
         for element in elements { try container.encode(EntityEncodingBox(object: element, via: nil)) }
     }
 }
+
+extension One: Encodable {
+    /// Encodes the entity, with the options of the ``StoreEncoder`` in use (or its defaults under another encoder).
+    public func encode(to encoder: any Encoder) throws {
+        try EntityEncodingBox(object: object, via: nil).encode(to: encoder)
+    }
+}
