@@ -27,7 +27,11 @@ extension StoreDecoderImpl {
         }
         if !prepared, let preparing = mapping.jsonPreparing {
             var json = materialize(node)
-            try preparing.prepareForDecoding(&json)
+            do {
+                try preparing.prepareForDecoding(&json)
+            } catch {
+                throw Self.locating(error, at: path, in: "\(mapping.name).prepareForDecoding")
+            }
             let tape = try JSONTape.parse(json.jsonBytes())
             let prepared = StoreDecoderImpl(source: JSONTapeView(tape: tape), node: tape.root, path: path, session: session)
             return try prepared.decodeEntity(mapping, tape.root, path, prepared: true)
@@ -54,6 +58,33 @@ extension StoreDecoderImpl {
             if mapping.hasRelationships { try applyRelationships(to: object, mapping, node, path) }
         }
         return object
+    }
+
+    /// An error thrown by a hook, with the coding path of the object it was given: a `DecodingError` gets the
+    /// object's path in front of its own, a ``StoreError`` its path; any other error becomes
+    /// `DecodingError.dataCorrupted` at the object, with the error as its underlying error.
+    static func locating(_ error: any Error, at path: CodingPathNode, in hook: String) -> any Error {
+        switch error {
+        case let error as DecodingError:
+            func moved(_ context: DecodingError.Context) -> DecodingError.Context {
+                DecodingError.Context(
+                    codingPath: path.path + context.codingPath, debugDescription: context.debugDescription,
+                    underlyingError: context.underlyingError)
+            }
+            switch error {
+            case .typeMismatch(let type, let context): return DecodingError.typeMismatch(type, moved(context))
+            case .valueNotFound(let type, let context): return DecodingError.valueNotFound(type, moved(context))
+            case .keyNotFound(let key, let context): return DecodingError.keyNotFound(key, moved(context))
+            case .dataCorrupted(let context): return DecodingError.dataCorrupted(moved(context))
+            @unknown default: return error
+            }
+        case var error as StoreError:
+            if error.codingPath.isEmpty { error.codingPath = path.path }
+            return error
+        default:
+            return DecodingError.dataCorrupted(
+                DecodingError.Context(codingPath: path.path, debugDescription: "\(hook) failed: \(error)", underlyingError: error))
+        }
     }
 
     /// The JSON value at `node` as a tree.
@@ -228,6 +259,9 @@ extension StoreDecoderImpl {
                 entity: mapping.name)
             error.codingPath = path.path
         }
+        error.identityKeys = wanted
+        error.receivedKeys = received
+        if let nullPath { error.nullKeys = [nullPath.joined(separator: ".")] }
         return error
     }
 

@@ -154,6 +154,44 @@ public final class StoreDecoder: @unchecked Sendable {
         return try JSONTape.withDocumentTape(data) { tape in try decode(type, from: JSONTapeView(tape: tape), into: context) }
     }
 
+    /// Decodes as ``decode(_:from:into:)-(_,Data,_)`` does, saves the changes into the context's transaction, and
+    /// counts per entity what the decode inserted, updated and left unchanged, as ``ImportReport/entities``
+    /// does for an import.
+    ///
+    /// ```swift
+    /// let (page, counts) = try decoder.decodeAndSave([Issue].self, from: data, into: context)
+    /// counts["Issue"]   // EntityCounts(inserted: 3, updated: 1, unchanged: 26)
+    /// ```
+    /// Changes made before the call are saved first and not counted. Decoded on one thread.
+    public func decodeAndSave<T: Decodable>(
+        _ type: T.Type, from data: Data, into context: Context
+    ) throws -> (value: T, entities: [String: ImportReport.EntityCounts]) {
+        try context.save()
+        let before = context.writeCounts
+        let session = DecodingSession(context: context, options: options)
+        session.startCounting()
+        let value = try JSONTape.withDocumentTape(data) { tape in
+            let source = JSONTapeView(tape: tape)
+            return try StoreDecoderImpl(source: source, node: source.root, path: .root, session: session)
+                .unwrap(source.root, as: T.self, path: .root)
+        }
+        try context.save()
+        var entities: [String: ImportReport.EntityCounts] = [:]
+        for mapping in context.model.mappings {
+            let now = context.writeCounts[mapping.index] ?? (0, 0)
+            let then = before[mapping.index] ?? (0, 0)
+            let inserted = now.inserted - then.inserted
+            let updated = now.updated - then.updated
+            let decoded = session.decodedCounts?[mapping.index] ?? 0
+            // Objects decoded with nothing to write (stubs, inserted without being decoded, make it a lower bound).
+            let unchanged = max(0, decoded - inserted - updated)
+            if inserted + updated + unchanged > 0 {
+                entities[mapping.name] = ImportReport.EntityCounts(inserted: inserted, updated: updated, unchanged: unchanged)
+            }
+        }
+        return (value, entities)
+    }
+
     /// Decodes from a record of a ``JSONRecordStream`` (the streaming importer's path).
     public func decode<T: Decodable>(_ type: T.Type, from record: JSONRecord, into context: Context) throws -> T {
         try decode(type, from: JSONTapeView(tape: record.tape), into: context)

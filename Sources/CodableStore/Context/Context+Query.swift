@@ -25,6 +25,80 @@ extension Context {
         return try scalar("SELECT \(function.rawValue)(\(column)) FROM \(quoteIdentifier(mapping.name))\(condition)", arguments) ?? .null
     }
 
+    // MARK: Typed aggregates
+
+    /// The smallest value of the attribute among the objects matching `predicate`; nil when there is none.
+    ///
+    /// ```swift
+    /// let first: Date? = try context.minimum(of: \Issue.createdAt)
+    /// ```
+    public func minimum<T: EntityObject, V: AttributeValue>(of keyPath: KeyPath<T, V>, where predicate: EntityPredicate<T>? = nil) throws -> V? {
+        try typedAggregate(.minimum, of: keyPath, where: predicate, as: V.self)
+    }
+
+    /// The smallest non-nil value of an optional attribute; nil when there is none.
+    public func minimum<T: EntityObject, V: AttributeValue>(of keyPath: KeyPath<T, V?>, where predicate: EntityPredicate<T>? = nil) throws -> V? {
+        try typedAggregate(.minimum, of: keyPath, where: predicate, as: V.self)
+    }
+
+    /// The largest value of the attribute among the objects matching `predicate`; nil when there is none.
+    public func maximum<T: EntityObject, V: AttributeValue>(of keyPath: KeyPath<T, V>, where predicate: EntityPredicate<T>? = nil) throws -> V? {
+        try typedAggregate(.maximum, of: keyPath, where: predicate, as: V.self)
+    }
+
+    /// The largest non-nil value of an optional attribute; nil when there is none.
+    public func maximum<T: EntityObject, V: AttributeValue>(of keyPath: KeyPath<T, V?>, where predicate: EntityPredicate<T>? = nil) throws -> V? {
+        try typedAggregate(.maximum, of: keyPath, where: predicate, as: V.self)
+    }
+
+    /// The sum of a numeric attribute (its non-nil values) over the objects matching `predicate`; zero when there
+    /// is none. An integer sum that overflows `Int64` is an error, as in SQLite.
+    public func sum<T: EntityObject, V: AttributeValue & AdditiveArithmetic>(
+        of keyPath: KeyPath<T, V>, where predicate: EntityPredicate<T>? = nil
+    ) throws -> V {
+        try typedAggregate(.sum, of: keyPath, where: predicate, as: V.self) ?? .zero
+    }
+
+    public func sum<T: EntityObject, V: AttributeValue & AdditiveArithmetic>(
+        of keyPath: KeyPath<T, V?>, where predicate: EntityPredicate<T>? = nil
+    ) throws -> V {
+        try typedAggregate(.sum, of: keyPath, where: predicate, as: V.self) ?? .zero
+    }
+
+    /// The mean of a numeric attribute's non-nil values; nil when there is none.
+    public func average<T: EntityObject, V: AttributeValue & Numeric>(
+        of keyPath: KeyPath<T, V>, where predicate: EntityPredicate<T>? = nil
+    ) throws -> Double? {
+        try typedAggregate(.average, of: keyPath, where: predicate, as: Double.self)
+    }
+
+    public func average<T: EntityObject, V: AttributeValue & Numeric>(
+        of keyPath: KeyPath<T, V?>, where predicate: EntityPredicate<T>? = nil
+    ) throws -> Double? {
+        try typedAggregate(.average, of: keyPath, where: predicate, as: Double.self)
+    }
+
+    /// The number of objects matching `predicate` whose optional attribute is not nil.
+    public func count<T: EntityObject, V: AttributeValue>(of keyPath: KeyPath<T, V?>, where predicate: EntityPredicate<T>? = nil) throws -> Int {
+        try typedAggregate(.count, of: keyPath, where: predicate, as: Int.self) ?? 0
+    }
+
+    /// An aggregate read as `Result` (nil for SQL's NULL): a value that does not fit is a ``StoreError`` naming
+    /// the attribute.
+    private func typedAggregate<T: EntityObject, V: AttributeValue, Result: AttributeValue>(
+        _ function: Aggregate, of keyPath: KeyPath<T, V>, where predicate: EntityPredicate<T>?, as _: Result.Type
+    ) throws -> Result? {
+        let value = try aggregate(function, of: keyPath, where: predicate)
+        if value.isNull { return nil }
+        do {
+            // SQLite's avg of integers and sum of reals are reals; min and max keep the column's storage.
+            if Result.self == Double.self, case .integer(let integer) = value { return try Result(sqliteValue: .real(Double(integer))) }
+            return try Result(sqliteValue: value)
+        } catch {
+            throw StoreError.valueMismatch(entity: "\(T.self)", field: "\(keyPath)", error)
+        }
+    }
+
     /// An aggregate of an attribute per value of another (`GROUP BY`), in the grouping value's order.
     ///
     /// ```swift

@@ -59,6 +59,12 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public let cause: (any Error)?
     /// Where in the decoded JSON the failure happened (`[41].user`), when it happened while decoding.
     public internal(set) var codingPath: [any CodingKey] = []
+    /// For ``Code/missingIdentity``: the JSON keys of the entity's identity (key paths joined with `.`).
+    public internal(set) var identityKeys: [String] = []
+    /// For ``Code/missingIdentity``: the keys the JSON object had.
+    public internal(set) var receivedKeys: [String] = []
+    /// For ``Code/missingIdentity``: the identity keys whose value is `null` (or lies under a `null`).
+    public internal(set) var nullKeys: [String] = []
 
     init(
         _ code: Code,

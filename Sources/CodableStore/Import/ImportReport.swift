@@ -13,6 +13,12 @@ public struct ImportReport: Sendable, Codable, Equatable {
         public var updated = 0
         /// Objects decoded whose values were all already stored: nothing written (counted once per batch).
         public var unchanged = 0
+
+        public init(inserted: Int = 0, updated: Int = 0, unchanged: Int = 0) {
+            self.inserted = inserted
+            self.updated = updated
+            self.unchanged = unchanged
+        }
     }
 
     /// A record left out under the skip policy.
