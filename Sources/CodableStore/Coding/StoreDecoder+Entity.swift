@@ -556,8 +556,10 @@ extension StoreDecoderImpl {
     ) throws {
         // Nothing to look up when every entity's identity index already knows all its stored objects (an
         // empty store, a first sync): skip reading the identities twice. Memberships may still need loading.
-        let allComplete = try context.model.mappings.allSatisfy { entity in
-            try entity.identityColumns.isEmpty || context.identityIndex(entity.index).isComplete
+        // Only indexes that exist are asked: making one probes its table, and the entities the values do not
+        // mention (or the order they were registered in) must not cost queries.
+        let allComplete = context.model.mappings.allSatisfy { entity in
+            entity.identityColumns.isEmpty || context.identityIndexes[entity.index]?.isComplete == true
         }
         if !allComplete {
             let keys = collected ?? collectKeys(mapping, items, model: context.model)

@@ -211,17 +211,10 @@ extension Context {
         // the index already, and a row whose object is in memory is answered by that object. Not writing the
         // others here keeps a large decode from writing every batch, and values a later batch changes again.
         if !deletedObjects.isEmpty || hasUnwrittenIdentityChanges { try flush() }
-        let sql: String
-        if let cached = lookupSQL[mapping.index] {
-            sql = cached
-        } else {
-            sql = mapping.lookupSQL(maximumVariableCount: maximumVariableCount)
-            lookupSQL[mapping.index] = sql
-        }
         // Keys no object in memory answers: rows a writer thread may still be writing are all of objects in
         // memory (see `WriteBehind`), so this query need not wait for it.
         try withSharedConnection { connection in
-            try mapping.lookUp(pending, sql: sql, maximumVariableCount: maximumVariableCount) { sql in
+            try mapping.lookUp(pending, maximumVariableCount: maximumVariableCount) { sql in
                 try connection.cachedStatement(sql: sql)
             } row: { statement in
                 let object = try object(for: mapping, statement: statement)
@@ -351,14 +344,21 @@ final class IdentityFilter {
 }
 
 extension EntityMapping {
-    /// Rows per identity lookup statement (a fixed number: see ``Statement/run(chunksOf:slots:bind:row:)``).
-    func lookupRowsPerStatement(maximumVariableCount: Int) -> Int {
-        max(1, min(256, maximumVariableCount / max(1, identityColumns.count)))
+    /// The sizes of identity lookup statements, in identities: a lookup of n identities runs the smallest that
+    /// holds them (the largest, repeatedly, beyond), so that a batch is one query, few statements are prepared
+    /// per entity, and few slots are filled in vain (see ``Statement/run(chunksOf:slots:bind:row:)``).
+    static let lookupSizes = [16, 64, 256, 1_024, 4_096]
+
+    /// Identities per lookup statement for a lookup of `count`, within SQLite's limit on parameters.
+    func lookupRowsPerStatement(for count: Int, maximumVariableCount: Int) -> Int {
+        let limit = max(1, maximumVariableCount / max(1, identityColumns.count))
+        let size = Self.lookupSizes.first { $0 >= count } ?? Self.lookupSizes.last!
+        return min(size, limit)
     }
 
-    /// `selectSQL` for the rows of ``lookupRowsPerStatement(maximumVariableCount:)`` identities.
-    func lookupSQL(maximumVariableCount: Int) -> String {
-        let rows = lookupRowsPerStatement(maximumVariableCount: maximumVariableCount)
+    /// `selectSQL` for the rows of `rows` identities (cached: a composite lookup of 4,096 is 40 KB of SQL).
+    func lookupSQL(rows: Int) -> String {
+        if let cached = lookupSQLCache.withLock({ $0[rows] }) { return cached }
         let columns = identityColumns.map(quoteIdentifier)
         let condition: String
         if columns.count == 1 {
@@ -368,17 +368,21 @@ extension EntityMapping {
             condition = "(" + columns.joined(separator: ", ") + ") IN (VALUES "
                 + Array(repeating: row, count: rows).joined(separator: ", ") + ")"
         }
-        return selectSQL + " WHERE " + condition
+        let sql = selectSQL + " WHERE " + condition
+        lookupSQLCache.withLock { $0[rows] = sql }
+        return sql
     }
 
-    /// Runs the identity lookup `sql` (from ``lookupSQL(maximumVariableCount:)``) for `keys`, one statement
-    /// per chunk, calling `row` on each stored row found.
+    /// Looks up `keys` with the statement of their size (``lookupRowsPerStatement(for:maximumVariableCount:)``),
+    /// calling `row` on each stored row found.
     func lookUp(
-        _ keys: [Context.IdentityKey], sql: String, maximumVariableCount: Int,
+        _ keys: [Context.IdentityKey], maximumVariableCount: Int,
         statements: (String) throws -> Statement, row: (Statement) throws -> Void
     ) throws {
-        let statement = try statements(sql)
-        try statement.run(chunksOf: keys, slots: lookupRowsPerStatement(maximumVariableCount: maximumVariableCount)) { statement, key, parameter in
+        guard !keys.isEmpty else { return }
+        let rows = lookupRowsPerStatement(for: keys.count, maximumVariableCount: maximumVariableCount)
+        let statement = try statements(lookupSQL(rows: rows))
+        try statement.run(chunksOf: keys, slots: rows) { statement, key, parameter in
             try key.forEach { value in
                 try statement.bind(value, at: parameter)
                 parameter += 1

@@ -81,8 +81,6 @@ public final class Context {
     /// the next save throws it.
     var deferredError: (any Error)?
     var updateSQLCache: [UpdateKey: String] = [:]
-    /// Per entity, the identity lookup query (built on first use: an import runs it for every batch).
-    var lookupSQL: [Int: String] = [:]
     /// Identity indexes by entity, created on first use (see `Context+Identity.swift`).
     @exclusivity(unchecked) var identityIndexes: [IdentityIndex?]
     /// Per entity, when set (by an import into a table that was empty), the identities of every object this

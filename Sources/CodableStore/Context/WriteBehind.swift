@@ -258,7 +258,7 @@ final class WriteBehind: @unchecked Sendable {
         let width = Int32(mapping.insertColumnCount + 1)
         var rows = Rows(width: Int(width))
         let limit = connection.maximumVariableCount
-        try mapping.lookUp(keys, sql: mapping.lookupSQL(maximumVariableCount: limit), maximumVariableCount: limit, statements: statements) { statement in
+        try mapping.lookUp(keys, maximumVariableCount: limit, statements: statements) { statement in
             for column in 0..<width { rows.values.append(statement.value(at: column)) }
         }
         return rows
