@@ -93,11 +93,21 @@ extension Context {
     // MARK: - Changes
 
     /// After `owner`'s to-one storage changed from `old` to `new`.
-    func toOneDidChange(_ owner: any EntityObject, _ relationship: ResolvedRelationship, old: (any EntityObject)?, new: (any EntityObject)?) {
+    /// `storedForeignKey`: the foreign key as stored, when the relationship was not changed since (the save
+    /// compares with it: see `EntityState.storedValues`).
+    func toOneDidChange(
+        _ owner: any EntityObject, _ relationship: ResolvedRelationship, old: (any EntityObject)?, new: (any EntityObject)?,
+        storedForeignKey: Int64?
+    ) {
         let state = owner.entityState
-        state.unloadedRelationships.remove(relationship.description.index)
-        state.foreignKeys[relationship.description.index] = nil
-        markChanged(owner, state, relationship.description.index)
+        let field = relationship.description.index
+        if state.status == .persistent, !state.changedFields.contains(field), case .foreignKey = relationship.storage {
+            if state.storedValues == nil { state.storedValues = [:] }
+            state.storedValues![field] = storedForeignKey.map { .integer($0) } ?? .null
+        }
+        state.unloadedRelationships.remove(field)
+        state.foreignKeys[field] = nil
+        markChanged(owner, state, field)
         if let new, new.entityState.status == .transient { insertForRelationship(new) }
         guard let inverse = relationship.inverseRelationship else { return }
         if let old { unlinkInverse(member: old, inverse, owner: owner) }
@@ -326,13 +336,15 @@ extension Context {
             }
             let old = stored.flatMap { registries[relationship.destination][$0] }
             relationship.description.setOne(owner, new)
-            toOneDidChange(owner, relationship, old: old, new: new)
+            toOneDidChange(owner, relationship, old: old, new: new, storedForeignKey: stored)
             return
         }
         let old = resolveToOne(owner, relationship)
         if old === new { return }
         relationship.description.setOne(owner, new)
-        toOneDidChange(owner, relationship, old: old, new: new)
+        // Unchanged since loaded, the loaded destination is the stored one.
+        let oldRowID = old.flatMap { $0.entityState.status == .transient ? nil : $0.entityState.rowID }
+        toOneDidChange(owner, relationship, old: old, new: new, storedForeignKey: oldRowID)
     }
 
     /// Sets a to-many relationship through the type-erased description, with inverse maintenance; the same

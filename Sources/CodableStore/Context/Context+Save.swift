@@ -187,10 +187,11 @@ extension Context {
             let state = object.entityState
             guard state.status == .persistent else { continue }
             let mapping = model.mappings[state.entityIndex]
-            // Attributes set back to their stored value are not changes.
+            // Attributes and foreign keys set back to their stored value are not changes.
             if let stored = state.storedValues {
                 for (field, value) in stored where state.changedFields.contains(field) {
-                    if case .attribute(let attribute) = mapping.description.fields[field], attribute.value(of: object) == value {
+                    let column = mapping.columnOfField[field]
+                    if column > 0, self.value(of: mapping.columns[Int(column) - 1], of: object) == value {
                         state.changedFields.remove(field)
                     }
                 }
@@ -218,6 +219,16 @@ extension Context {
             }
             values.append(.integer(state.rowID))
             try emit(.update(entity: mapping.index, sql: sql, fields: fields, values: values))
+            // A row that leaves an ordered relationship stored by this foreign key leaves its position too (a new
+            // owner's position is written by `planPositions`, when that owner's list is loaded).
+            for field in fields {
+                guard let orderColumn = mapping.orderColumnOfForeignKeyField[field],
+                    values[fields.firstIndex(of: field)!] == .null
+                else { continue }
+                try emit(.statement(
+                    sql: "UPDATE \(quoteIdentifier(mapping.name)) SET \(quoteIdentifier(orderColumn)) = NULL WHERE \"_pk\" = ?",
+                    values: [.integer(state.rowID)]))
+            }
         }
     }
 

@@ -323,6 +323,8 @@ final class EntityMapping: Sendable {
     let columnOfField: [Int32]
     /// Field index → column name, for attributes and to-one relationships.
     let columnNameOfField: [String?]
+    /// For a to-one field whose inverse is an ordered to-many stored by its foreign key: that order column.
+    let orderColumnOfForeignKeyField: [Int: String]
     /// Field index → resolved relationship.
     let relationships: [ResolvedRelationship?]
     /// Whether the entity has any relationship.
@@ -419,6 +421,13 @@ final class EntityMapping: Sendable {
         self.columns = columns
         self.columnOfField = columnOfField
         self.columnNameOfField = columnNameOfField
+        // The inverse of a to-one stored here, when ordered, keeps its positions in "<to-one>_order".
+        var orderColumnOfForeignKeyField: [Int: String] = [:]
+        for (field, name) in columnNameOfField.enumerated() {
+            guard let name, case .relationship = description.fields[field], orderColumns.contains(name + "_order") else { continue }
+            orderColumnOfForeignKeyField[field] = name + "_order"
+        }
+        self.orderColumnOfForeignKeyField = orderColumnOfForeignKeyField
         self.insertColumnCount = insertColumnCount
         let table = quoteIdentifier(description.name)
         let selected = ["_pk"] + columns[..<insertColumnCount].map(\.name)

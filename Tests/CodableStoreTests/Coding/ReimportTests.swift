@@ -75,3 +75,44 @@ import Testing
         #expect(report.entities["RepoLabel"]?.inserted == 0)
     }
 }
+
+/// Found by the fuzzer: a to-one set back to its stored destination, and a row leaving an ordered relationship.
+@Suite struct ToOneStoredValueTests {
+    @Test func aToOneSetBackToItsStoredDestinationWritesNothing() throws {
+        let path = TestStore.temporaryPath()
+        let log = StatementLog()
+        let store = try Store(path: path, entities: TestStore.entities, options: .init(statementObserver: log.observer))
+        try store.write { context in
+            let ada = Person(id: 1, name: "Ada")
+            try context.insert(ada)
+            ada.country = Country(code: "GB", name: "United Kingdom")
+            try context.insert(Country(code: "FR", name: "France"))
+        }
+        log.reset()
+        try store.write { context in
+            _ = try StoreDecoder().decode(
+                [Person].self, from: Data(#"[{"id": 1, "country": "FR"}, {"id": 1, "country": null}, {"id": 1, "country": "GB"}]"#.utf8),
+                into: context)
+        }
+        #expect(log.writes.isEmpty, "\(log.writes)")
+        #expect(try RawDatabase(path).value("SELECT c.code FROM Person p JOIN Country c ON c._pk = p.country") == "GB")
+    }
+
+    @Test func aRowThatLeavesAnOrderedRelationshipLeavesItsPosition() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities)
+        try store.write { context in
+            let ada = Person(id: 1)
+            try context.insert(ada)
+            ada.attributes = [PersonAttribute(key: "a", value: "1"), PersonAttribute(key: "b", value: "2")]
+        }
+        #expect(try RawDatabase(path).rows("SELECT key, person IS NOT NULL, person_order FROM PersonAttribute ORDER BY key") == [["a", "1", "0"], ["b", "1", "1"]])
+        // In a later write, from the attribute's side, without loading the person's list.
+        try store.write { context in
+            let b = try #require(try context.first(PersonAttribute.self, where: \.key == "b"))
+            b.person = nil
+        }
+        let after = try RawDatabase(path).rows("SELECT key, person IS NOT NULL, person_order FROM PersonAttribute ORDER BY key")
+        #expect(after == [["a", "1", "0"], ["b", "0", "NULL"]], "\(after)")
+    }
+}
