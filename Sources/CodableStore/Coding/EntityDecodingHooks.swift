@@ -96,3 +96,51 @@ public struct AnyCodingKey: CodingKey, ExpressibleByStringLiteral, Sendable {
     }
     public init(stringLiteral value: String) { self.stringValue = value }
 }
+
+/// An entity that chooses, per relationship, what a bare reference to an object that is not stored becomes,
+/// instead of the decoder's ``StoreDecoder/unknownReferencePolicy``:
+///
+/// ```swift
+/// extension Comment: EntityReferencePolicies {
+///     // Comments arrive before the issues they belong to: link them when the issue arrives.
+///     static let referencePolicies = [ReferencePolicy(\Comment.issue, .deferred)]
+/// }
+/// extension Issue: EntityReferencePolicies {
+///     // A milestone needs a title: it cannot be a stub, but labels can.
+///     static let referencePolicies = [ReferencePolicy(\Issue.milestone, .ignore)]
+/// }
+/// ```
+/// A key path that does not name a relationship is reported when the store opens.
+public protocol EntityReferencePolicies: EntityObject {
+    static var referencePolicies: [ReferencePolicy<Self>] { get }
+}
+
+/// The unknown-reference policy of one relationship (see ``EntityReferencePolicies``).
+public struct ReferencePolicy<Root: EntityObject>: @unchecked Sendable {
+    // @unchecked: key paths are immutable once formed; `AnyKeyPath` does not declare Sendable.
+    public let keyPath: PartialKeyPath<Root>
+    public let policy: StoreDecoder.UnknownReferencePolicy
+
+    public init(_ keyPath: PartialKeyPath<Root>, _ policy: StoreDecoder.UnknownReferencePolicy) {
+        self.keyPath = keyPath
+        self.policy = policy
+    }
+}
+
+extension EntityReferencePolicies {
+    /// The declared policies by field index, and the problems of declarations that name no relationship.
+    static func resolvedReferencePolicies() -> (policies: [Int: StoreDecoder.UnknownReferencePolicy], problems: [String]) {
+        var policies: [Int: StoreDecoder.UnknownReferencePolicy] = [:]
+        var problems: [String] = []
+        for declaration in referencePolicies {
+            guard let field = entityDescription.fieldIndex(for: declaration.keyPath),
+                case .relationship = entityDescription.fields[field]
+            else {
+                problems.append("\(Self.self): a reference policy is declared for a key path that does not name a relationship")
+                continue
+            }
+            policies[field] = declaration.policy
+        }
+        return (policies, problems)
+    }
+}

@@ -399,7 +399,7 @@ extension StoreDecoderImpl {
             if relationshipDescription.kind == .toOne {
                 if kind == .null {
                     context.setToOne(object, relationship, nil)
-                } else if let target = try reference(destination, valueNode, valuePath) {
+                } else if let target = try reference(destination, valueNode, valuePath, from: (object, relationshipDescription.index)) {
                     context.setToOne(object, relationship, target)
                 }
                 continue
@@ -412,7 +412,7 @@ extension StoreDecoderImpl {
                 members.reserveCapacity(source.tape.count(of: valueNode))
                 for (offset, element) in source.tape.elements(of: valueNode).enumerated() {
                     if source.kind(element) == .null { continue }
-                    if let member = try reference(destination, element, valuePath.appending(index: offset)) {
+                    if let member = try reference(destination, element, valuePath.appending(index: offset), from: (object, relationshipDescription.index)) {
                         members.append(member)
                     }
                 }
@@ -439,8 +439,10 @@ extension StoreDecoderImpl {
 
     /// The object a relationship value refers to: a nested object is decoded (upserted); a bare identity
     /// (a value, an array of composite values, or an object of only identity keys) is looked up, and when it
-    /// is not stored becomes a stub or is ignored, as the policy says.
-    func reference(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> (any EntityObject)? {
+    /// is not stored follows the relationship's policy (`from`: the owner and the relationship's field).
+    func reference(
+        _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode, from owner: (object: any EntityObject, field: Int)? = nil
+    ) throws -> (any EntityObject)? {
         let kind = source.kind(node)
         if kind == .object, !isReferenceObject(mapping, node) {
             return try decodeEntity(mapping, node, path)
@@ -448,22 +450,32 @@ extension StoreDecoderImpl {
         guard !mapping.description.identity.isEmpty else {
             throw typeMismatch([String: Any].self, node, path)
         }
-        return try bareReference(mapping, node, path)
+        return try bareReference(mapping, node, path, from: owner)
     }
 
     /// The object a bare identity (a value, an array of composite values, or an object of only identity keys)
     /// refers to, wherever an entity is decoded: the stored object, untouched; when none is stored, a stub or
-    /// nil (ignored), as the unknown-reference policy says. A value of the wrong type is a `typeMismatch` at
+    /// nil (ignored, or deferred until it arrives), as the unknown-reference policy of the relationship (of
+    /// the decoder, where no relationship holds it) says. A value of the wrong type is a `typeMismatch` at
     /// its own path.
-    func bareReference(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> (any EntityObject)? {
+    func bareReference(
+        _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode, from owner: (object: any EntityObject, field: Int)? = nil
+    ) throws -> (any EntityObject)? {
         guard !mapping.description.identity.isEmpty else {
             throw typeMismatch([String: Any].self, node, path)
         }
         let key = try referenceKey(mapping, node, path)
         if let object = try context.object(entity: mapping.index, identity: key) { return object }
-        switch session.options.unknownReferencePolicy {
+        var policy = session.options.unknownReferencePolicy
+        if let owner, let declared = context.model.mappings[owner.object.entityState.entityIndex].referencePolicies[owner.field] {
+            policy = declared
+        }
+        switch policy {
         case .ignore: return nil
         case .stub: return try createEntity(mapping, nil, path, stubIdentity: key)
+        case .deferred:
+            if let owner { context.deferReference(from: owner.object, field: owner.field, to: mapping.index, key) }
+            return nil
         }
     }
 

@@ -75,13 +75,20 @@ public final class StoreDecoder: @unchecked Sendable {
         case convertFromString(positiveInfinity: String, negativeInfinity: String, nan: String)
     }
 
-    /// What a bare reference to an object that is not stored becomes.
-    public enum UnknownReferencePolicy: Sendable {
+    /// What a bare reference to an object that is not stored becomes. The decoder's policy applies to every
+    /// relationship the model does not give one of its own (``EntityReferencePolicies``).
+    public enum UnknownReferencePolicy: Sendable, Equatable {
         /// A new object holding only the identity (the destination's other non-optional attributes need
         /// default values).
         case stub
         /// Nothing: the reference is skipped.
         case ignore
+        /// Kept, and linked when an object with that identity arrives later in the same write or import (a
+        /// comment page that refers to issues of a later page). What never arrives is counted
+        /// (``Context/unresolvedReferences``, ``ImportReport/unresolvedReferences``), or fails the import with
+        /// ``ImportOptions/failsOnUnresolvedReferences``. A to-many member arrives at the end of the list.
+        /// Where no relationship holds the reference (a bare identity in an array of entities), it is ignored.
+        case deferred
     }
 
     /// What a to-many array in JSON does to the relationship.

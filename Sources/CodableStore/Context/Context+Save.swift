@@ -39,6 +39,7 @@ extension Context {
             deferredError = nil
             throw error
         }
+        if !readyReferences.isEmpty { try linkReadyReferences() }
         guard hasChanges else { return }
         // One read of each object's state. A plan handed to a writer thread keeps its objects (see
         // `retireObjects()`): they are stamped with this generation.

@@ -73,6 +73,11 @@ public final class Context {
     @exclusivity(unchecked) private var lastInsertedType: ObjectIdentifier?
     @exclusivity(unchecked) private var lastInsertedEntity = -1
     @exclusivity(unchecked) var linkChanges: [LinkChange] = []
+    /// Deferred references by destination entity and identity (see `Context+DeferredReferences.swift`).
+    var pendingReferences: [Int: [IdentityKey: [PendingReference]]] = [:]
+    var pendingReferenceCount = 0
+    /// Deferred references whose destination was inserted, linked at the next save.
+    var readyReferences: [(destination: any EntityObject, references: [PendingReference])] = []
     /// Whether an identity attribute of an object was changed since the last flush: the store's rows then no
     /// longer answer identity lookups right until they are written (see `lookUp`).
     @exclusivity(unchecked) var hasUnwrittenIdentityChanges = false
@@ -132,6 +137,7 @@ public final class Context {
     /// Forgets every object the context holds, and every change not yet saved: what the importer does
     /// between batches (after a save, to keep memory flat; after a rolled-back batch, to start over).
     func reset() {
+        readyReferences = []  // their objects go; deferred references themselves are kept by row id
         invalidate()
         nextRowIDs = Array(repeating: nil, count: model.mappings.count)
         deletedObjects.removeAll()
@@ -243,11 +249,14 @@ public final class Context {
         fileprivate let writeCounts: [Int: (inserted: Int, updated: Int)]
         fileprivate let touchedEntities: Set<Int>
         fileprivate let materializedCounts: [Int]
+        fileprivate let deferred: DeferredReferences
     }
 
     func rollbackPoint() -> RollbackPoint {
         precondition(isPristine, "a rollback point needs a pristine context")
-        return RollbackPoint(writeCounts: writeCounts, touchedEntities: touchedEntities, materializedCounts: materializedCounts)
+        return RollbackPoint(
+            writeCounts: writeCounts, touchedEntities: touchedEntities, materializedCounts: materializedCounts,
+            deferred: deferredReferences)
     }
 
     /// Forgets everything done since ``rollbackPoint()`` (the caller rolls the store back to match).
@@ -256,6 +265,7 @@ public final class Context {
         writeCounts = point.writeCounts
         touchedEntities = point.touchedEntities
         materializedCounts = point.materializedCounts
+        deferredReferences = point.deferred
     }
 
     private func detach(_ object: any EntityObject, _ mapping: EntityMapping) {
@@ -339,6 +349,7 @@ public final class Context {
             index?.entries[key] = .object(object)
             filter?.insert(key)
         }
+        if pendingReferenceCount > 0 { objectArrived(object, mapping, identity: identity) }
     }
 
     private func nextRowID(for entity: Int) throws -> Int64 {

@@ -163,8 +163,15 @@ final class StoreModel: Sendable {
                     inverse: inverse[entity][relationship.index],
                     storage: storage[entity][relationship.index]!)
             }
+            var referencePolicies: [Int: StoreDecoder.UnknownReferencePolicy] = [:]
+            if let declaring = description.type as? any EntityReferencePolicies.Type {
+                let resolvedPolicies = declaring.resolvedReferencePolicies()
+                referencePolicies = resolvedPolicies.policies
+                problems += resolvedPolicies.problems
+            }
             let mapping = EntityMapping(
-                index: entity, description: description, relationships: resolved, orderColumns: orderColumns[entity])
+                index: entity, description: description, relationships: resolved, orderColumns: orderColumns[entity],
+                referencePolicies: referencePolicies)
             let columnNames = mapping.columns.map(\.name)
             for name in Set(columnNames) where columnNames.filter({ $0 == name }).count > 1 {
                 problems.append("\(description.name): two columns are named \(name)")
@@ -323,6 +330,8 @@ final class EntityMapping: Sendable {
     let columnOfField: [Int32]
     /// Field index → column name, for attributes and to-one relationships.
     let columnNameOfField: [String?]
+    /// Unknown-reference policies declared per relationship field (``EntityReferencePolicies``).
+    let referencePolicies: [Int: StoreDecoder.UnknownReferencePolicy]
     /// For a to-one field whose inverse is an ordered to-many stored by its foreign key: that order column.
     let orderColumnOfForeignKeyField: [Int: String]
     /// Field index → resolved relationship.
@@ -383,7 +392,11 @@ final class EntityMapping: Sendable {
         return quoteIdentifier(column)
     }
 
-    init(index: Int, description: EntityDescription, relationships: [ResolvedRelationship?], orderColumns: [String]) {
+    init(
+        index: Int, description: EntityDescription, relationships: [ResolvedRelationship?], orderColumns: [String],
+        referencePolicies: [Int: StoreDecoder.UnknownReferencePolicy] = [:]
+    ) {
+        self.referencePolicies = referencePolicies
         self.index = index
         self.description = description
         self.relationships = relationships

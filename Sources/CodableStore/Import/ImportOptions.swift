@@ -49,6 +49,10 @@ public struct ImportOptions: @unchecked Sendable {
     /// and can simply be run again: upsert makes it idempotent. Each batch is written (and committed) before
     /// the next is decoded, which is slower than one transaction.
     public var commitEveryBatch: Bool
+    /// Whether references kept by the ``StoreDecoder/UnknownReferencePolicy/deferred`` policy whose object
+    /// never arrived fail the import (nothing is kept, unless batches were committed), instead of being counted
+    /// in ``ImportReport/unresolvedReferences``.
+    public var failsOnUnresolvedReferences: Bool
     /// The decoder, with its strategies (dates, keys, references).
     public var decoder: StoreDecoder
     /// Called after every batch with the bytes and records read so far.
@@ -63,6 +67,7 @@ public struct ImportOptions: @unchecked Sendable {
         failurePolicy: FailurePolicy = .stop,
         maximumSkippedRecords: Int? = nil,
         commitEveryBatch: Bool = false,
+        failsOnUnresolvedReferences: Bool = false,
         decoder: StoreDecoder = StoreDecoder(),
         progress: (@Sendable (ImportProgress) -> Void)? = nil,
         logger: Logger = Logger(label: "CodableStore.import", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -73,6 +78,7 @@ public struct ImportOptions: @unchecked Sendable {
         self.failurePolicy = failurePolicy
         self.maximumSkippedRecords = maximumSkippedRecords.map { max(0, $0) }
         self.commitEveryBatch = commitEveryBatch
+        self.failsOnUnresolvedReferences = failsOnUnresolvedReferences
         self.decoder = decoder
         self.progress = progress
     }

@@ -61,6 +61,9 @@ public struct ImportReport: Sendable, Codable, Equatable {
     /// Per entity name.
     public var entities: [String: EntityCounts] = [:]
     public var skippedRecords: [SkippedRecord] = []
+    /// References kept by the ``StoreDecoder/UnknownReferencePolicy/deferred`` policy whose object never
+    /// arrived, per destination entity; nil when there are none.
+    public var unresolvedReferences: [String: Int]?
     /// Wall-clock seconds.
     public var duration = 0.0
     /// CPU seconds per part of the import; nil in a report that was not made by an import (one decoded from
@@ -86,6 +89,9 @@ public struct ImportReport: Sendable, Codable, Equatable {
         for name in entities.keys.sorted() {
             let counts = entities[name]!
             lines.append("  \(name): \(counts.inserted) inserted, \(counts.updated) updated, \(counts.unchanged) unchanged")
+        }
+        for (name, count) in (unresolvedReferences ?? [:]).sorted(by: { $0.key < $1.key }) {
+            lines.append("  \(count) reference\(count == 1 ? "" : "s") to \(name) never found \(count == 1 ? "its" : "their") object")
         }
         for record in skippedRecords {
             lines.append("  skipped record \(record.index) (line \(record.line), column \(record.column), byte \(record.byteOffset))"

@@ -215,6 +215,18 @@ private final class Importer {
                 writingCPU = writer.cpuSeconds
                 context.writeBehind = nil
             }
+            if context.pendingReferenceCount > 0 {
+                report.unresolvedReferences = context.unresolvedReferences
+                if options.failsOnUnresolvedReferences {
+                    let count = context.pendingReferenceCount
+                    let examples = context.unresolvedReferenceExamples(limit: 3)
+                    throw ImportError(
+                        reason: "\(count) reference\(count == 1 ? "" : "s") never found \(count == 1 ? "its" : "their") object, such as "
+                            + examples.joined(separator: ", ")
+                            + (options.commitEveryBatch ? "; the batches before were committed" : "; nothing was imported"),
+                        underlyingError: UnresolvedReferencesError(counts: context.unresolvedReferences, examples: examples))
+                }
+            }
             if !options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
             reportProgress()
         } catch {
@@ -419,6 +431,7 @@ private final class Importer {
         while true {
             var decoded: [Int] = []
             let before = context.writeCounts
+            let deferredBefore = context.deferredReferences
             do {
                 // Only the skip policy needs a batch it can roll back alone; under the stop policy a failure
                 // rolls back the whole transaction, and a savepoint would make SQLite copy every page the
@@ -458,6 +471,7 @@ private final class Importer {
             } catch let skip as SkipRecord {
                 context.reset()
                 context.writeCounts = before
+                context.deferredReferences = deferredBefore
                 excluded.insert(skip.position)
                 let record = batch[skip.position]
                 let (reason, codingPath) = ImportError.describe(skip.error)
