@@ -264,22 +264,37 @@ extension Context {
                 try emit(.unlink(table: change.table, source: change.source, target: change.target))
             }
         }
-        for (table, positions) in links.enumerated() where !positions.isEmpty {
+        for (table, changes) in links.enumerated() where !changes.isEmpty {
             let join = model.joinTables[table]
+            // (change, position in the owner's list; nil for a table without positions)
+            var rowsToWrite: [(change: Int, position: Int?)] = []
+            rowsToWrite.reserveCapacity(changes.count)
+            for index in changes {
+                let change = linkChanges[index]
+                guard join.hasPosition else {
+                    rowsToWrite.append((index, nil))
+                    continue
+                }
+                if let position = self.position(of: change.target, in: change.source, join) {
+                    rowsToWrite.append((index, position))
+                } else {
+                    // Its place in the owner's list is unknown (linked from the other side, the list not loaded):
+                    // appended to what is stored, not written with a NULL position (nor erasing the position of
+                    // a link that exists).
+                    try emit(.statement(
+                        sql: join.appendLinkSQL, values: [.integer(change.source), .integer(change.target), .integer(change.source)]))
+                }
+            }
             var start = 0
-            while start < positions.count {
-                let rows = positions.count - start >= JoinTable.linkBatchRows ? JoinTable.linkBatchRows : 1
+            while start < rowsToWrite.count {
+                let rows = rowsToWrite.count - start >= JoinTable.linkBatchRows ? JoinTable.linkBatchRows : 1
                 var values: [SQLiteValue] = []
                 values.reserveCapacity(rows * 3)
-                for position in positions[start..<(start + rows)] {
-                    let change = linkChanges[position]
+                for row in rowsToWrite[start..<(start + rows)] {
+                    let change = linkChanges[row.change]
                     values.append(.integer(change.source))
                     values.append(.integer(change.target))
-                    if join.hasPosition, let position = self.position(of: change.target, in: change.source, join) {
-                        values.append(.integer(Int64(position)))
-                    } else {
-                        values.append(.null)
-                    }
+                    values.append(row.position.map { .integer(Int64($0)) } ?? .null)
                 }
                 try emit(.link(table: table, rows: rows, values: values))
                 start += rows

@@ -293,6 +293,10 @@ final class JoinTable: Sendable {
     let linkBatchSQL: String
     /// `DELETE … WHERE source = ? AND target = ?`.
     let unlinkSQL: String
+    /// For a link whose position the owner's list cannot tell (linked from the other side, the list not
+    /// loaded): `(source, target, source)`; a new link goes after the source's last one, an existing link
+    /// keeps its position.
+    let appendLinkSQL: String
 
     init(index: Int, name: String, source: Int, target: Int, hasPosition: Bool) {
         self.index = index
@@ -306,6 +310,8 @@ final class JoinTable: Sendable {
         self.linkSQL = prefix + "(?, ?, ?)" + upsert
         self.linkBatchSQL = prefix + Array(repeating: "(?, ?, ?)", count: Self.linkBatchRows).joined(separator: ", ") + upsert
         self.unlinkSQL = "DELETE FROM \(table) WHERE \"source\" = ? AND \"target\" = ?"
+        self.appendLinkSQL = "INSERT OR FAIL INTO \(table) (\"source\", \"target\", \"position\") VALUES (?, ?, "
+            + "(SELECT coalesce(max(\"position\") + 1, 0) FROM \(table) WHERE \"source\" = ?)) ON CONFLICT (\"source\", \"target\") DO NOTHING"
     }
 }
 
