@@ -120,8 +120,14 @@ extension Context {
     /// call and two reference counting operations (a tenth of the decoding thread's, on a large import).
     func toManyDidChange(_ owner: any EntityObject, _ relationship: ResolvedRelationship, old: [any EntityObject], new: [any EntityObject]) {
         let state = owner.entityState
-        state.unloadedRelationships.remove(relationship.description.index)
-        markChanged(owner, state, relationship.description.index)
+        let field = relationship.description.index
+        if relationship.description.isOrdered, state.status == .persistent, !state.changedFields.contains(field) {
+            // Unchanged since loaded (every in-memory change of an ordered list marks it), `old` is what is stored.
+            if state.storedMembers == nil { state.storedMembers = [:] }
+            state.storedMembers![field] = old.map(\.entityState.rowID)
+        }
+        state.unloadedRelationships.remove(field)
+        markChanged(owner, state, field)
         let removed: [any EntityObject]
         let added: [any EntityObject]
         if old.isEmpty {

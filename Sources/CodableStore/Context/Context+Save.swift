@@ -99,6 +99,7 @@ extension Context {
             }
             state.changedFields.removeAll()
             state.storedValues = nil
+            state.storedMembers = nil
         }
         insertedObjects.removeAll(keepingCapacity: true)
         updatedObjects.removeAll(keepingCapacity: true)
@@ -197,6 +198,19 @@ extension Context {
                     }
                 }
             }
+            // Ordered to-many lists set back to their stored members: no positions to write, and no links of
+            // this owner in the join table it owns (every link of the owner is as stored).
+            if let stored = state.storedMembers {
+                for (field, members) in stored where state.changedFields.contains(field) && !state.unloadedRelationships.contains(field) {
+                    guard let relationship = mapping.relationships[field],
+                        relationship.description.getMany(object).map(\.entityState.rowID) == members
+                    else { continue }
+                    state.changedFields.remove(field)
+                    if case .joinTable(let table, ownerIsSource: true) = relationship.storage {
+                        unchangedLinkOwners.insert(UnchangedLinkOwner(table: table, source: state.rowID))
+                    }
+                }
+            }
             var columns = FieldSet()
             for field in state.changedFields.indexes where mapping.columnNameOfField[field] != nil {
                 columns.insert(field)
@@ -239,6 +253,8 @@ extension Context {
     /// memberships interleaves unlinks and links, and nearly every link was a one-row INSERT: at 1M reference
     /// records, 843k statements and a fifth of the writer thread's time.
     private func planLinks(_ emit: (WritePlan.Step) throws -> Void) rethrows {
+        let unchanged = unchangedLinkOwners
+        unchangedLinkOwners = []
         if linkChanges.isEmpty { return }
         struct Link: Hashable {
             let table: Int
@@ -258,6 +274,7 @@ extension Context {
         var links: [[Int]] = Array(repeating: [], count: model.joinTables.count)
         for position in linkChanges.indices where isLast(position) {
             let change = linkChanges[position]
+            if !unchanged.isEmpty, unchanged.contains(UnchangedLinkOwner(table: change.table, source: change.source)) { continue }
             if change.isLink {
                 links[change.table].append(position)
             } else {

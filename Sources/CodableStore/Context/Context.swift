@@ -73,6 +73,13 @@ public final class Context {
     @exclusivity(unchecked) private var lastInsertedType: ObjectIdentifier?
     @exclusivity(unchecked) private var lastInsertedEntity = -1
     @exclusivity(unchecked) var linkChanges: [LinkChange] = []
+    /// Owners whose ordered join-table list is back at its stored members: their link changes are not written
+    /// (filled while a save plans its updates, used when it plans its links).
+    var unchangedLinkOwners: Set<UnchangedLinkOwner> = []
+    struct UnchangedLinkOwner: Hashable {
+        let table: Int
+        let source: Int64
+    }
     /// Deferred references by destination entity and identity (see `Context+DeferredReferences.swift`).
     var pendingReferences: [Int: [IdentityKey: [PendingReference]]] = [:]
     var pendingReferenceCount = 0
@@ -419,6 +426,7 @@ public final class Context {
         state.status = .deleted
         state.changedFields.removeAll()
         state.storedValues = nil
+        state.storedMembers = nil
     }
 
     // MARK: - Change tracking

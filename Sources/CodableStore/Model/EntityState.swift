@@ -38,6 +38,9 @@ public final class EntityState {
     /// write: a save compares with them, so that a value set back to what is stored (page A, then page B
     /// again) writes nothing.
     @usableFromInline @exclusivity(unchecked) var storedValues: [Int: SQLiteValue]?
+    /// The stored members (row ids, in order) of a stored object's ordered to-many relationships, recorded
+    /// when each first changed after the last write: a list set back to them writes no links and no positions.
+    @exclusivity(unchecked) var storedMembers: [Int: [Int64]]?
 
     /// To-one foreign keys of unloaded relationships, by field index.
     @exclusivity(unchecked) var foreignKeys = ForeignKeys()

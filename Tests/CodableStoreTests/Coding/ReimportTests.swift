@@ -116,3 +116,55 @@ import Testing
         #expect(after == [["a", "1", "0"], ["b", "0", "NULL"]], "\(after)")
     }
 }
+
+/// Ordered to-many lists set back to their stored members write nothing (found by the fuzz target).
+@Suite struct ToManyStoredMembersTests {
+    @Test func anOrderedListChangedAndBackWritesNothing() throws {
+        let path = TestStore.temporaryPath()
+        let log = StatementLog()
+        let store = try Store(path: path, entities: issueEntities, options: .init(statementObserver: log.observer))
+        let decoder = StoreDecoder()
+        func decode(_ labels: String, _ context: Context) throws {
+            _ = try decoder.decode(GitIssue.self, from: Data(#"{"id": 1, "number": 1, "title": "t", "labels": \#(labels)}"#.utf8), into: context)
+        }
+        try store.write { context in
+            _ = try decoder.decode([Topic].self, from: Data(#"[{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]"#.utf8), into: context)
+            try decode("[1, 2]", context)
+        }
+        let rows = "SELECT i.id, t.id, j.position FROM GitIssue_labels j JOIN GitIssue i ON i._pk = j.source JOIN Topic t ON t._pk = j.target ORDER BY j.position"
+        #expect(try RawDatabase(path).rows(rows) == [["1", "1", "0"], ["1", "2", "1"]])
+        for detour in ["[2]", "[2, 1]", "[]", "[3, 1, 2]"] {
+            log.reset()
+            try store.write { context in
+                try decode(detour, context)
+                try decode("[1, 2]", context)
+            }
+            #expect(log.writes.filter { !$0.contains("\"Topic\"") }.isEmpty, "\(detour): \(log.writes)")
+            #expect(try RawDatabase(path).rows(rows) == [["1", "1", "0"], ["1", "2", "1"]], "\(detour)")
+        }
+        // A real change is written.
+        log.reset()
+        try store.write { try decode("[2, 1]", $0) }
+        #expect(!log.writes.isEmpty)
+        #expect(try RawDatabase(path).rows(rows) == [["1", "2", "0"], ["1", "1", "1"]])
+    }
+
+    @Test func aForeignKeyOrderedListChangedAndBackWritesNothing() throws {
+        let path = TestStore.temporaryPath()
+        let log = StatementLog()
+        let store = try Store(path: path, entities: TestStore.entities, options: .init(statementObserver: log.observer))
+        try store.write { context in
+            let ada = Person(id: 1)
+            try context.insert(ada)
+            ada.attributes = [PersonAttribute(key: "a", value: "1"), PersonAttribute(key: "b", value: "2")]
+        }
+        log.reset()
+        try store.write { context in
+            let ada = try #require(try context.object(Person.self, identity: 1))
+            let original = ada.attributes
+            ada.attributes = original.reversed()
+            ada.attributes = original
+        }
+        #expect(log.writes.isEmpty, "\(log.writes)")
+    }
+}
