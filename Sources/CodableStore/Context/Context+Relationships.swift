@@ -101,10 +101,7 @@ extension Context {
     ) {
         let state = owner.entityState
         let field = relationship.description.index
-        if state.status == .persistent, !state.changedFields.contains(field), case .foreignKey = relationship.storage {
-            if state.storedValues == nil { state.storedValues = [:] }
-            state.storedValues![field] = storedForeignKey.map { .integer($0) } ?? .null
-        }
+        recordStoredForeignKey(state, relationship, storedForeignKey)
         state.unloadedRelationships.remove(field)
         state.foreignKeys[field] = nil
         markChanged(owner, state, field)
@@ -112,6 +109,20 @@ extension Context {
         guard let inverse = relationship.inverseRelationship else { return }
         if let old { unlinkInverse(member: old, inverse, owner: owner) }
         if let new { linkInverse(member: new, inverse, owner: owner) }
+    }
+
+    /// Records a stored object's foreign key as stored before its first change since the last write (see
+    /// `EntityState.storedValues`); `storedForeignKey`: the row id of the destination it had until now.
+    func recordStoredForeignKey(_ state: EntityState, _ relationship: ResolvedRelationship, _ storedForeignKey: Int64?) {
+        let field = relationship.description.index
+        guard state.status == .persistent, !state.changedFields.contains(field), case .foreignKey = relationship.storage else { return }
+        if state.storedValues == nil { state.storedValues = [:] }
+        state.storedValues![field] = storedForeignKey.map { .integer($0) } ?? .null
+    }
+
+    /// The row id a destination has in the store, or nil for none (or one not inserted).
+    static func storedRowID(_ object: (any EntityObject)?) -> Int64? {
+        object.flatMap { $0.entityState.status == .transient ? nil : $0.entityState.rowID }
     }
 
     /// After `owner`'s to-many storage changed from `old` to `new`.
@@ -210,6 +221,7 @@ extension Context {
             if let current, let forward = inverse.inverseRelationship {
                 removeInMemory(member, from: current, forward)
             }
+            recordStoredForeignKey(state, inverse, Self.storedRowID(current))
             inverse.description.setOne(member, owner)
             markChanged(member, state, field)
         } else {
@@ -230,6 +242,7 @@ extension Context {
         let field = inverse.description.index
         if inverse.description.kind == .toOne {
             guard resolveToOne(member, inverse) === owner else { return }
+            recordStoredForeignKey(state, inverse, Self.storedRowID(owner))
             inverse.description.setOne(member, nil)
             markChanged(member, state, field)
         } else {
@@ -247,6 +260,7 @@ extension Context {
         if state.unloadedRelationships.contains(field) { return }
         if relationship.description.kind == .toOne {
             if relationship.description.getOne(holder) === member {
+                recordStoredForeignKey(state, relationship, Self.storedRowID(member))
                 relationship.description.setOne(holder, nil)
                 markChanged(holder, state, field)
             }
@@ -349,8 +363,7 @@ extension Context {
         if old === new { return }
         relationship.description.setOne(owner, new)
         // Unchanged since loaded, the loaded destination is the stored one.
-        let oldRowID = old.flatMap { $0.entityState.status == .transient ? nil : $0.entityState.rowID }
-        toOneDidChange(owner, relationship, old: old, new: new, storedForeignKey: oldRowID)
+        toOneDidChange(owner, relationship, old: old, new: new, storedForeignKey: Self.storedRowID(old))
     }
 
     /// Sets a to-many relationship through the type-erased description, with inverse maintenance; the same

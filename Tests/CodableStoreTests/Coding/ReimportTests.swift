@@ -168,3 +168,25 @@ import Testing
         #expect(log.writes.isEmpty, "\(log.writes)")
     }
 }
+
+/// A foreign key changed through the other side of the relationship and back writes nothing either.
+@Suite struct InverseStoredValueTests {
+    @Test func aForeignKeySetThroughTheInverseAndBackWritesNothing() throws {
+        let path = TestStore.temporaryPath()
+        let log = StatementLog()
+        let store = try Store(path: path, entities: TestStore.entities, options: .init(statementObserver: log.observer))
+        try store.write { context in
+            try context.insert(Person(id: 1))
+            try context.insert(PersonAttribute(key: "x", value: "1"))
+        }
+        log.reset()
+        try store.write { context in
+            let ada = try #require(try context.object(Person.self, identity: 1))
+            let x = try #require(try context.first(PersonAttribute.self, where: \.key == "x"))
+            ada.attributes = [x]  // sets x.person through the inverse
+            x.person = nil
+        }
+        #expect(log.writes.isEmpty, "\(log.writes)")
+        #expect(try RawDatabase(path).rows("SELECT key, person, person_order FROM PersonAttribute") == [["x", "NULL", "NULL"]])
+    }
+}
