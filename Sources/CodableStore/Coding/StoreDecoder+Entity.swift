@@ -217,7 +217,7 @@ extension StoreDecoderImpl {
         var hint = JSONTape.LookupHint()
         if description.identity.count == 1, case .attribute(let attribute) = description.fields[description.identity[0]] {
             guard let value = try field(node, mapping, attribute.index, path, &hint), source.kind(value.node) != .null else {
-                throw missingIdentity(mapping, node, path, isNull: true)
+                throw missingIdentity(mapping, node, path)
             }
             return Context.IdentityKey(single: try decodeAttributeValue(attribute, value, in: path, mapping))
         }
@@ -226,23 +226,23 @@ extension StoreDecoderImpl {
         for index in description.identity {
             guard case .attribute(let attribute) = description.fields[index] else { continue }
             guard let value = try field(node, mapping, index, path, &hint), source.kind(value.node) != .null else {
-                throw missingIdentity(mapping, node, path, isNull: true)
+                throw missingIdentity(mapping, node, path)
             }
             values.append(try decodeAttributeValue(attribute, value, in: path, mapping))
         }
         return Context.IdentityKey(values)
     }
 
-    /// The error for an object without its identity. With `isNull`, an identity key that is present but `null`
-    /// is named as such (`'id' is null`), with its key in the coding path; the others list the keys received.
-    func missingIdentity(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode, isNull: Bool = false) -> StoreError {
+    /// The error for an object without its identity. An identity key that is present but `null` is named as such
+    /// (`'id' is null`), with its key in the coding path; otherwise the message lists the keys received.
+    func missingIdentity(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) -> StoreError {
         let wantedPaths = mapping.description.identity.map { field in
             mapping.description.codingKeyPaths[field] ?? [mapping.description.fields[field].name]
         }
         let wanted = wantedPaths.map { $0.joined(separator: ".") }
         let received = source.members(node).map(\.key)
         // A present key whose value is null (for a key path: null anywhere on its way).
-        let nullPath = isNull ? wantedPaths.lazy.compactMap { self.nullPrefix(node, $0) }.first : nil
+        let nullPath = wantedPaths.lazy.compactMap { self.nullPrefix(node, $0) }.first
         var error: StoreError
         if let nullPath {
             error = StoreError(
@@ -269,9 +269,7 @@ extension StoreDecoderImpl {
     private func nullPrefix(_ node: Node, _ keyPath: [String]) -> [String]? {
         var current = node
         for (depth, component) in keyPath.enumerated() {
-            guard source.kind(current) == .object,
-                let next = source.members(current).first(where: { $0.key == component })?.value
-            else { return nil }
+            guard source.kind(current) == .object, let next = member(current, key: component) else { return nil }
             if source.kind(next) == .null { return Array(keyPath[...depth]) }
             current = next
         }
@@ -446,9 +444,6 @@ extension StoreDecoderImpl {
         let kind = source.kind(node)
         if kind == .object, !isReferenceObject(mapping, node) {
             return try decodeEntity(mapping, node, path)
-        }
-        guard !mapping.description.identity.isEmpty else {
-            throw typeMismatch([String: Any].self, node, path)
         }
         return try bareReference(mapping, node, path, from: owner)
     }

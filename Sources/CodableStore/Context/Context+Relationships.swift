@@ -114,10 +114,8 @@ extension Context {
     /// Records a stored object's foreign key as stored before its first change since the last write (see
     /// `EntityState.storedValues`); `storedForeignKey`: the row id of the destination it had until now.
     func recordStoredForeignKey(_ state: EntityState, _ relationship: ResolvedRelationship, _ storedForeignKey: Int64?) {
-        let field = relationship.description.index
-        guard state.status == .persistent, !state.changedFields.contains(field), case .foreignKey = relationship.storage else { return }
-        if state.storedValues == nil { state.storedValues = [:] }
-        state.storedValues![field] = storedForeignKey.map { .integer($0) } ?? .null
+        guard case .foreignKey = relationship.storage else { return }
+        state.recordStoredValue(relationship.description.index, storedForeignKey.map { .integer($0) } ?? .null)
     }
 
     /// The row id a destination has in the store, or nil for none (or one not inserted).

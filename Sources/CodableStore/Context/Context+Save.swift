@@ -236,10 +236,8 @@ extension Context {
             try emit(.update(entity: mapping.index, sql: sql, fields: fields, values: values))
             // A row that leaves an ordered relationship stored by this foreign key leaves its position too (a new
             // owner's position is written by `planPositions`, when that owner's list is loaded).
-            for field in fields {
-                guard let orderColumn = mapping.orderColumnOfForeignKeyField[field],
-                    values[fields.firstIndex(of: field)!] == .null
-                else { continue }
+            for (position, field) in fields.enumerated() {
+                guard let orderColumn = mapping.orderColumnOfForeignKeyField[field], values[position] == .null else { continue }
                 try emit(.statement(
                     sql: "UPDATE \(quoteIdentifier(mapping.name)) SET \(quoteIdentifier(orderColumn)) = NULL WHERE \"_pk\" = ?",
                     values: [.integer(state.rowID)]))

@@ -155,14 +155,21 @@ enum SchemaManager {
 
     /// Whether the store holds the declared model and every index it needs.
     private static func isCurrent(_ declared: ModelSnapshot, model: StoreModel, on connection: Connection) throws -> Bool {
+        guard let json = try storedModelJSON(connection),
+            let stored = try? JSONDecoder().decode(ModelSnapshot.self, from: Data(json.utf8)), stored == declared
+        else { return false }
+        return try missingIndexes(model, on: connection).isEmpty
+    }
+
+    /// The model recorded in the store, as JSON; nil when there is none (no metadata table, or no model in it).
+    private static func storedModelJSON(_ connection: Connection) throws -> String? {
         let hasMetadata = try connection.scalar(
             sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", arguments: [.text(metadataTable)])
         guard hasMetadata == .integer(1),
             case .text(let json)? = try connection.scalar(
-                sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'model'"),
-            let stored = try? JSONDecoder().decode(ModelSnapshot.self, from: Data(json.utf8)), stored == declared
-        else { return false }
-        return try missingIndexes(model, on: connection).isEmpty
+                sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'model'")
+        else { return nil }
+        return json
     }
 
     /// Creates the schema, or brings the stored one to the declared one, in the caller's write transaction.
@@ -171,9 +178,7 @@ enum SchemaManager {
     ) throws {
         try connection.execute(
             sql: "CREATE TABLE IF NOT EXISTS \(quoteIdentifier(metadataTable)) (\"key\" TEXT PRIMARY KEY, \"value\" TEXT NOT NULL)")
-        guard case .text(let json)? = try connection.scalar(
-            sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'model'")
-        else {
+        guard let json = try storedModelJSON(connection) else {
             let existing = try userTables(connection)
             if !existing.isEmpty {
                 throw StoreError(

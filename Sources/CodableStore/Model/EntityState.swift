@@ -68,11 +68,17 @@ extension EntityState {
     /// Records an attribute change from `old`, the value before it (see ``storedValues``).
     @inlinable
     func didChange(_ object: some EntityObject, _ field: Int, from old: @autoclosure () -> SQLiteValue) {
-        if status == .persistent, !changedFields.contains(field) {
-            if storedValues == nil { storedValues = [:] }
-            storedValues![field] = old()
-        }
+        recordStoredValue(field, old())
         didChange(object, field)
+    }
+
+    /// Keeps `stored` as the stored value of `field` when the field is about to change for the first time since
+    /// the last write of a stored object (see ``storedValues``).
+    @inlinable
+    func recordStoredValue(_ field: Int, _ stored: @autoclosure () -> SQLiteValue) {
+        guard status == .persistent, !changedFields.contains(field) else { return }
+        if storedValues == nil { storedValues = [:] }
+        storedValues![field] = stored()
     }
 
     /// Records an attribute change: in the context if the object has one.
