@@ -38,10 +38,21 @@ let package = Package(
                 .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
             ]
         ),
+        // Storage: the SQLite connection, cached statements, transactions and errors. Knows nothing of entities.
+        .target(
+            name: "CodableStoreSQLite",
+            dependencies: ["CSQLite"]
+        ),
+        // JSON: the strict reader on yajl, the tape of one record or document, record streams and syntax errors.
+        .target(
+            name: "CodableStoreJSON",
+            dependencies: ["CYajl"]
+        ),
+        // Model, Context, Coding and Import, on top of the two; re-exports what of them is API.
         .target(
             name: "CodableStore",
             dependencies: [
-                "CSQLite", "CYajl", "CodableStoreMacros",
+                "CodableStoreSQLite", "CodableStoreJSON", "CSQLite", "CodableStoreMacros",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -67,6 +78,14 @@ let package = Package(
             dependencies: [
                 "CodableStore", "CSQLite", "CSQLiteFaultVFS", .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .testTarget(
+            name: "CodableStoreSQLiteTests",
+            dependencies: ["CodableStoreSQLite", "CSQLite"]
+        ),
+        .testTarget(
+            name: "CodableStoreJSONTests",
+            dependencies: ["CodableStoreJSON", "CYajl"]
         ),
         .testTarget(
             name: "CodableStoreCLITests",

@@ -1,14 +1,14 @@
 import Foundation
 import Testing
 
-@testable import CodableStore
+@testable import CodableStoreJSON
 
 /// The shared `Fixtures/json/` corpus, found from this file's path (no copy at build time).
 enum JSONFixture {
-    /// `Fixtures/` at the package root: four levels up from `Tests/CodableStoreTests/JSON/JSONFixture.swift`.
+    /// `Fixtures/` at the package root: four levels up from `Tests/CodableStoreJSONTests/Support/JSONFixture.swift`.
     static let root = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent()  // JSON
-        .deletingLastPathComponent()  // CodableStoreTests
+        .deletingLastPathComponent()  // Support
+        .deletingLastPathComponent()  // CodableStoreJSONTests
         .deletingLastPathComponent()  // Tests
         .deletingLastPathComponent()  // package root
         .appendingPathComponent("Fixtures")

@@ -330,7 +330,7 @@ public struct JSONTape: Sendable, Equatable {
 
     /// Parses a whole document and calls `body` with its tape, which reads strings without escapes and numbers
     /// straight from `data` instead of copying them. The tape must not be used after `body` returns.
-    static func withDocumentTape<Result>(
+    package static func withDocumentTape<Result>(
         _ data: Data, maximumDepth: Int = 512, _ body: (JSONTape) throws -> Result
     ) throws -> Result {
         try data.withUnsafeBytes { buffer in

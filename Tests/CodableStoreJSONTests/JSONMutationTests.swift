@@ -1,6 +1,6 @@
 import Testing
 
-@testable import CodableStore
+@testable import CodableStoreJSON
 
 /// Random mutations of the pass corpus (deterministic seeds): the reader never crashes, gives the same result in
 /// every chunking, finds every error itself (never falls back to yajl's message), and what it accepts round-trips.

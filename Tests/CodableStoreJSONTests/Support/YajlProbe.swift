@@ -1,7 +1,7 @@
 import CYajl
 
 /// Runs yajl 2.1 alone (no validation, no fixes), to pin down in tests the defects ``JSONReader`` works around.
-/// Not used by the reader.
+/// Test support only: not part of the reader.
 enum YajlProbe {
     struct Outcome: Equatable {
         /// Whether `yajl_parse` and `yajl_complete_parse` both succeeded.

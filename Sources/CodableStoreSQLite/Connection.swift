@@ -266,7 +266,7 @@ public final class Connection {
     }
 
     /// Runs `body` in the transaction the caller has begun: commits when it returns, rolls back when it throws.
-    func inBegunTransaction<T>(_ body: () throws -> T) throws -> T {
+    package func inBegunTransaction<T>(_ body: () throws -> T) throws -> T {
         precondition(isInsideTransaction, "inBegunTransaction(_:) needs a transaction begun")
         let result: T
         do {
@@ -308,7 +308,7 @@ public final class Connection {
     ///
     /// Related SQLite documentation: <https://www.sqlite.org/lang_transaction.html> ("Response To Errors
     /// Within A Transaction")
-    func checkInsideTransaction(function: String = #function) throws {
+    package func checkInsideTransaction(function: String = #function) throws {
         guard !isInsideTransaction else { return }
         throw SQLiteError(
             resultCode: .SQLITE_ABORT_ROLLBACK,
@@ -316,7 +316,7 @@ public final class Connection {
             function: function)
     }
 
-    func rollbackIgnoringErrors() {
+    package func rollbackIgnoringErrors() {
         // > If the transaction has already been rolled back automatically by the error response, then the
         // > ROLLBACK command will fail with an error, but no harm is caused by this.
         if isInsideTransaction { try? execute(sql: "ROLLBACK TRANSACTION") }

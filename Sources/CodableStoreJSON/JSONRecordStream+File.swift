@@ -25,6 +25,12 @@ extension JSONRecordStream {
         /// The `errno` value.
         public var code: Int32
 
+        package init(path: String?, operation: String, code: Int32) {
+            self.path = path
+            self.operation = operation
+            self.code = code
+        }
+
         public var description: String {
             let message = String(cString: strerror(code))
             return "cannot \(operation) \(path.map { "'\($0)'" } ?? "input"): \(message) (errno \(code))"

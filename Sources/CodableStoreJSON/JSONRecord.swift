@@ -24,7 +24,7 @@ extension JSONRecord {
     /// A plain copy shares the stream's buffers, whose capacity is that of the largest record so far; the stream
     /// then reallocates that capacity for the next record. A batch of such copies holds the slack of every record,
     /// which is why the importer's reader hands over compact copies instead.
-    func compacted() -> JSONRecord {
+    package func compacted() -> JSONRecord {
         var copy = self
         copy.tape.nodes = tape.nodes.withUnsafeBufferPointer { Array($0) }
         copy.tape.bytes = tape.bytes.withUnsafeBufferPointer { Array($0) }

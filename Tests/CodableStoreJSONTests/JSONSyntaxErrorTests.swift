@@ -1,6 +1,6 @@
 import Testing
 
-@testable import CodableStore
+@testable import CodableStoreJSON
 
 @Suite("JSON syntax errors")
 struct JSONSyntaxErrorTests {

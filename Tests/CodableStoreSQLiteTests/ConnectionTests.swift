@@ -1,4 +1,4 @@
-import CodableStore
+import CodableStoreSQLite
 import Foundation
 import Testing
 

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import CodableStore
+@testable import CodableStoreJSON
 
 /// The `Fixtures/json/pass` and `Fixtures/json/fail` corpus, parsed whole and in every chunking.
 @Suite("JSON conformance corpus")

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import CodableStore
+@testable import CodableStoreJSON
 
 @Suite("JSON tape")
 struct JSONTapeTests {

@@ -149,7 +149,7 @@ public final class Statement {
     /// `slots` at a time, calling `row` on each result row. `bind` binds one item to this statement from a
     /// parameter index, which it advances. The last chunk repeats its last item to fill the slots, so the SQL stays the same
     /// and is prepared once.
-    func run<Item>(
+    package func run<Item>(
         chunksOf items: [Item], slots: Int, bind: (Statement, Item, inout Int32) throws -> Void,
         row: (Statement) throws -> Void
     ) throws {

@@ -1,0 +1,4 @@
+// The layers below are modules of their own; what of them is API (SQLiteError, SQLiteValue, Connection for the
+// statement log, JSONSyntaxError, JSONRecordStream…) is part of CodableStore's API too.
+@_exported import CodableStoreJSON
+@_exported import CodableStoreSQLite
