@@ -71,13 +71,20 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
 
 /// A SQLite result code, primary (`SQLITE_CONSTRAINT`) or extended (`SQLITE_CONSTRAINT_UNIQUE`).
 ///
+/// Codes match as patterns: a primary code matches itself and every extended code of it, an extended code only
+/// itself. So `switch error.resultCode { case .SQLITE_CONSTRAINT_UNIQUE: … case .SQLITE_CONSTRAINT: … }`
+/// and `catch ResultCode.SQLITE_BUSY` (which also catches `SQLITE_BUSY_RECOVERY`) read as they mean.
+///
 /// Related SQLite documentation: <https://www.sqlite.org/rescode.html>
-public struct ResultCode: RawRepresentable, Hashable, Sendable {
+public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: Int32
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
     /// The primary code: the low 8 bits of an extended code.
     public var primary: ResultCode { ResultCode(rawValue: rawValue & 0xFF) }
+
+    /// Whether this is a primary code (no extended information).
+    public var isPrimary: Bool { rawValue & 0xFF == rawValue }
 
     /// The symbolic name SQLite gives the code, such as `SQLITE_CONSTRAINT_UNIQUE`.
     public var name: String {
@@ -86,48 +93,86 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable {
         return "SQLITE_\(rawValue)"
     }
 
-    private static let names: [Int32: String] = [
-        CSQLite.SQLITE_OK: "SQLITE_OK", CSQLite.SQLITE_ERROR: "SQLITE_ERROR", CSQLite.SQLITE_INTERNAL: "SQLITE_INTERNAL",
-        CSQLite.SQLITE_PERM: "SQLITE_PERM", CSQLite.SQLITE_ABORT: "SQLITE_ABORT", CSQLite.SQLITE_BUSY: "SQLITE_BUSY",
-        CSQLite.SQLITE_LOCKED: "SQLITE_LOCKED", CSQLite.SQLITE_NOMEM: "SQLITE_NOMEM", CSQLite.SQLITE_READONLY: "SQLITE_READONLY",
-        CSQLite.SQLITE_INTERRUPT: "SQLITE_INTERRUPT", CSQLite.SQLITE_IOERR: "SQLITE_IOERR", CSQLite.SQLITE_CORRUPT: "SQLITE_CORRUPT",
-        CSQLite.SQLITE_NOTFOUND: "SQLITE_NOTFOUND", CSQLite.SQLITE_FULL: "SQLITE_FULL", CSQLite.SQLITE_CANTOPEN: "SQLITE_CANTOPEN",
-        CSQLite.SQLITE_PROTOCOL: "SQLITE_PROTOCOL", CSQLite.SQLITE_SCHEMA: "SQLITE_SCHEMA", CSQLite.SQLITE_TOOBIG: "SQLITE_TOOBIG",
-        CSQLite.SQLITE_CONSTRAINT: "SQLITE_CONSTRAINT", CSQLite.SQLITE_MISMATCH: "SQLITE_MISMATCH", CSQLite.SQLITE_MISUSE: "SQLITE_MISUSE",
-        CSQLite.SQLITE_RANGE: "SQLITE_RANGE", CSQLite.SQLITE_NOTADB: "SQLITE_NOTADB",
-        2067: "SQLITE_CONSTRAINT_UNIQUE", 1555: "SQLITE_CONSTRAINT_PRIMARYKEY", 1299: "SQLITE_CONSTRAINT_NOTNULL",
-        787: "SQLITE_CONSTRAINT_FOREIGNKEY", 275: "SQLITE_CONSTRAINT_CHECK",
-        264: "SQLITE_READONLY_RECOVERY", 520: "SQLITE_READONLY_CANTLOCK", 1032: "SQLITE_READONLY_DBMOVED",
-        517: "SQLITE_BUSY_SNAPSHOT", 261: "SQLITE_BUSY_RECOVERY", 516: "SQLITE_ABORT_ROLLBACK",
-    ].merging(ioErrorNames) { name, _ in name }
+    public var description: String { "\(name) (\(rawValue))" }
 
-    /// The extended codes of `SQLITE_IOERR` (`SQLITE_IOERR | n << 8`) that say which file operation failed.
-    private static let ioErrorNames: [Int32: String] = Dictionary(
-        uniqueKeysWithValues: [
-            (1, "READ"), (2, "SHORT_READ"), (3, "WRITE"), (4, "FSYNC"), (5, "DIR_FSYNC"), (6, "TRUNCATE"), (7, "FSTAT"),
-            (8, "UNLOCK"), (9, "RDLOCK"), (10, "DELETE"), (12, "NOMEM"), (13, "ACCESS"), (14, "CHECKRESERVEDLOCK"),
-            (15, "LOCK"), (16, "CLOSE"), (18, "SHMOPEN"), (19, "SHMSIZE"), (20, "SHMLOCK"), (21, "SHMMAP"), (22, "SEEK"),
-            (23, "DELETE_NOENT"), (24, "MMAP"),
-        ].map { (CSQLite.SQLITE_IOERR | Int32($0.0) << 8, "SQLITE_IOERR_\($0.1)") })
+    /// A primary pattern matches every code with that primary code; an extended pattern matches only itself.
+    public static func ~= (pattern: ResultCode, code: ResultCode) -> Bool {
+        pattern.isPrimary ? pattern == code.primary : pattern == code
+    }
+
+    private static func extended(_ primary: Int32, _ number: Int32) -> ResultCode {
+        ResultCode(rawValue: primary | number << 8)
+    }
 
     public static let SQLITE_OK = ResultCode(rawValue: CSQLite.SQLITE_OK)
     public static let SQLITE_ERROR = ResultCode(rawValue: CSQLite.SQLITE_ERROR)
+    public static let SQLITE_INTERNAL = ResultCode(rawValue: CSQLite.SQLITE_INTERNAL)
+    public static let SQLITE_PERM = ResultCode(rawValue: CSQLite.SQLITE_PERM)
     public static let SQLITE_ABORT = ResultCode(rawValue: CSQLite.SQLITE_ABORT)
-    /// `SQLITE_ABORT_ROLLBACK`: the transaction was rolled back (by SQLite, after an error) under a statement.
-    public static let SQLITE_ABORT_ROLLBACK = ResultCode(rawValue: CSQLite.SQLITE_ABORT | 2 << 8)
     public static let SQLITE_BUSY = ResultCode(rawValue: CSQLite.SQLITE_BUSY)
     public static let SQLITE_LOCKED = ResultCode(rawValue: CSQLite.SQLITE_LOCKED)
+    public static let SQLITE_NOMEM = ResultCode(rawValue: CSQLite.SQLITE_NOMEM)
     public static let SQLITE_READONLY = ResultCode(rawValue: CSQLite.SQLITE_READONLY)
+    public static let SQLITE_INTERRUPT = ResultCode(rawValue: CSQLite.SQLITE_INTERRUPT)
     public static let SQLITE_IOERR = ResultCode(rawValue: CSQLite.SQLITE_IOERR)
     public static let SQLITE_CORRUPT = ResultCode(rawValue: CSQLite.SQLITE_CORRUPT)
+    public static let SQLITE_NOTFOUND = ResultCode(rawValue: CSQLite.SQLITE_NOTFOUND)
     public static let SQLITE_FULL = ResultCode(rawValue: CSQLite.SQLITE_FULL)
     public static let SQLITE_CANTOPEN = ResultCode(rawValue: CSQLite.SQLITE_CANTOPEN)
+    public static let SQLITE_PROTOCOL = ResultCode(rawValue: CSQLite.SQLITE_PROTOCOL)
+    public static let SQLITE_SCHEMA = ResultCode(rawValue: CSQLite.SQLITE_SCHEMA)
+    public static let SQLITE_TOOBIG = ResultCode(rawValue: CSQLite.SQLITE_TOOBIG)
     public static let SQLITE_CONSTRAINT = ResultCode(rawValue: CSQLite.SQLITE_CONSTRAINT)
     public static let SQLITE_MISMATCH = ResultCode(rawValue: CSQLite.SQLITE_MISMATCH)
     public static let SQLITE_MISUSE = ResultCode(rawValue: CSQLite.SQLITE_MISUSE)
     public static let SQLITE_RANGE = ResultCode(rawValue: CSQLite.SQLITE_RANGE)
     public static let SQLITE_NOTADB = ResultCode(rawValue: CSQLite.SQLITE_NOTADB)
-    public static let SQLITE_TOOBIG = ResultCode(rawValue: CSQLite.SQLITE_TOOBIG)
+
+    /// The transaction was rolled back (by SQLite, after an error) under a statement.
+    public static let SQLITE_ABORT_ROLLBACK = extended(CSQLite.SQLITE_ABORT, 2)
+    /// Another connection is recovering the WAL index (at the first open of a database).
+    public static let SQLITE_BUSY_RECOVERY = extended(CSQLite.SQLITE_BUSY, 1)
+    /// A read transaction's snapshot is no longer the newest, so it cannot become a write transaction.
+    public static let SQLITE_BUSY_SNAPSHOT = extended(CSQLite.SQLITE_BUSY, 2)
+    public static let SQLITE_READONLY_RECOVERY = extended(CSQLite.SQLITE_READONLY, 1)
+    public static let SQLITE_READONLY_CANTLOCK = extended(CSQLite.SQLITE_READONLY, 2)
+    public static let SQLITE_READONLY_DBMOVED = extended(CSQLite.SQLITE_READONLY, 4)
+    public static let SQLITE_CONSTRAINT_CHECK = extended(CSQLite.SQLITE_CONSTRAINT, 1)
+    public static let SQLITE_CONSTRAINT_FOREIGNKEY = extended(CSQLite.SQLITE_CONSTRAINT, 3)
+    public static let SQLITE_CONSTRAINT_NOTNULL = extended(CSQLite.SQLITE_CONSTRAINT, 5)
+    public static let SQLITE_CONSTRAINT_PRIMARYKEY = extended(CSQLite.SQLITE_CONSTRAINT, 6)
+    public static let SQLITE_CONSTRAINT_UNIQUE = extended(CSQLite.SQLITE_CONSTRAINT, 8)
+
+    private static let names: [Int32: String] = {
+        let named: [(ResultCode, String)] = [
+            (.SQLITE_OK, "SQLITE_OK"), (.SQLITE_ERROR, "SQLITE_ERROR"), (.SQLITE_INTERNAL, "SQLITE_INTERNAL"),
+            (.SQLITE_PERM, "SQLITE_PERM"), (.SQLITE_ABORT, "SQLITE_ABORT"), (.SQLITE_BUSY, "SQLITE_BUSY"),
+            (.SQLITE_LOCKED, "SQLITE_LOCKED"), (.SQLITE_NOMEM, "SQLITE_NOMEM"), (.SQLITE_READONLY, "SQLITE_READONLY"),
+            (.SQLITE_INTERRUPT, "SQLITE_INTERRUPT"), (.SQLITE_IOERR, "SQLITE_IOERR"), (.SQLITE_CORRUPT, "SQLITE_CORRUPT"),
+            (.SQLITE_NOTFOUND, "SQLITE_NOTFOUND"), (.SQLITE_FULL, "SQLITE_FULL"), (.SQLITE_CANTOPEN, "SQLITE_CANTOPEN"),
+            (.SQLITE_PROTOCOL, "SQLITE_PROTOCOL"), (.SQLITE_SCHEMA, "SQLITE_SCHEMA"), (.SQLITE_TOOBIG, "SQLITE_TOOBIG"),
+            (.SQLITE_CONSTRAINT, "SQLITE_CONSTRAINT"), (.SQLITE_MISMATCH, "SQLITE_MISMATCH"),
+            (.SQLITE_MISUSE, "SQLITE_MISUSE"), (.SQLITE_RANGE, "SQLITE_RANGE"), (.SQLITE_NOTADB, "SQLITE_NOTADB"),
+            (.SQLITE_ABORT_ROLLBACK, "SQLITE_ABORT_ROLLBACK"), (.SQLITE_BUSY_RECOVERY, "SQLITE_BUSY_RECOVERY"),
+            (.SQLITE_BUSY_SNAPSHOT, "SQLITE_BUSY_SNAPSHOT"), (.SQLITE_READONLY_RECOVERY, "SQLITE_READONLY_RECOVERY"),
+            (.SQLITE_READONLY_CANTLOCK, "SQLITE_READONLY_CANTLOCK"), (.SQLITE_READONLY_DBMOVED, "SQLITE_READONLY_DBMOVED"),
+            (.SQLITE_CONSTRAINT_CHECK, "SQLITE_CONSTRAINT_CHECK"),
+            (.SQLITE_CONSTRAINT_FOREIGNKEY, "SQLITE_CONSTRAINT_FOREIGNKEY"),
+            (.SQLITE_CONSTRAINT_NOTNULL, "SQLITE_CONSTRAINT_NOTNULL"),
+            (.SQLITE_CONSTRAINT_PRIMARYKEY, "SQLITE_CONSTRAINT_PRIMARYKEY"),
+            (.SQLITE_CONSTRAINT_UNIQUE, "SQLITE_CONSTRAINT_UNIQUE"),
+        ]
+        // The extended codes of SQLITE_IOERR say which file operation failed.
+        let ioErrors: [(Int32, String)] = [
+            (1, "READ"), (2, "SHORT_READ"), (3, "WRITE"), (4, "FSYNC"), (5, "DIR_FSYNC"), (6, "TRUNCATE"), (7, "FSTAT"),
+            (8, "UNLOCK"), (9, "RDLOCK"), (10, "DELETE"), (12, "NOMEM"), (13, "ACCESS"), (14, "CHECKRESERVEDLOCK"),
+            (15, "LOCK"), (16, "CLOSE"), (18, "SHMOPEN"), (19, "SHMSIZE"), (20, "SHMLOCK"), (21, "SHMMAP"), (22, "SEEK"),
+            (23, "DELETE_NOENT"), (24, "MMAP"),
+        ]
+        return Dictionary(
+            uniqueKeysWithValues: named.map { ($0.0.rawValue, $0.1) }
+                + ioErrors.map { (extended(CSQLite.SQLITE_IOERR, $0.0).rawValue, "SQLITE_IOERR_\($0.1)") })
+    }()
 }
 
 /// Turns a SQLite result code into a thrown ``SQLiteError`` carrying the connection's message.
@@ -155,8 +200,9 @@ func check(
     }
 }
 
-/// Matches an error against a primary result code: `catch SQLiteError.busy`, `catch ResultCode.SQLITE_CONSTRAINT`.
+/// Matches an error against a result code, as codes match (a primary code matches its extended codes):
+/// `catch ResultCode.SQLITE_CONSTRAINT_UNIQUE`, `catch SQLiteError.busy`.
 public func ~= (code: ResultCode, error: any Error) -> Bool {
     guard let error = error as? SQLiteError else { return false }
-    return error.resultCode.primary == code.primary
+    return code ~= error.resultCode
 }

@@ -17,6 +17,54 @@ import Testing
         #expect(rows == [[.integer(.min), .real(2.5), .text(""), .blob(Data([0, 255])), .null, .text("text")]])
     }
 
+    /// Each constraint failure carries its extended code; a primary pattern matches all of them, an extended
+    /// pattern only its own, in `switch` over codes and in `catch` over errors.
+    @Test(arguments: [
+        ("INSERT INTO t (id, name) VALUES (1, 'b')", ResultCode.SQLITE_CONSTRAINT_UNIQUE, "SQLITE_CONSTRAINT_UNIQUE", 2067),
+        ("INSERT INTO t (id, name) VALUES (2, NULL)", .SQLITE_CONSTRAINT_NOTNULL, "SQLITE_CONSTRAINT_NOTNULL", 1299),
+        ("INSERT INTO t (pk, id, name) VALUES (1, 3, 'c')", .SQLITE_CONSTRAINT_PRIMARYKEY, "SQLITE_CONSTRAINT_PRIMARYKEY", 1555),
+        ("INSERT INTO t (id, name) VALUES (-1, 'd')", .SQLITE_CONSTRAINT_CHECK, "SQLITE_CONSTRAINT_CHECK", 275),
+    ])
+    func extendedResultCodesMatchAsPatterns(sql: String, expected: ResultCode, name: String, raw: Int32) throws {
+        let connection = try Connection(path: ":memory:")
+        try connection.execute(
+            sql: "CREATE TABLE t (pk INTEGER PRIMARY KEY, id INTEGER UNIQUE CHECK (id >= 0), name TEXT NOT NULL)")
+        try connection.execute(sql: "INSERT INTO t (pk, id, name) VALUES (1, 1, 'a')")
+        let error = try #require(throws: SQLiteError.self) { try connection.execute(sql: sql) }
+        #expect(error.resultCode == expected)
+        #expect(error.resultCode.rawValue == raw)
+        #expect(error.resultCode.name == name)
+        #expect(!error.resultCode.isPrimary && error.resultCode.primary.isPrimary)
+        #expect(ResultCode.SQLITE_CONSTRAINT ~= error.resultCode)
+        #expect(expected ~= error.resultCode)
+        let others: [ResultCode] = [
+            .SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_NOTNULL, .SQLITE_CONSTRAINT_PRIMARYKEY, .SQLITE_CONSTRAINT_CHECK,
+        ].filter { $0 != expected }
+        #expect(others.allSatisfy { !($0 ~= error.resultCode) })
+        #expect(!(ResultCode.SQLITE_BUSY ~= error.resultCode))
+
+        let branch: String
+        switch error.resultCode {
+        case .SQLITE_CONSTRAINT_UNIQUE: branch = "unique"
+        case .SQLITE_CONSTRAINT_NOTNULL: branch = "not null"
+        case .SQLITE_CONSTRAINT: branch = "other constraint"
+        default: branch = "other"
+        }
+        #expect(branch == ["SQLITE_CONSTRAINT_UNIQUE": "unique", "SQLITE_CONSTRAINT_NOTNULL": "not null"][name, default: "other constraint"])
+
+        do {
+            try connection.execute(sql: sql)
+            Issue.record("no error")
+        } catch ResultCode.SQLITE_CONSTRAINT_UNIQUE {
+            #expect(expected == .SQLITE_CONSTRAINT_UNIQUE)
+        } catch SQLiteError.constraint {
+            #expect(expected != .SQLITE_CONSTRAINT_UNIQUE)
+        }
+        #expect(ResultCode(rawValue: 2067 | 0x10000).name == "SQLITE_CONSTRAINT (extended \(2067 | 0x10000))")
+        #expect(ResultCode.SQLITE_IOERR.description == "SQLITE_IOERR (10)")
+        #expect(ResultCode(rawValue: 10 | 4 << 8).name == "SQLITE_IOERR_FSYNC")
+    }
+
     @Test func errorsCarryResultCodeMessageAndSQL() throws {
         let connection = try Connection(path: ":memory:")
         try connection.execute(sql: "CREATE TABLE t (id INTEGER UNIQUE)")

@@ -338,7 +338,7 @@ enum SchemaManager {
             try connection.execute(sql: "DROP INDEX IF EXISTS \(quoteIdentifier(index.name))")
             do {
                 try create(index, on: connection)
-            } catch let error as SQLiteError where index.isUnique && error.resultCode.primary == .SQLITE_CONSTRAINT {
+            } catch let error as SQLiteError where index.isUnique && ResultCode.SQLITE_CONSTRAINT ~= error.resultCode {
                 let columns = index.columns.map(quoteIdentifier).joined(separator: ", ")
                 let duplicate = try connection.rows(
                     sql: "SELECT \(columns), count(*) FROM \(quoteIdentifier(index.table)) GROUP BY \(columns) "

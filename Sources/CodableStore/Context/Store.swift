@@ -311,7 +311,7 @@ extension Connection {
     func beginWriteTransaction() throws {
         do {
             try execute(sql: "BEGIN IMMEDIATE TRANSACTION")
-        } catch let error as SQLiteError where error.resultCode.primary == .SQLITE_BUSY {
+        } catch let error as SQLiteError where ResultCode.SQLITE_BUSY ~= error.resultCode {
             throw StoreError.storeBusy(waitedMilliseconds: busyTimeout, cause: error)
         }
     }

@@ -38,7 +38,7 @@ struct WritePlan: Sendable {
             try bind(values[...], to: statement)
             do {
                 try statement.execute()
-            } catch let error as SQLiteError where error.resultCode.rawValue == 2067 /* SQLITE_CONSTRAINT_UNIQUE */ {
+            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= error.resultCode {
                 throw try insertConflict(mapping, rows: rows, values: values, error, statements: statements)
             }
         case .update(let entity, let sql, let fields, let values):
@@ -46,7 +46,7 @@ struct WritePlan: Sendable {
             try bind(values[...], to: statement)
             do {
                 try statement.execute()
-            } catch let error as SQLiteError where error.resultCode.rawValue == 2067 {
+            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= error.resultCode {
                 throw try updateConflict(model.mappings[entity], fields: fields, values: values, error, statements: statements)
             }
         case .link(let table, let rows, let values):
@@ -88,9 +88,9 @@ struct WritePlan: Sendable {
             try bind(rowValues, to: single)
             do {
                 try single.execute()
-            } catch let error as SQLiteError where error.resultCode.rawValue == 2067 {
+            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= error.resultCode {
                 return identityConflict(mapping, error) { field in rowValues[rowValues.startIndex + Int(mapping.columnOfField[field])] }
-            } catch let error as SQLiteError where error.resultCode.rawValue == 1555 /* SQLITE_CONSTRAINT_PRIMARYKEY */ {
+            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_PRIMARYKEY ~= error.resultCode {
                 continue
             }
         }
