@@ -76,7 +76,7 @@ let package = Package(
         .testTarget(
             name: "CodableStoreTests",
             dependencies: [
-                "CodableStore", "CSQLite", "CSQLiteFaultVFS", .product(name: "Logging", package: "swift-log"),
+                "CodableStore", "IssuesModel", "CSQLite", "CSQLiteFaultVFS", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

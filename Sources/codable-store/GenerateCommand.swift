@@ -1,5 +1,6 @@
 import ArgumentParser
 import CodableStore
+import IssuesModel
 import Foundation
 
 struct GenerateCommand: ParsableCommand {

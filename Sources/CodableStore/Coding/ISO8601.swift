@@ -4,7 +4,7 @@
 /// Accepts `YYYY-MM-DDTHH:MM:SS`, optional fractional seconds (any number of digits), and `Z`, `z` or an
 /// offset `±HH:MM` / `±HHMM`; `t` and a space are accepted as the date-time separator. Dates are proleptic
 /// Gregorian. Foundation's formatter costs microseconds per date; a dump has millions of them.
-enum ISO8601 {
+package enum ISO8601 {
     /// Seconds since 1970-01-01T00:00:00Z, or nil if the UTF-8 `bytes` are not such a timestamp.
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
         var position = 0
@@ -88,7 +88,7 @@ enum ISO8601 {
 extension ISO8601 {
     /// `2015-06-05T09:52:26Z`, or with fractional seconds (up to microseconds, trailing zeros dropped) when
     /// the time has them: `2015-06-05T09:52:26.25Z`.
-    static func string(secondsSince1970 value: Double) -> String {
+    package static func string(secondsSince1970 value: Double) -> String {
         var seconds = value.rounded(.down)
         var micros = Int(((value - seconds) * 1_000_000).rounded())
         if micros == 1_000_000 {

@@ -1,5 +1,6 @@
 @testable import CodableStore
 import Foundation
+import IssuesModel
 import Testing
 
 /// An entity whose decoding hook runs a query now and then: a query writes the context's pending changes first,

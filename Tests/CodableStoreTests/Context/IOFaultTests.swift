@@ -1,6 +1,7 @@
 import CSQLite
 import CodableStore
 import Foundation
+import IssuesModel
 import Testing
 
 /// Faults inside SQLite's I/O: a read, write, sync or truncation that fails at a chosen call during a save or

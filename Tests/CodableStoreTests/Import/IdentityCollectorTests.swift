@@ -1,5 +1,6 @@
 @testable import CodableStore
 import Foundation
+import IssuesModel
 import Testing
 
 /// An entity whose identity is a date: collecting its identities may call a `DateFormatter`.

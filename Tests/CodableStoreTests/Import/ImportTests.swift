@@ -1,5 +1,6 @@
 import CodableStore
 import Foundation
+import IssuesModel
 import Testing
 
 @Suite struct ImportTests {

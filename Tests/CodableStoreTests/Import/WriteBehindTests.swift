@@ -1,5 +1,6 @@
 import CodableStore
 import Foundation
+import IssuesModel
 import Testing
 
 /// An entity with a unique attribute besides its identity: the only way an upsert import can fail in SQLite.

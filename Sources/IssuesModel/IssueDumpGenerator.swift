@@ -1,3 +1,5 @@
+import CodableStore
+
 /// Generates the reference workload: deterministic dumps of GitHub-issue-like records, for benchmarks, tests
 /// and `codable-store generate issues`.
 ///
