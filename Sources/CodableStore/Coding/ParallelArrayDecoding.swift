@@ -63,7 +63,8 @@ struct ParallelArrayDecoding: EntityArrayDecoding {
         var failure: (any Error)?
         reading: while true {
             switch pipeline.pop() {
-            case .batch(let records, _, _, _):
+            case .batch(let batch, _):
+                let records = batch.records
                 // After a decoding error, only whether the rest of the document is well-formed matters.
                 guard failure == nil else { continue }
                 do {
@@ -99,31 +100,13 @@ struct ParallelArrayDecoding: EntityArrayDecoding {
 
     /// The parser thread: the document's top-level array, in batches of records.
     private static func readRecords(_ data: Data, into pipeline: RecordPipeline) throws -> Int {
-        let stream = JSONRecordStream(mode: .array)
-        var batch: [JSONRecord] = []
-        batch.reserveCapacity(batchSize)
-        func handOver() throws {
-            guard pipeline.push(.batch(batch, bytesRead: stream.byteOffset, malformed: [])) else {
-                throw RecordPipeline.Cancelled()
-            }
-            batch = []
-            batch.reserveCapacity(batchSize)
-        }
-        func add(_ record: borrowing JSONRecord) throws {
-            // Compact copies: the stream's buffers have the capacity of the largest record so far.
-            batch.append(record.compacted())
-            if batch.count >= batchSize || record.byteOffset - batch[0].byteOffset >= batchSpan { try handOver() }
-        }
-        try data.withUnsafeBytes { bytes in
-            var start = 0
-            while start < bytes.count {
-                let end = min(start + chunkSize, bytes.count)
-                try stream.feed(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), add)
-                start = end
+        var batcher = JSONRecordBatcher(mode: .array, size: batchSize)
+        batcher.span = batchSpan
+        batcher.chunkSize = chunkSize
+        return try data.withUnsafeBytes { bytes in
+            try batcher.read(.bytes(bytes)) { batch in
+                guard pipeline.push(.batch(batch)) else { throw RecordPipeline.Cancelled() }
             }
         }
-        try stream.finish(add)
-        if !batch.isEmpty { try handOver() }
-        return stream.byteOffset
     }
 }

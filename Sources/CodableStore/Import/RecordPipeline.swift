@@ -15,22 +15,18 @@ final class RecordPipeline: @unchecked Sendable {
     // @unchecked: `items` and `cancelled` are read and written under `monitor`; `thread` only by the importer.
 
     enum Item: Sendable {
-        /// Records in input order, with the number of input bytes consumed when the batch was complete, the
-        /// JSON Lines lines read since the batch before that were not valid JSON (skip policy), and the records'
-        /// identities when the reader collected them (see ``BatchIdentities``).
-        case batch([JSONRecord], bytesRead: Int, malformed: [JSONSyntaxError], identities: BatchIdentities? = nil)
+        /// Records in input order (with the bytes read and the JSON Lines lines that were not valid JSON), and the
+        /// records' identities when the reader collected them (see ``BatchIdentities``).
+        case batch(JSONRecordBatcher.Batch, identities: BatchIdentities? = nil)
         /// The input ended after the last batch.
         case end(bytesRead: Int)
         /// The reader failed after the last batch.
         case failure(any Error)
     }
 
-    /// Thrown inside the reader when the importer stopped taking batches.
-    struct Cancelled: Error {}
-
-    /// How long the reader waits for input before checking whether the importer stopped, in milliseconds: a
-    /// failed import from a pipe that stays open (`tail -f dump.jsonl | codable-store import …`) still ends.
-    static let pollInterval: Int32 = 100
+    /// Thrown inside the reader when the importer stopped taking batches (also by a read waiting for input:
+    /// see ``JSONInput/forEachChunk(size:isCancelled:_:)``).
+    typealias Cancelled = JSONInput.Cancelled
 
     private let capacity: Int
     private let monitor = Monitor()
@@ -103,11 +99,11 @@ final class RecordPipeline: @unchecked Sendable {
         }
     }
 
-    /// Stops the reader (if it still runs) and waits for its thread to end; safe to call more than once. A
-    /// reader waiting for input notices within ``pollInterval``.
     /// The CPU time the reader thread used, in seconds, once ``finish()`` joined it.
     private(set) var cpuSeconds = 0.0
 
+    /// Stops the reader (if it still runs) and waits for its thread to end; safe to call more than once. A
+    /// reader waiting for input notices within ``JSONInput/pollInterval``.
     func finish() {
         monitor.withLock {
             cancelled = true

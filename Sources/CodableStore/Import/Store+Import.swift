@@ -1,13 +1,5 @@
 import Logging
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -93,10 +85,10 @@ private final class Importer {
         var path: String?
         switch source {
         case .file(let file):
-            descriptor = open(file, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else {
-                let code = errno
-                throw ImportError(reason: "cannot open '\(file)': \(String(cString: strerror(code)))", underlyingError: JSONRecordStream.ReadError(path: file, operation: "open", code: code))
+            do {
+                descriptor = try JSONInput.open(file)
+            } catch {
+                throw ImportError(reason: "cannot open '\(file)': \(error.systemMessage)", underlyingError: error)
             }
             path = file
         case .standardInput:
@@ -104,9 +96,8 @@ private final class Importer {
         case .fileDescriptor(let given):
             descriptor = given
         }
-        defer { if path != nil { close(descriptor) } }
-        var status = stat()
-        if fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG { totalBytes = Int(status.st_size) }
+        defer { if path != nil { JSONInput.close(descriptor) } }
+        totalBytes = JSONInput.fileDescriptor(descriptor, path: path).totalBytes
 
         let mode: JSONRecordStream.Mode =
             switch options.layout {
@@ -152,17 +143,15 @@ private final class Importer {
                 pipeline.finish()
                 readingCPU = pipeline.cpuSeconds
             }
-            let batchSize = options.batchSize
-            let input = path
+            var batcher = JSONRecordBatcher(mode: mode, size: options.batchSize)
             // Under the skip policy, a JSON Lines line that is not valid JSON is a skipped record; in an array, a
             // syntax error ends the import under either policy (where the next record starts cannot be known).
-            let skipsMalformedLines = options.failurePolicy == .skip && mode == .jsonLines
+            batcher.skipsMalformedLines = options.failurePolicy == .skip && mode == .jsonLines
             // While writing behind, the reader also collects each batch's identities (see IdentityCollector).
             let collector = writer == nil ? nil : IdentityCollector(mapping, model: model, options: options.decoder.options)
-            try pipeline.start { pipeline in
-                try Self.readRecords(
-                    descriptor, path: input, mode: mode, batchSize: batchSize, skippingMalformedLines: skipsMalformedLines,
-                    collector: collector, into: pipeline)
+            let inputPath = path
+            try pipeline.start { [batcher] pipeline in
+                try Self.readRecords(.fileDescriptor(descriptor, path: inputPath), batcher: batcher, collector: collector, into: pipeline)
             }
             // While writing behind, each batch's lookups are handed to the writer thread as soon as the batch
             // arrives, and the batch waits while the one before it is decoded: the writer looks up batch N+1
@@ -188,8 +177,9 @@ private final class Importer {
                     continue
                 }
                 switch item {
-                case .batch(let records, let bytes, let malformed, let identities):
-                    skip(malformed)
+                case .batch(let arrived, let identities):
+                    let (records, bytes) = (arrived.records, arrived.bytesRead)
+                    skip(arrived.malformed)
                     if let writer {
                         let prepared = try prepare(records, writer, identities)
                         try decodeWaiting()
@@ -265,62 +255,19 @@ private final class Importer {
         return ImportError(codingPath: codingPath, reason: reason, underlyingError: error)
     }
 
-    /// The reader thread: reads the input in chunks, parses it into records and hands them over in batches;
-    /// returns the number of bytes read.
+    /// The reader thread: reads the input in chunks, parses it into records and hands them over in batches,
+    /// with their identities when writing behind; returns the number of bytes read.
     static func readRecords(
-        _ descriptor: Int32, path: String?, mode: JSONRecordStream.Mode, batchSize: Int, skippingMalformedLines: Bool,
-        collector: IdentityCollector?, into pipeline: RecordPipeline
+        _ input: JSONInput, batcher: JSONRecordBatcher, collector: IdentityCollector?, into pipeline: RecordPipeline
     ) throws -> Int {
-        let stream = JSONRecordStream(mode: mode)
-        var batch: [JSONRecord] = []
-        batch.reserveCapacity(batchSize)
-        var malformed: [JSONSyntaxError] = []
-        /// Hands the records and bad lines read so far to the importer.
-        func handOver() throws {
-            let identities = collector.map { $0.identities(of: batch) }
-            guard pipeline.push(.batch(batch, bytesRead: stream.byteOffset, malformed: malformed, identities: identities)) else {
-                throw RecordPipeline.Cancelled()
+        do {
+            return try batcher.read(input, isCancelled: { pipeline.isCancelled }) { batch in
+                let identities = collector.map { $0.identities(of: batch.records) }
+                guard pipeline.push(.batch(batch, identities: identities)) else { throw RecordPipeline.Cancelled() }
             }
-            batch = []
-            batch.reserveCapacity(batchSize)
-            malformed = []
+        } catch let error as JSONRecordStream.ReadError {
+            throw ImportError(reason: "cannot read input: \(error.systemMessage)", underlyingError: error)
         }
-        if skippingMalformedLines {
-            stream.malformedLineHandler = { error in
-                malformed.append(error)
-                // A file of mostly bad lines still moves on in batches (memory, progress), not all at the end.
-                if malformed.count >= batchSize { try handOver() }
-            }
-        }
-        func add(_ record: borrowing JSONRecord) throws {
-            batch.append(record.compacted())
-            if batch.count >= batchSize { try handOver() }
-        }
-        let chunkSize = JSONRecordStream.defaultChunkSize
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
-        defer { buffer.deallocate() }
-        while true {
-            // Wait for input a little at a time, so that a reader blocked on a pipe notices a failed import.
-            var waiting = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            while true {
-                let ready = poll(&waiting, 1, RecordPipeline.pollInterval)
-                if ready > 0 || (ready < 0 && errno != EINTR) { break }  // input, end, or an error read reports
-                if pipeline.isCancelled { throw RecordPipeline.Cancelled() }
-            }
-            let count = read(descriptor, buffer.baseAddress, chunkSize)
-            if count < 0 {
-                if errno == EINTR { continue }
-                let code = errno
-                throw ImportError(
-                    reason: "cannot read input: \(String(cString: strerror(code)))",
-                    underlyingError: JSONRecordStream.ReadError(path: path, operation: "read", code: code))
-            }
-            if count == 0 { break }
-            try stream.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), add)
-        }
-        try stream.finish(add)
-        if !batch.isEmpty || !malformed.isEmpty { try handOver() }
-        return stream.byteOffset
     }
 
     private struct SkipRecord: Error {
