@@ -31,6 +31,7 @@ public struct JSONTape: Sendable, Equatable {
     public struct Index: Hashable, Comparable, Sendable, CustomStringConvertible {
         public let position: Int
 
+        @inlinable
         init(_ position: Int) {
             self.position = position
         }
@@ -65,16 +66,18 @@ public struct JSONTape: Sendable, Equatable {
     /// strings, keys and numbers: `a` = start in `bytes`, `b` = length;
     /// objects and arrays: `a` = index after the last node of the subtree, `b` = member or element count;
     /// booleans: `a` = 0 or 1.
+    @usableFromInline
     struct Node: Equatable, Sendable {
-        var info: UInt32
-        var offset: UInt32
-        var a: UInt32
-        var b: UInt32
+        @usableFromInline var info: UInt32
+        @usableFromInline var offset: UInt32
+        @usableFromInline var a: UInt32
+        @usableFromInline var b: UInt32
 
-        @inline(__always) var kind: NodeKind { NodeKind(rawValue: info & 0xF)! }
+        @inlinable var kind: NodeKind { NodeKind(rawValue: info & 0xF)! }
         @inline(__always) var keyHash: UInt32 { info >> 8 }
     }
 
+    @usableFromInline
     enum NodeKind: UInt32 {
         case object, array, string, number, bool, null, key
     }
@@ -86,7 +89,8 @@ public struct JSONTape: Sendable, Equatable {
     /// Set (with ``bytesInInput``) on a string whose text in ``input`` still has its escapes: decoded when read.
     static let escapedInInput: UInt32 = 1 << 6
 
-    var nodes: [Node] = []
+    // Reached by the inlinable accessors below: the decoder (in another module) reads the tape on every value.
+    @usableFromInline var nodes: [Node] = []
     var bytes: [UInt8] = []
     /// The document a whole-document parse read (``withDocumentTape(_:maximumDepth:_:)``), so that strings
     /// without escapes and numbers are not copied: a tape of a 47 MiB dump holds 30 MB less. `nil` when every
@@ -119,6 +123,7 @@ public struct JSONTape: Sendable, Equatable {
 
     // MARK: - Scalars
 
+    @inlinable
     public func kind(of index: Index) -> Kind {
         switch nodes[index.position].kind {
         case .object: return .object
@@ -130,8 +135,10 @@ public struct JSONTape: Sendable, Equatable {
         }
     }
 
+    @inlinable
     public func isNull(_ index: Index) -> Bool { nodes[index.position].kind == .null }
 
+    @inlinable
     public func bool(at index: Index) -> Bool? {
         let node = nodes[index.position]
         return node.kind == .bool ? node.a != 0 : nil
@@ -218,6 +225,7 @@ public struct JSONTape: Sendable, Equatable {
     }
 
     /// The absolute byte offset of the value in the source.
+    @inlinable
     public func byteOffset(of index: Index) -> Int {
         baseOffset + Int(nodes[index.position].offset)
     }
@@ -225,6 +233,7 @@ public struct JSONTape: Sendable, Equatable {
     // MARK: - Containers
 
     /// The number of members of an object or elements of an array; 0 for other kinds.
+    @inlinable
     public func count(of index: Index) -> Int {
         let node = nodes[index.position]
         switch node.kind {
@@ -234,7 +243,7 @@ public struct JSONTape: Sendable, Equatable {
     }
 
     /// The position just after the value at `position` and everything inside it.
-    @inline(__always)
+    @inlinable
     func subtreeEnd(_ position: Int) -> Int {
         let node = nodes[position]
         switch node.kind {
@@ -244,6 +253,7 @@ public struct JSONTape: Sendable, Equatable {
     }
 
     /// The elements of an array, in order (empty for other kinds).
+    @inlinable
     public func elements(of index: Index) -> Elements {
         let node = nodes[index.position]
         guard node.kind == .array else { return Elements(tape: self, start: 0, end: 0) }
@@ -266,17 +276,33 @@ public struct JSONTape: Sendable, Equatable {
     }
 
     public struct Elements: Sequence {
-        let tape: JSONTape
-        let start: Int
-        let end: Int
+        @usableFromInline let tape: JSONTape
+        @usableFromInline let start: Int
+        @usableFromInline let end: Int
 
+        @inlinable
+        init(tape: JSONTape, start: Int, end: Int) {
+            self.tape = tape
+            self.start = start
+            self.end = end
+        }
+
+        @inlinable
         public func makeIterator() -> Iterator { Iterator(tape: tape, position: start, end: end) }
 
         public struct Iterator: IteratorProtocol {
-            let tape: JSONTape
-            var position: Int
-            let end: Int
+            @usableFromInline let tape: JSONTape
+            @usableFromInline var position: Int
+            @usableFromInline let end: Int
 
+            @inlinable
+            init(tape: JSONTape, position: Int, end: Int) {
+                self.tape = tape
+                self.position = position
+                self.end = end
+            }
+
+            @inlinable
             public mutating func next() -> Index? {
                 guard position < end else { return nil }
                 let element = Index(position)
