@@ -10,7 +10,7 @@ import CSQLite
 /// }
 /// ```
 ///
-/// A connection is not thread-safe and not `Sendable`: its owner (a ``Store``) serializes all access, which
+/// A connection is not thread-safe and not `Sendable`: its owner (a `Store` of CodableStore) serializes all access, which
 /// is why it is opened with `SQLITE_OPEN_NOMUTEX` (multi-thread mode): SQLite's own mutex would only add cost.
 ///
 /// Related SQLite documentation: <https://www.sqlite.org/c3ref/open.html>, <https://www.sqlite.org/threadsafe.html>
@@ -202,7 +202,7 @@ public final class Connection {
     /// To do that, SQLite takes an EXCLUSIVE lock on the database file for the time of the checkpoint, and a
     /// connection of another process that starts a read in that moment fails with `SQLITE_BUSY` ("database is
     /// locked") unless it has a busy timeout. With this off, closing takes no lock: the WAL is checkpointed by
-    /// later writes (automatic checkpoints) or ``checkpoint()``, and its file stays next to the database.
+    /// later writes (automatic checkpoints) or ``checkpoint(_:)``, and its file stays next to the database.
     ///
     /// Related SQLite documentation: <https://www.sqlite.org/c3ref/c_dbconfig_defensive.html#sqlitedbconfignockptonclose>,
     /// <https://www.sqlite.org/wal.html#the_wal_file>

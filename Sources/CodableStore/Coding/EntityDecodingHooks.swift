@@ -17,7 +17,7 @@ public protocol EntityJSONPreparing: EntityObject {
 /// An entity that decodes itself, in place of (or around) the default field-by-field decoding.
 ///
 /// The object has already been looked up by identity (or created from the JSON's values) when `initialize`
-/// is called; call ``defaultInitialization(from:)`` (or its `skipping:` / `with:` forms) to apply the default
+/// is called; call ``EntityObject/defaultInitialization(from:)`` (or its `skipping:` / `with:` forms) to apply the default
 /// decoding to some fields, and decode the rest yourself from the decoder's containers.
 ///
 /// ```swift

@@ -15,7 +15,7 @@ enum JSONKind: Sendable {
     }
 }
 
-/// A JSON value as a tree: what the ``EntityDecodingHooks/prepareForDecoding(_:)`` hook rewrites, and what
+/// A JSON value as a tree: what the ``EntityJSONPreparing/prepareForDecoding(_:)`` hook rewrites, and what
 /// entities are captured as when they are decoded through a foreign decoder.
 ///
 /// ```swift

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Decodes a large document whose top level is an array of entities (`[Issue]`, `Set<Issue>`, `Many<Issue>`) on
-/// two threads: a parser thread reads the array into records with yajl (``JSONRecordStream``) and hands them
+/// two threads: a parser thread reads the array into records with yajl (`JSONRecordStream`) and hands them
 /// over in batches, while the calling thread decodes each batch as it comes, resolving its identities with one
 /// query per entity. Parsing is about 40% of a decode; it now overlaps with the rest.
 ///

@@ -368,7 +368,7 @@ extension StoreDecoderImpl {
         }
     }
 
-    /// Whether a string's UTF-8 is these bytes (SQLite's equality, and ``SQLiteValue``'s).
+    /// Whether a string's UTF-8 is these bytes (SQLite's equality, and `SQLiteValue`'s).
     static func utf8(of text: String, equals bytes: UnsafeRawBufferPointer) -> Bool {
         var text = text
         return text.withUTF8 { utf8 in
@@ -539,7 +539,7 @@ extension StoreDecoderImpl {
         return result
     }
 
-    /// A decoder for one record of a ``JSONRecordStream`` (its coding paths start with the record's index), and
+    /// A decoder for one record of a `JSONRecordStream` (its coding paths start with the record's index), and
     /// the record's root value: what the importer and ``ParallelArrayDecoding`` decode batches of.
     static func item(for record: JSONRecord, _ session: DecodingSession) -> (StoreDecoderImpl, Node) {
         let impl = StoreDecoderImpl(

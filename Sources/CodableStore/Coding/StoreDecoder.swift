@@ -138,7 +138,7 @@ public final class StoreDecoder: @unchecked Sendable {
     /// from JSON, upserting the entities into `context`.
     ///
     /// - Throws: `DecodingError` for data that does not fit the types (with the coding path),
-    ///   ``StoreError`` for store failures, and ``JSONSyntaxError`` (byte offset, line, column, snippet) for
+    ///   ``StoreError`` for store failures, and `JSONSyntaxError` (byte offset, line, column, snippet) for
     ///   malformed JSON. A malformed document changes nothing in the context.
     ///
     /// The `Decoder` your types' `init(from:)` receive reads `data` in place (strings are not copied until
@@ -199,7 +199,7 @@ public final class StoreDecoder: @unchecked Sendable {
         return (value, entities)
     }
 
-    /// Decodes from a record of a ``JSONRecordStream`` (the streaming importer's path).
+    /// Decodes from a record of a `JSONRecordStream` (the streaming importer's path).
     public func decode<T: Decodable>(_ type: T.Type, from record: JSONRecord, into context: Context) throws -> T {
         try decode(type, from: JSONTapeView(tape: record.tape), into: context)
     }

@@ -346,7 +346,7 @@ final class IdentityFilter {
 extension EntityMapping {
     /// The sizes of identity lookup statements, in identities: a lookup of n identities runs the smallest that
     /// holds them (the largest, repeatedly, beyond), so that a batch is one query, few statements are prepared
-    /// per entity, and few slots are filled in vain (see ``Statement/run(chunksOf:slots:bind:row:)``).
+    /// per entity, and few slots are filled in vain (see `Statement/run(chunksOf:slots:bind:row:)`).
     static let lookupSizes = [16, 64, 256, 1_024, 4_096]
 
     /// Identities per lookup statement for a lookup of `count`, within SQLite's limit on parameters.

@@ -310,7 +310,7 @@ extension Context {
     /// Owners per membership query.
     static let membershipChunk = 256
 
-    /// Binds a row id, for ``Statement/run(chunksOf:slots:bind:row:)``.
+    /// Binds a row id, for `Statement/run(chunksOf:slots:bind:row:)`.
     static func bindRowID(_ statement: Statement, _ rowID: Int64, _ parameter: inout Int32) throws {
         try statement.bind(rowID, at: parameter)
         parameter += 1

@@ -2,12 +2,12 @@
 extension Context {
     /// Writes every pending change to the store, inside the current write transaction.
     ///
-    /// You rarely need to call it: ``Store/write(_:)-(Context)->T`` saves when its closure returns, and the
+    /// You rarely need to call it: ``Store/write(_:)-6guei`` saves when its closure returns, and the
     /// context saves before each query. Only the columns of changed fields are written; objects without
     /// changes are not written at all. If a write fails (an identity conflict, say), the store is left as it
     /// was before this save and the error is thrown.
     /// - Throws: ``StoreError`` (``StoreError/Code/identityConflict``, ``StoreError/Code/readOnly``) or
-    ///   ``SQLiteError``.
+    ///   `SQLiteError`.
     public func save() throws {
         if isReadOnly { throw StoreError.readOnly("save") }
         try flush()

@@ -1,6 +1,6 @@
 /// A scope of work on the store: one object per row (the identity map), change tracking, and `save()`.
 ///
-/// You get a context inside ``Store/write(_:)-(Context)->T`` or ``Store/read(_:)-(Context)->T``; it and
+/// You get a context inside ``Store/write(_:)-6guei`` or ``Store/read(_:)-41n37``; it and
 /// its objects live inside that closure and are not `Sendable`. Pass identities or ``EntityState/rowID``s
 /// across closures, not objects.
 ///

@@ -44,7 +44,7 @@ public final class Store: Sendable {
         /// // chosen writes in a test.
         /// let store = try Store(path: path, entities: [Person.self], options: .init(vfs: "my-vfs"))
         /// ```
-        /// Opening fails with ``SQLiteError`` (`SQLITE_ERROR`, "no such vfs: …") when no VFS of that name is
+        /// Opening fails with `SQLiteError` (`SQLITE_ERROR`, "no such vfs: …") when no VFS of that name is
         /// registered. The VFS must support shared memory (version 2 or later), which WAL mode needs.
         ///
         /// Related SQLite documentation: <https://www.sqlite.org/vfs.html>, <https://www.sqlite.org/c3ref/vfs_find.html>
@@ -86,7 +86,7 @@ public final class Store: Sendable {
     ///   - path: The database file.
     ///   - entities: The entity classes; destinations of their relationships are added automatically.
     ///   - options: Schema change policy, timeouts, cache size.
-    /// - Throws: ``SQLiteError`` when the file cannot be opened, is not a database, is corrupt, read-only or
+    /// - Throws: `SQLiteError` when the file cannot be opened, is not a database, is corrupt, read-only or
     ///   locked; ``StoreError`` when the model is invalid or does not match the stored one. Nothing is changed
     ///   in the file unless the model is applied (or reset under ``SchemaChangePolicy/reset(onReset:)``).
     public convenience init(path: String, entities: [any EntityObject.Type], options: Options = Options()) throws {
@@ -198,7 +198,7 @@ public final class Store: Sendable {
         }
     }
 
-    /// Runs `body` in a write transaction off the caller's thread (see ``write(_:)-(Context)->T``).
+    /// Runs `body` in a write transaction off the caller's thread (see ``write(_:)-6guei``).
     public func write<T: Sendable>(_ body: @escaping @Sendable (Context) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
@@ -216,7 +216,7 @@ public final class Store: Sendable {
     ///     return try context.count(Issue.self)          // includes the draft
     /// }                                                  // the draft is gone
     /// ```
-    /// It takes the write lock like ``write(_:)-(Context)->T``, since SQLite sees the temporary rows.
+    /// It takes the write lock like ``write(_:)-6guei``, since SQLite sees the temporary rows.
     public func scratch<T: Sendable>(_ body: (Context) throws -> T) throws -> T {
         try writer.withConnection { connection in
             try connection.beginWriteTransaction()
@@ -240,7 +240,7 @@ public final class Store: Sendable {
         return try Self.readTransaction(box.connection, model: model, body)
     }
 
-    /// Runs `body` in a read transaction off the caller's thread (see ``read(_:)-(Context)->T``).
+    /// Runs `body` in a read transaction off the caller's thread (see ``read(_:)-41n37``).
     public func read<T: Sendable>(_ body: @escaping @Sendable (Context) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
