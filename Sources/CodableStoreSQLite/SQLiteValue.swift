@@ -27,6 +27,8 @@ public enum SQLiteValue: Hashable, Sendable, CustomStringConvertible {
     case text(String)
     case blob(Data)
 
+    // Inlinable: the context compares and hashes values (identity keys, stored values) on every decoded field.
+    @inlinable
     public static func == (lhs: SQLiteValue, rhs: SQLiteValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
@@ -38,6 +40,7 @@ public enum SQLiteValue: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    @inlinable
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .null:
@@ -59,7 +62,8 @@ public enum SQLiteValue: Hashable, Sendable, CustomStringConvertible {
 
     /// Whether two strings have the same UTF-8 bytes (not canonical equivalence, which `==` tests, and which
     /// costs a normalization for every non-ASCII string).
-    private static func sameUTF8(_ a: String, _ b: String) -> Bool {
+    @usableFromInline
+    static func sameUTF8(_ a: String, _ b: String) -> Bool {
         if a.utf8.count != b.utf8.count { return false }
         if let equal = a.utf8.withContiguousStorageIfAvailable({ a in
             b.utf8.withContiguousStorageIfAvailable { b in
