@@ -9,7 +9,6 @@ import Darwin
 extension JSONTape {
     /// The UTF-8 of a JSON string's raw text (between its quotes), escapes decoded. The text was validated
     /// while parsing: every escape is well-formed and `\u` surrogates come in pairs.
-    @usableFromInline
     static func unescape(_ raw: UnsafeRawBufferPointer) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: raw.count) { buffer, count in count = unescape(raw, into: buffer) }
     }

@@ -85,23 +85,22 @@ public struct JSONTape: Sendable, Equatable {
     /// Set on an object that has (or, beyond 64 members, may have) duplicate keys.
     static let mayHaveDuplicateKeys: UInt32 = 1 << 4
     /// Set on a string, key or number whose bytes are in ``input`` (at `a`) rather than in ``bytes``.
-    @usableFromInline static let bytesInInput: UInt32 = 1 << 5
+    static let bytesInInput: UInt32 = 1 << 5
     /// Set (with ``bytesInInput``) on a string whose text in ``input`` still has its escapes: decoded when read.
-    @usableFromInline static let escapedInInput: UInt32 = 1 << 6
+    static let escapedInInput: UInt32 = 1 << 6
 
     // Reached by the inlinable accessors below: the decoder (in another module) reads the tape on every value.
     @usableFromInline var nodes: [Node] = []
-    @usableFromInline var bytes: [UInt8] = []
+    var bytes: [UInt8] = []
     /// The document a whole-document parse read (``withDocumentTape(_:maximumDepth:_:)``), so that strings
     /// without escapes and numbers are not copied: a tape of a 47 MiB dump holds 30 MB less. `nil` when every
     /// value's bytes are in ``bytes`` (a record stream reuses its input buffer, so it copies).
-    @usableFromInline var input: BorrowedBytes?
+    var input: BorrowedBytes?
 
     /// Bytes a tape may read only while their owner lends them; reading after that stops the program instead of
     /// reading freed memory.
-    @usableFromInline
     final class BorrowedBytes: @unchecked Sendable {
-        @usableFromInline var buffer: UnsafeRawBufferPointer?
+        fileprivate(set) var buffer: UnsafeRawBufferPointer?
         init(_ buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
     }
     /// The absolute source offset of the value (a record's offset in the dump); node offsets are relative to it.
@@ -163,7 +162,6 @@ public struct JSONTape: Sendable, Equatable {
     }
 
     /// Calls `body` with the UTF-8 of a string or key, or the text of a number, without copying; nil for other kinds.
-    @inlinable
     public func withUTF8<Result>(
         at index: Index,
         _ body: (UnsafeRawBufferPointer) throws -> Result
@@ -175,7 +173,7 @@ public struct JSONTape: Sendable, Equatable {
         }
     }
 
-    @inlinable @inline(__always)
+    @inline(__always)
     func withBytes<Result>(of node: Node, _ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         try withStorage { storage in
             guard node.info & JSONTape.escapedInInput != 0 else { return try body(storage.bytes(of: node)) }
@@ -184,25 +182,18 @@ public struct JSONTape: Sendable, Equatable {
     }
 
     /// Where scalar bytes are: the tape's own buffer, and the borrowed input (empty when there is none).
-    @usableFromInline
     struct Storage {
-        @usableFromInline let owned: UnsafeRawBufferPointer
-        @usableFromInline let borrowed: UnsafeRawBufferPointer
+        let owned: UnsafeRawBufferPointer
+        let borrowed: UnsafeRawBufferPointer
 
-        @inlinable
-        init(owned: UnsafeRawBufferPointer, borrowed: UnsafeRawBufferPointer) {
-            self.owned = owned
-            self.borrowed = borrowed
-        }
-
-        @inlinable @inline(__always)
+        @inline(__always)
         func bytes(of node: Node) -> UnsafeRawBufferPointer {
             let buffer = node.info & JSONTape.bytesInInput != 0 ? borrowed : owned
             return UnsafeRawBufferPointer(rebasing: buffer[Int(node.a)..<Int(node.a + node.b)])
         }
     }
 
-    @inlinable @inline(__always)
+    @inline(__always)
     func withStorage<Result>(_ body: (Storage) throws -> Result) rethrows -> Result {
         try bytes.withUnsafeBytes { owned in
             var borrowed = UnsafeRawBufferPointer(start: nil, count: 0)
@@ -252,7 +243,7 @@ public struct JSONTape: Sendable, Equatable {
     }
 
     /// The position just after the value at `position` and everything inside it.
-    @inlinable
+    @inlinable @inline(__always)
     func subtreeEnd(_ position: Int) -> Int {
         let node = nodes[position]
         switch node.kind {
