@@ -173,3 +173,18 @@ extension JSONTape {
         }
     }
 }
+
+extension JSONTape {
+    /// Whether the value at `index` is a string (or key) whose UTF-8 is `text`'s, byte for byte: compares without
+    /// making a `String` (and without Unicode normalization, which `==` on strings applies).
+    public func isString(at index: Index, equalTo text: String) -> Bool {
+        let node = nodes[index.position]
+        guard node.kind == .string || node.kind == .key else { return false }
+        var text = text
+        return text.withUTF8 { utf8 in
+            withBytes(of: node) { bytes in
+                utf8.count == bytes.count && (utf8.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, utf8.count) == 0)
+            }
+        }
+    }
+}

@@ -5,6 +5,30 @@ import Testing
 
 @Suite("JSON tape")
 struct JSONTapeTests {
+    /// The decoder's test for an unchanged string: bytes, not Unicode equivalence, escapes decoded first.
+    @Test func stringsCompareByteForByteWithoutMakingAString() throws {
+        let tape = try JSONTape.parse(#"{"plain": "caf\u00e9", "nfd": "cafe\u0301", "empty": "", "n": 1, "esc": "a\"b\n"}"#)
+        func value(_ key: String) throws -> JSONTape.Index { try #require(tape.value(forKey: JSONKey(key), in: tape.root)) }
+        #expect(try tape.isString(at: value("plain"), equalTo: "caf\u{e9}"))
+        #expect(try !tape.isString(at: value("plain"), equalTo: "cafe\u{301}"))  // == on String says equal
+        #expect("caf\u{e9}" == "cafe\u{301}")
+        #expect(try tape.isString(at: value("nfd"), equalTo: "cafe\u{301}"))
+        #expect(try tape.isString(at: value("empty"), equalTo: ""))
+        #expect(try !tape.isString(at: value("empty"), equalTo: "x"))
+        #expect(try tape.isString(at: value("esc"), equalTo: "a\"b\n"))
+        #expect(try !tape.isString(at: value("n"), equalTo: "1"))
+        #expect(!tape.isString(at: tape.root, equalTo: ""))
+        // A document parse borrows unescaped strings from the input; a record's tape copies them: same answers.
+        var found: [Bool] = []
+        let stream = JSONRecordStream(mode: .array)
+        func check(_ record: borrowing JSONRecord) {
+            found.append(record.tape.value(forKey: "k", in: record.root).map { record.tape.isString(at: $0, equalTo: "abc") } ?? false)
+        }
+        try Array(#"[{"k": "caf\u00e9"}, {"k": "abc"}]"#.utf8).withUnsafeBytes { try stream.feed($0, check) }
+        try stream.finish(check)
+        #expect(found == [false, true])
+    }
+
     static let issue = #"""
         {"id": 41, "title": "Crash on \"save\"", "user": {"login": "ada", "id": 7},
          "labels": [{"name": "bug"}, {"name": "ui"}], "closed": false, "milestone": null, "score": 2.5}

@@ -356,7 +356,7 @@ extension StoreDecoderImpl {
             let current = attribute.value(of: object)
             // An unchanged string is compared in the tape's bytes: no String is made (and validated) for it.
             if attribute.fastKind == .string, case .text(let text) = current, source.kind(value.node) == .string,
-                source.tape.withUTF8(at: value.node, { Self.utf8(of: text, equals: $0) }) == true
+                source.tape.isString(at: value.node, equalTo: text)
             {
                 continue
             }
@@ -365,14 +365,6 @@ extension StoreDecoderImpl {
                 try attribute.writeValue(object, new)
                 object.entityState.didChange(object, attribute.index, from: current)
             }
-        }
-    }
-
-    /// Whether a string's UTF-8 is these bytes (SQLite's equality, and `SQLiteValue`'s).
-    static func utf8(of text: String, equals bytes: UnsafeRawBufferPointer) -> Bool {
-        var text = text
-        return text.withUTF8 { utf8 in
-            utf8.count == bytes.count && (utf8.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, utf8.count) == 0)
         }
     }
 
