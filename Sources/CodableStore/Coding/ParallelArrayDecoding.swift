@@ -7,12 +7,12 @@ import Foundation
 ///
 /// The contract of ``StoreDecoder/decode(_:from:into:)`` stays whole, including "a malformed document changes
 /// nothing in the context": decoding starts before the end of the document is known to be valid, so it is
-/// optimistic. It runs only on a pristine context (no objects, no pending changes: see
-/// ``Context/isPristine``), inside a savepoint. If the parser finds a syntax error, the savepoint is rolled back,
-/// the context is restored, and ``Malformed`` tells the caller to decode the ordinary way, which throws the very
-/// error a one-thread decode throws. A decoding error (a wrong type in record 7) waits for the parser to finish
-/// the document first, for the same reason: a syntax error anywhere wins, as it does when the whole document is
-/// parsed before anything is decoded.
+/// optimistic. It runs only on a pristine context (no objects, no pending changes: see ``Context/isPristine``),
+/// inside a context savepoint (``Context/inSavepoint(_:)``). If the parser finds a syntax error, the savepoint
+/// undoes everything in the store and the context, and ``Malformed`` tells the caller to decode the ordinary way,
+/// which throws the very error a one-thread decode throws. A decoding error (a wrong type in record 7) waits for
+/// the parser to finish the document first, for the same reason: a syntax error anywhere wins, as it does when the
+/// whole document is parsed before anything is decoded.
 ///
 /// What differs from the one-thread path is invisible in the results: identities are looked up per batch of
 /// ``batchSize`` records rather than for the whole array at once (still one query per entity and batch, never
@@ -49,8 +49,6 @@ struct ParallelArrayDecoding: EntityArrayDecoding {
     func decodeEntityArray<Element: EntityObject>(_ type: Element.Type) throws -> [Element] {
         let context = session.context
         let mapping = try context.model.mapping(for: Element.self)
-        let start = context.rollbackPoint()
-        let connection = context.connection
         let pipeline = RecordPipeline(capacity: 2)
         defer { pipeline.finish() }
         do {
@@ -58,30 +56,27 @@ struct ParallelArrayDecoding: EntityArrayDecoding {
         } catch {
             throw Malformed()  // no thread: the one-thread path decodes it
         }
-        try connection.execute(sql: "SAVEPOINT codablestore_decode")
-        var result: [Element] = []
         var failure: (any Error)?
-        reading: while true {
-            switch pipeline.pop() {
-            case .batch(let batch, _):
-                let records = batch.records
-                // After a decoding error, only whether the rest of the document is well-formed matters.
-                guard failure == nil else { continue }
-                do {
-                    try decode(records, mapping, into: &result)
-                } catch {
-                    failure = error
+        // A syntax error undoes everything decoded so far, in the store and in the context.
+        let result = try context.inSavepoint { () throws -> [Element] in
+            var result: [Element] = []
+            while true {
+                switch pipeline.pop() {
+                case .batch(let batch, _):
+                    // After a decoding error, only whether the rest of the document is well-formed matters.
+                    guard failure == nil else { continue }
+                    do {
+                        try decode(batch.records, mapping, into: &result)
+                    } catch {
+                        failure = error
+                    }
+                case .end:
+                    return result
+                case .failure:
+                    throw Malformed()
                 }
-            case .end:
-                break reading
-            case .failure:
-                context.restore(start)
-                try? connection.execute(sql: "ROLLBACK TRANSACTION TO SAVEPOINT codablestore_decode")
-                try? connection.execute(sql: "RELEASE SAVEPOINT codablestore_decode")
-                throw Malformed()
             }
         }
-        try connection.execute(sql: "RELEASE SAVEPOINT codablestore_decode")
         if let failure { throw failure }
         return result
     }

@@ -243,36 +243,37 @@ public final class Context {
         deletedObjects = []
     }
 
-    /// Whether the context holds nothing that going back to a ``rollbackPoint()`` would lose: no objects, no
-    /// pending changes, no deferred error, and no import running. Only then may a decode change it optimistically
-    /// and undo everything with ``restore(_:)`` (see ``ParallelArrayDecoding``).
+    /// Whether the context holds nothing at all, and no import runs on it: only then may a decode change it
+    /// optimistically and undo everything with ``inSavepoint(_:)`` (see ``ParallelArrayDecoding``).
     var isPristine: Bool {
         !isReadOnly && writeBehind == nil && deferredError == nil && !hasChanges && detachedObjects.isEmpty
             && registries.allSatisfy(\.isEmpty) && insertedIdentities.allSatisfy { $0 == nil }
     }
 
-    /// What a pristine context keeps across ``reset()``: counters its saves update.
-    struct RollbackPoint {
-        fileprivate let writeCounts: [Int: (inserted: Int, updated: Int)]
-        fileprivate let touchedEntities: Set<Int>
-        fileprivate let materializedCounts: [Int]
-        fileprivate let deferred: DeferredReferences
-    }
-
-    func rollbackPoint() -> RollbackPoint {
-        precondition(isPristine, "a rollback point needs a pristine context")
-        return RollbackPoint(
-            writeCounts: writeCounts, touchedEntities: touchedEntities, materializedCounts: materializedCounts,
-            deferred: deferredReferences)
-    }
-
-    /// Forgets everything done since ``rollbackPoint()`` (the caller rolls the store back to match).
-    func restore(_ point: RollbackPoint) {
-        reset()
-        writeCounts = point.writeCounts
-        touchedEntities = point.touchedEntities
-        materializedCounts = point.materializedCounts
-        deferredReferences = point.deferred
+    /// Runs `body` in a savepoint of the write transaction. When it throws, what it wrote is rolled back, the
+    /// context forgets every object and change since it started (as ``reset()`` does) and takes back its counters
+    /// and deferred references, and the error is rethrown: the store and the context are as they were.
+    ///
+    /// The context must hold no objects and no unsaved changes when it starts (the reset would lose them): the
+    /// optimistic two-thread decode runs it on a pristine context, the importer (skip policy) between batches.
+    func inSavepoint<T>(_ body: () throws -> T) throws -> T {
+        precondition(
+            !hasChanges && registries.allSatisfy(\.isEmpty) && writeBehind == nil,
+            "a context savepoint starts with no objects, no changes and no writer thread")
+        let writeCounts = self.writeCounts
+        let touchedEntities = self.touchedEntities
+        let materializedCounts = self.materializedCounts
+        let deferred = deferredReferences
+        do {
+            return try connection.inSavepoint(named: "codablestore_context", body)
+        } catch {
+            reset()
+            self.writeCounts = writeCounts
+            self.touchedEntities = touchedEntities
+            self.materializedCounts = materializedCounts
+            deferredReferences = deferred
+            throw error
+        }
     }
 
     private func detach(_ object: any EntityObject, _ mapping: EntityMapping) {

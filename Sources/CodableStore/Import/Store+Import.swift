@@ -378,7 +378,6 @@ private final class Importer {
         while true {
             var decoded: [Int] = []
             let before = context.writeCounts
-            let deferredBefore = context.deferredReferences
             do {
                 // Only the skip policy needs a batch it can roll back alone; under the stop policy a failure
                 // rolls back the whole transaction, and a savepoint would make SQLite copy every page the
@@ -411,14 +410,12 @@ private final class Importer {
                     try context.flush(usingSavepoint: false)  // inside the batch's savepoint, or the transaction's
                 }
                 if options.failurePolicy == .skip {
-                    try connection.inSavepoint(named: "codablestore_batch", decodeAndSave)
+                    // A failing record undoes the batch, in the store and in the context.
+                    try context.inSavepoint(decodeAndSave)
                 } else {
                     try decodeAndSave()
                 }
             } catch let skip as SkipRecord {
-                context.reset()
-                context.writeCounts = before
-                context.deferredReferences = deferredBefore
                 excluded.insert(skip.position)
                 let record = batch[skip.position]
                 let (reason, codingPath) = ImportError.describe(skip.error)
