@@ -575,7 +575,7 @@ extension StoreDecoderImpl {
                 // One hold of the connection for all the entities' lookups, when an import's writer thread
                 // shares it. Saved and indexed first: a save, or making an identity index (which reads the
                 // table), waits for the writer, which must not wait for this hold.
-                if context.writeBehind != nil {
+                if context.deferredWriter != nil {
                     try context.flush()
                     for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty { _ = try context.identityIndex(entity) }
                 }

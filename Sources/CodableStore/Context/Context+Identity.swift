@@ -212,7 +212,7 @@ extension Context {
         // others here keeps a large decode from writing every batch, and values a later batch changes again.
         if !deletedObjects.isEmpty || hasUnwrittenIdentityChanges { try flush() }
         // Keys no object in memory answers: rows a writer thread may still be writing are all of objects in
-        // memory (see `WriteBehind`), so this query need not wait for it.
+        // memory (see ``DeferredWriter``), so this query need not wait for it.
         try withSharedConnection { connection in
             try mapping.lookUp(pending, maximumVariableCount: maximumVariableCount) { sql in
                 try connection.cachedStatement(sql: sql)
@@ -223,15 +223,15 @@ extension Context {
         }
     }
 
-    /// Takes the rows of lookups a writer thread ran ahead of time (``WriteBehind/requestLookup(_:)``), waiting
+    /// Takes the rows of lookups a writer thread ran ahead of time (a ``Lookahead``), waiting
     /// for them. A row becomes an object unless the context holds that row's object already: a held object is
     /// newer than the row (the writer may not have written its changes yet). A requested key with neither a
     /// row nor an object is missing.
     ///
     /// Memberships loaded with the first entity's rows are set on the objects made here (a held object's may
     /// be newer), as if loaded with ``loadToManyBatch(_:_:)``.
-    func adoptLookup(_ lookup: WriteBehind.Lookup) throws {
-        try writeBehind?.waitForLookup(lookup)
+    func adoptLookup(_ lookup: Lookahead) throws {
+        try deferredWriter?.waitForLookup(lookup)
         var made: [Int64: any EntityObject] = [:]
         for (position, (entry, rows)) in zip(lookup.keys, lookup.rows).enumerated() {
             let mapping = model.mappings[entry.entity]

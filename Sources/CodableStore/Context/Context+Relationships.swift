@@ -320,7 +320,7 @@ extension Context {
 extension Context {
     /// Runs a membership load of `owners`. While a writer thread runs, a plan it has not written yet may change
     /// the join rows of an object kept from the generation before (and of no other: both sides of a link
-    /// change are held, see `WriteBehind`), so those loads wait for the writer. So do loads of memberships
+    /// change are held, see ``DeferredWriter``), so those loads wait for the writer. So do loads of memberships
     /// stored as the members' foreign keys: a member moved from an owner the context does not hold changes
     /// that owner's memberships.
     private func withMembershipConnection(
@@ -328,7 +328,7 @@ extension Context {
     ) throws {
         let joinRows: Bool
         if case .joinTable = relationship.storage { joinRows = true } else { joinRows = false }
-        if writeBehind != nil, !joinRows || owners.contains(where: { $0.entityState.isCarriedOver }) {
+        if deferredWriter != nil, !joinRows || owners.contains(where: { $0.entityState.isCarriedOver }) {
             try body(connection)
         } else {
             try withSharedConnection(body)

@@ -60,16 +60,16 @@ extension Context {
             touchedEntities.insert(model.joinTables[change.table].source)
             touchedEntities.insert(model.joinTables[change.table].target)
         }
-        if let writeBehind {
+        if let deferredWriter {
             // The writer thread writes it; the objects it writes are kept meanwhile (see `retireObjects()`).
             // Never while holding the connection: the writer could not finish the plan this waits for.
             precondition(!isSharingConnection, "a save while holding the shared connection")
             var plan = WritePlan()
             writeSteps { plan.steps.append($0) }
-            try writeBehind.enqueue(plan)
+            try deferredWriter.enqueue(plan)
             // A deleted object is not held, so its row must be gone before the next lookup (imports rarely
             // delete: only a decoding hook can).
-            if !deletedObjects.isEmpty { writeBehind.waitUntilIdle() }
+            if !deletedObjects.isEmpty { deferredWriter.waitUntilIdle() }
         } else if usingSavepoint {
             try connection.checkInsideTransaction()
             // A savepoint makes a failed flush leave nothing behind, so the caller may fix things and retry.

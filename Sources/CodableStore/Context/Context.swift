@@ -19,8 +19,8 @@ public final class Context {
     /// The connection. Use ``connection`` instead, or ``withSharedConnection(_:)`` for lookups and loads.
     let storeConnection: Connection
     /// While set (an import under the stop policy), saves hand their plans to this writer thread instead of
-    /// writing them (see ``WriteBehind``), and objects are kept for a generation (`retireObjects()`).
-    var writeBehind: WriteBehind?
+    /// writing them (see ``DeferredWriter``), and objects are kept for a generation (`retireObjects()`).
+    var deferredWriter: (any DeferredWriter)?
     /// Counts the importer's batches while writing behind: objects used in the current generation or the one
     /// before are kept (see `retireObjects()`).
     @exclusivity(unchecked) var generation = 0
@@ -30,25 +30,25 @@ public final class Context {
     /// The connection, for queries: while a writer thread runs, only once it has written every plan handed to
     /// it, so that the query sees all the context's changes. (Its error, if any, is thrown by the next save.)
     var connection: Connection {
-        if let writeBehind {
+        if let deferredWriter {
             precondition(!isSharingConnection, "waiting for the writer thread while holding the shared connection")
-            writeBehind.waitUntilIdle()
+            deferredWriter.waitUntilIdle()
         }
         return storeConnection
     }
 
     /// Runs a lookup or a load on the connection without waiting for the writer thread (between two of its
-    /// statements): correct only for rows no waiting plan writes, see ``WriteBehind``.
+    /// statements): correct only for rows no waiting plan writes, see ``DeferredWriter``.
     func withSharedConnection<T>(_ body: (Connection) throws -> T) rethrows -> T {
-        guard let writeBehind, !isSharingConnection else { return try body(storeConnection) }
+        guard let deferredWriter, !isSharingConnection else { return try body(storeConnection) }
         isSharingConnection = true
         defer { isSharingConnection = false }
-        return try writeBehind.withConnection { try body(storeConnection) }
+        return try deferredWriter.withConnection { try body(storeConnection) }
     }
     /// Marks an object as used in the current generation, while writing behind (see `retireObjects()`).
     @inline(__always)
     func stamp(_ state: EntityState) {
-        if writeBehind != nil { state.generation = generation }
+        if deferredWriter != nil { state.generation = generation }
     }
 
     /// Whether this thread holds the connection in ``withSharedConnection(_:)`` (which nests: the decoder
@@ -246,7 +246,7 @@ public final class Context {
     /// Whether the context holds nothing at all, and no import runs on it: only then may a decode change it
     /// optimistically and undo everything with ``inSavepoint(_:)`` (see ``ParallelArrayDecoding``).
     var isPristine: Bool {
-        !isReadOnly && writeBehind == nil && deferredError == nil && !hasChanges && detachedObjects.isEmpty
+        !isReadOnly && deferredWriter == nil && deferredError == nil && !hasChanges && detachedObjects.isEmpty
             && registries.allSatisfy(\.isEmpty) && insertedIdentities.allSatisfy { $0 == nil }
     }
 
@@ -258,7 +258,7 @@ public final class Context {
     /// optimistic two-thread decode runs it on a pristine context, the importer (skip policy) between batches.
     func inSavepoint<T>(_ body: () throws -> T) throws -> T {
         precondition(
-            !hasChanges && registries.allSatisfy(\.isEmpty) && writeBehind == nil,
+            !hasChanges && registries.allSatisfy(\.isEmpty) && deferredWriter == nil,
             "a context savepoint starts with no objects, no changes and no writer thread")
         let writeCounts = self.writeCounts
         let touchedEntities = self.touchedEntities
@@ -526,7 +526,7 @@ public final class Context {
             return existing
         }
         let mapping = model.mappings[entity]
-        // An object not in memory: no plan waiting for a writer thread writes its row (see `WriteBehind`).
+        // An object not in memory: no plan waiting for a writer thread writes its row (see ``DeferredWriter``).
         return try withSharedConnection { connection in
             let statement = try connection.cachedStatement(sql: mapping.selectSQL + " WHERE \"_pk\" = ?")
             defer { statement.reset() }

@@ -3,7 +3,7 @@
 /// The context turns its pending changes into steps, reading its objects on its own thread
 /// (`Context.writeSteps(_:)`). A plain save runs each step as soon as it is made, so a large save never holds
 /// all its values at once. An import under the stop policy collects a batch's steps into a plan and hands it
-/// to a writer thread (``WriteBehind``), so that SQLite writes one batch while the next one is decoded. A step
+/// to a writer thread (a ``DeferredWriter``), so that SQLite writes one batch while the next one is decoded. A step
 /// holds only values (row ids, column values, SQL), never the context's objects, so it can cross threads.
 struct WritePlan: Sendable {
     enum Step: Sendable {
@@ -125,5 +125,52 @@ struct WritePlan: Sendable {
             .identityConflict,
             "\(mapping.name) with identity \(values.joined(separator: ", ")) already exists; fetch it and update it instead of inserting a new object",
             entity: mapping.name, cause: error)
+    }
+}
+
+/// Writes a context's plans later, on a thread of its own, while the context goes on: an import's writer
+/// thread. While a context has one (``Context/deferredWriter``), a save hands its plan over instead of
+/// writing it, and the context keeps every object a waiting plan writes (`Context.retireObjects()`), so that a key
+/// of such an object is answered from memory, never from a row the writer has not written yet.
+protocol DeferredWriter: AnyObject {
+    /// Hands a plan over. Throws the error of a plan that failed before.
+    func enqueue(_ plan: WritePlan) throws
+    /// Waits until every plan handed over is written, without throwing (the next ``enqueue(_:)`` throws).
+    func waitUntilIdle()
+    /// Runs `body` with the connection while the writer is between statements: for lookups and loads of rows
+    /// no waiting plan writes.
+    func withConnection<T>(_ body: () throws -> T) rethrows -> T
+    /// Waits until the writer ran `lookup` (handed over with its plans); throws the error of a plan that failed.
+    func waitForLookup(_ lookup: Lookahead) throws
+}
+
+/// Rows of a query, in one array (one allocation per query rather than per row: they are made on the writer
+/// thread and let go on the context's, and many small blocks freed across threads fragment the heap).
+struct StoredRows: Sendable {
+    var values: [SQLiteValue] = []
+    let width: Int
+    var count: Int { width == 0 ? 0 : values.count / width }
+    subscript(row: Int) -> ArraySlice<SQLiteValue> { values[(row * width)..<((row + 1) * width)] }
+}
+
+/// Identity lookups run for a context ahead of time, by its ``DeferredWriter`` between two plans: per entity, the
+/// keys, and once ``isDone``, the stored rows found (the row id then the columns of ``EntityMapping/selectSQL``).
+/// ``Context/adoptLookup(_:)`` takes them.
+final class Lookahead: @unchecked Sendable {
+    // @unchecked: `rows`, `membershipRows` and `isDone` are written by the writer thread under its monitor, and
+    // read by the context only after it saw `isDone` under that monitor (``DeferredWriter/waitForLookup(_:)``).
+    let keys: [(entity: Int, keys: [Context.IdentityKey])]
+    /// Memberships to load for the rows found for `keys[0]` (the batch's own entity): per to-many relationship
+    /// stored in a join table, its field and its ``Context/membershipSQL(_:owners:)`` for
+    /// ``Context/membershipChunk`` owners.
+    let memberships: [(field: Int, sql: String)]
+    var rows: [StoredRows] = []
+    /// Per entry of `memberships`: rows of the owner's row id, then the member's row id and columns.
+    var membershipRows: [StoredRows] = []
+    var isDone = false
+
+    init(keys: [(entity: Int, keys: [Context.IdentityKey])], memberships: [(field: Int, sql: String)]) {
+        self.keys = keys
+        self.memberships = memberships
     }
 }

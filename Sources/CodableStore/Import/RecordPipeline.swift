@@ -12,7 +12,7 @@
 /// JSON Lines lines that are not valid JSON travel with the batch after them (or on their own, a batch's worth at a
 /// time).
 final class RecordPipeline: @unchecked Sendable {
-    // @unchecked: `items` and `cancelled` are read and written under `monitor`; `thread` only by the importer.
+    // @unchecked: `items` is read and written under the worker's monitor.
 
     enum Item: Sendable {
         /// Records in input order (with the bytes read and the JSON Lines lines that were not valid JSON), and the
@@ -29,29 +29,24 @@ final class RecordPipeline: @unchecked Sendable {
     typealias Cancelled = JSONInput.Cancelled
 
     private let capacity: Int
-    private let monitor = Monitor()
+    private let worker = Worker()
+    private var monitor: Monitor { worker.monitor }
     private var items: [Item] = []
-    private var cancelled = false
-    private var thread: JoinableThread?
 
     init(capacity: Int = 1) {
         self.capacity = max(1, capacity)
     }
 
-    deinit {
-        precondition(thread == nil, "RecordPipeline released while its reader runs: call finish()")
-    }
-
     /// Whether the importer has stopped taking batches: a reader waiting for input should give up.
     var isCancelled: Bool {
-        monitor.withLock { cancelled }
+        monitor.withLock { worker.isStopping }
     }
 
     /// Starts `read` on a new thread. It hands over batches with ``push(_:)`` and returns the number of bytes
     /// read; `.end` (when it returns) or `.failure` (when it throws) is pushed for it.
     func start(_ read: @escaping @Sendable (RecordPipeline) throws -> Int) throws {
         do {
-            thread = try JoinableThread { [self] in
+            try worker.start { [self] in
                 do {
                     let bytesRead = try read(self)
                     _ = push(.end(bytesRead: bytesRead))
@@ -71,8 +66,8 @@ final class RecordPipeline: @unchecked Sendable {
     /// the reader should then return (throw ``Cancelled``).
     func push(_ item: Item) -> Bool {
         monitor.withLock {
-            while items.count >= capacity, !cancelled { monitor.wait() }
-            if cancelled { return false }
+            while items.count >= capacity, !worker.isStopping { monitor.wait() }
+            if worker.isStopping { return false }
             items.append(item)
             monitor.broadcast()
             return true
@@ -100,17 +95,11 @@ final class RecordPipeline: @unchecked Sendable {
     }
 
     /// The CPU time the reader thread used, in seconds, once ``finish()`` joined it.
-    private(set) var cpuSeconds = 0.0
+    var cpuSeconds: Double { worker.cpuSeconds }
 
     /// Stops the reader (if it still runs) and waits for its thread to end; safe to call more than once. A
     /// reader waiting for input notices within ``JSONInput/pollInterval``.
     func finish() {
-        monitor.withLock {
-            cancelled = true
-            items.removeAll()
-            monitor.broadcast()
-        }
-        if let thread { cpuSeconds += thread.join() }
-        thread = nil
+        worker.finish { items.removeAll() }
     }
 }

@@ -60,6 +60,8 @@ private final class Importer {
     let start: ContinuousClock.Instant
     var totalBytes: Int?
     var bytesRead = 0
+    /// The writer thread, while writing behind (stop policy, one transaction).
+    var writer: WriteBehind?
     /// While writing behind: the number of plans handed to the writer before the current batch.
     var plansBeforeThisBatch = 0
 
@@ -119,7 +121,6 @@ private final class Importer {
         // Under the stop policy in one transaction, SQLite writes each batch on a thread of its own while the
         // next batch is decoded (see WriteBehind); a failure anywhere rolls everything back. The skip policy
         // and committed batches need each batch written before the next begins.
-        var writer: WriteBehind?
         do {
             // Into an empty table in one transaction, every stored row of the entity is one this import
             // inserted: a filter of those identities answers most lookups of new records without a query.
@@ -134,7 +135,7 @@ private final class Importer {
                     throw ImportError(reason: "cannot start the import's writer thread: pthread_create failed (\(error.code))", underlyingError: error)
                 }
                 writer = started
-                context.writeBehind = started
+                context.deferredWriter = started
             }
             // Reading and parsing run on a thread of their own (see RecordPipeline); batches come back here in
             // input order, and so do the reader's errors.
@@ -203,7 +204,7 @@ private final class Importer {
                 try writer.drain()
                 writer.finish()
                 writingCPU = writer.cpuSeconds
-                context.writeBehind = nil
+                context.deferredWriter = nil
             }
             if context.pendingReferenceCount > 0 {
                 report.unresolvedReferences = context.unresolvedReferences
@@ -221,7 +222,7 @@ private final class Importer {
             reportProgress()
         } catch {
             writer?.finish()  // before the rollback: the connection is then this thread's alone
-            context.writeBehind = nil
+            context.deferredWriter = nil
             connection.rollbackIgnoringErrors()
             context.reset()
             let importError = Self.importError(error)
@@ -282,7 +283,7 @@ private final class Importer {
         let session: DecodingSession
         let items: [(StoreDecoderImpl, JSONTape.Index)]
         let keys: [[Context.IdentityKey]]
-        let lookup: WriteBehind.Lookup
+        let lookup: Lookahead
     }
 
     func prepare(_ records: [JSONRecord], _ writer: WriteBehind, _ collected: BatchIdentities?) throws -> Prepared {
@@ -317,7 +318,7 @@ private final class Importer {
                 memberships.append((relationship.description.index, context.membershipSQL(relationship, owners: Context.membershipChunk)))
             }
         }
-        let lookup = WriteBehind.Lookup(keys: requested, memberships: memberships)
+        let lookup = Lookahead(keys: requested, memberships: memberships)
         try writer.requestLookup(lookup)
         return Prepared(session: session, items: items, keys: keys, lookup: lookup)
     }
@@ -444,7 +445,7 @@ private final class Importer {
             report.recordsImported += batch.count - excluded.count
             break
         }
-        if let writer = context.writeBehind {
+        if let writer {
             // The objects of the previous batch may go once its plans are written (see retireObjects()).
             try writer.waitUntilWritten(plansBeforeThisBatch)
             plansBeforeThisBatch = writer.enqueued

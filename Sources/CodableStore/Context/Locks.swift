@@ -24,8 +24,7 @@ final class Locked<Value: Sendable>: @unchecked Sendable {
     }
 }
 
-/// A mutex with a condition, for the two helper threads of an import (the reader of ``RecordPipeline`` and
-/// the writer of ``WriteBehind``). POSIX, because `Synchronization.Mutex` needs macOS 15 and the package
+/// A mutex with a condition: under ``Locked``, and what an import's ``Worker`` threads wait on. POSIX, because `Synchronization.Mutex` needs macOS 15 and the package
 /// supports macOS 14.
 final class Monitor: @unchecked Sendable {
     // Allocated: the address of a stored property is not guaranteed stable, and pthread objects must not move.
@@ -74,72 +73,4 @@ final class Monitor: @unchecked Sendable {
     /// Waits for ``broadcast()``; call it holding the mutex, in a loop over the awaited condition.
     func wait() { pthread_cond_wait(condition, mutex) }
     func broadcast() { pthread_cond_broadcast(condition) }
-}
-
-/// The CPU time the calling thread has used, in seconds.
-func threadCPUSeconds() -> Double {
-    var time = timespec()
-    guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time) == 0 else { return 0 }
-    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-}
-
-/// A joinable POSIX thread running a closure.
-struct JoinableThread {
-    #if canImport(Glibc)
-    private let thread: pthread_t
-    #else
-    private let thread: pthread_t?
-    #endif
-    private let job: Job
-
-    /// `@unchecked Sendable`: `cpuSeconds` is written by the thread as it ends and read after `pthread_join`,
-    /// which orders the two.
-    private final class Job: @unchecked Sendable {
-        let body: @Sendable () -> Void
-        var cpuSeconds = 0.0
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-
-    /// Starts `body` on a new thread; throws the `pthread_create` status when it fails.
-    init(_ body: @escaping @Sendable () -> Void) throws(ThreadStartError) {
-        let job = Job(body)
-        self.job = job
-        let argument = Unmanaged.passRetained(job).toOpaque()
-        // Glibc's pthread_t is an integer; Darwin's and Musl's are pointers, imported as optionals here.
-        #if canImport(Glibc)
-        var created = pthread_t()
-        #else
-        var created: pthread_t? = nil
-        #endif
-        let status = pthread_create(
-            &created, nil,
-            { argument in
-                // Optional on Glibc and Musl, not on Darwin: the cast makes one spelling work on all of them.
-                let job = Unmanaged<Job>.fromOpaque((argument as UnsafeMutableRawPointer?)!).takeRetainedValue()
-                job.body()
-                job.cpuSeconds = threadCPUSeconds()
-                return nil
-            }, argument)
-        guard status == 0 else {
-            Unmanaged<Job>.fromOpaque(argument).release()
-            throw ThreadStartError(code: status)
-        }
-        thread = created
-    }
-
-    /// Waits for the thread to end; returns the CPU time it used, in seconds.
-    @discardableResult
-    func join() -> Double {
-        #if canImport(Glibc)
-        pthread_join(thread, nil)
-        #else
-        if let thread { pthread_join(thread, nil) }
-        #endif
-        return job.cpuSeconds
-    }
-}
-
-/// `pthread_create` failed (`EAGAIN`: the system's thread limit).
-struct ThreadStartError: Error {
-    let code: Int32
 }

@@ -15,12 +15,13 @@
 ///
 /// A failed plan or lookup stops the writer: later work is dropped, and the error is thrown by the next
 /// ``enqueue(_:)``, ``requestLookup(_:)`` or wait; the caller then rolls the whole transaction back.
-final class WriteBehind: @unchecked Sendable {
-    // @unchecked: `queue`, `running`, `written`, `failure` and `stopping` are used under `monitor`;
-    // `statements` only by the writer thread (and by `finish()` after it ended); the connection under `access`.
+final class WriteBehind: DeferredWriter, @unchecked Sendable {
+    // @unchecked: `queue`, `running`, `written` and `failure` are used under the worker's monitor; `statements`
+    // only by the writer thread (and by `finish()` after it ended); the connection under `access`.
     private let connection: Connection
     private let model: StoreModel
-    private let monitor = Monitor()
+    private let worker = Worker()
+    private var monitor: Monitor { worker.monitor }
     /// Who uses the connection; the context has priority: it waits for at most one statement of the writer,
     /// and the writer then waits for the context's query. (A plain mutex lets the writer take it back between
     /// two statements again and again, and the context waited milliseconds per lookup.)
@@ -29,9 +30,7 @@ final class WriteBehind: @unchecked Sendable {
     private var contextWaiting = false
     private var queue: [Work] = []
     private var running = false
-    private var stopping = false
     private var failure: (any Error)?
-    private var thread: JoinableThread?
     private var statements: [String: Statement] = [:]
     /// Plans handed over so far, and plans written (by the writer) so far.
     private(set) var enqueued = 0
@@ -40,41 +39,9 @@ final class WriteBehind: @unchecked Sendable {
     /// decodes, without holding a second batch of values in memory. (Lookups do not count: they are small.)
     static let capacity = 1
 
-    /// Rows of a query, in one array (one allocation per query rather than per row: they are made on the
-    /// writer thread and let go on the context's, and many small blocks freed across threads fragment the
-    /// heap).
-    struct Rows: Sendable {
-        var values: [SQLiteValue] = []
-        let width: Int
-        var count: Int { width == 0 ? 0 : values.count / width }
-        subscript(row: Int) -> ArraySlice<SQLiteValue> { values[(row * width)..<((row + 1) * width)] }
-    }
-
     private enum Work {
         case plan(WritePlan)
-        case lookup(Lookup)
-    }
-
-    /// Identity lookups the writer runs for the context ahead of time, between two plans (see
-    /// ``requestLookup(_:)``): per entity, the keys, and once ``isDone``, the stored rows found (the row id
-    /// then the columns of ``EntityMapping/selectSQL``).
-    final class Lookup: @unchecked Sendable {
-        // @unchecked: `rows` is written by the writer before `isDone` is set under the monitor, and read by the
-        // context only after it saw `isDone` under the monitor.
-        let keys: [(entity: Int, keys: [Context.IdentityKey])]
-        /// Memberships to load for the rows found for `keys[0]` (the batch's own entity): per to-many
-        /// relationship stored in a join table, its field and its ``Context/membershipSQL(_:owners:)`` for
-        /// ``Context/membershipChunk`` owners.
-        let memberships: [(field: Int, sql: String)]
-        fileprivate(set) var rows: [Rows] = []
-        /// Per entry of `memberships`: rows of the owner's row id, then the member's row id and columns.
-        fileprivate(set) var membershipRows: [Rows] = []
-        fileprivate var isDone = false
-
-        init(keys: [(entity: Int, keys: [Context.IdentityKey])], memberships: [(field: Int, sql: String)]) {
-            self.keys = keys
-            self.memberships = memberships
-        }
+        case lookup(Lookahead)
     }
 
     init(connection: Connection, model: StoreModel) {
@@ -82,13 +49,9 @@ final class WriteBehind: @unchecked Sendable {
         self.model = model
     }
 
-    deinit {
-        precondition(thread == nil, "WriteBehind released while its writer runs: call finish()")
-    }
-
     /// Starts the writer thread.
     func start() throws(ThreadStartError) {
-        thread = try JoinableThread { [self] in run() }
+        try worker.start { [self] in run() }
     }
 
     /// Hands a plan to the writer, waiting while ``capacity`` plans wait already.
@@ -113,7 +76,7 @@ final class WriteBehind: @unchecked Sendable {
     /// The rows are those of the store once the earlier plans are written: right for every key whose object
     /// the later plans do not write, that is, for every key the context does not hold when it takes the
     /// result (see `Context.adoptLookup(_:)`).
-    func requestLookup(_ lookup: Lookup) throws {
+    func requestLookup(_ lookup: Lookahead) throws {
         try monitor.withLock {
             if let failure { throw failure }
             queue.append(.lookup(lookup))
@@ -123,7 +86,7 @@ final class WriteBehind: @unchecked Sendable {
 
     /// Waits until the writer ran `lookup`.
     /// - Throws: the error of a plan or lookup that failed.
-    func waitForLookup(_ lookup: Lookup) throws {
+    func waitForLookup(_ lookup: Lookahead) throws {
         try monitor.withLock {
             while !lookup.isDone, failure == nil { monitor.wait() }
             if let failure { throw failure }
@@ -168,25 +131,19 @@ final class WriteBehind: @unchecked Sendable {
     /// Stops the writer, dropping the plans not written yet, and waits for its thread to end. Safe to call
     /// more than once. After it, the connection is the caller's alone.
     func finish() {
-        monitor.withLock {
-            stopping = true
-            queue.removeAll()
-            monitor.broadcast()
-        }
-        if let thread { cpuSeconds += thread.join() }
-        thread = nil
+        worker.finish { queue.removeAll() }
         statements.removeAll()
     }
 
     /// The CPU time the writer thread used, in seconds, once ``finish()`` joined it.
-    private(set) var cpuSeconds = 0.0
+    var cpuSeconds: Double { worker.cpuSeconds }
 
     /// The writer thread: takes plans in order and runs their statements, each holding `access`.
     private func run() {
         while true {
             monitor.lock()
-            while queue.isEmpty, !stopping { monitor.wait() }
-            if stopping {
+            while queue.isEmpty, !worker.isStopping { monitor.wait() }
+            if worker.isStopping {
                 monitor.unlock()
                 return
             }
@@ -254,9 +211,9 @@ final class WriteBehind: @unchecked Sendable {
     private static func lookUp(
         _ keys: [Context.IdentityKey], _ mapping: EntityMapping, connection: Connection,
         statements: (String) throws -> Statement
-    ) throws -> Rows {
+    ) throws -> StoredRows {
         let width = Int32(mapping.insertColumnCount + 1)
-        var rows = Rows(width: Int(width))
+        var rows = StoredRows(width: Int(width))
         let limit = connection.maximumVariableCount
         try mapping.lookUp(keys, maximumVariableCount: limit, statements: statements) { statement in
             for column in 0..<width { rows.values.append(statement.value(at: column)) }
@@ -267,9 +224,9 @@ final class WriteBehind: @unchecked Sendable {
     /// Rows of a membership query for these owners.
     private static func loadMemberships(
         _ owners: [Int64], sql: String, statements: (String) throws -> Statement
-    ) throws -> Rows {
+    ) throws -> StoredRows {
         let statement = try statements(sql)
-        var rows = Rows(width: Int(statement.columnCount))
+        var rows = StoredRows(width: Int(statement.columnCount))
         try statement.run(chunksOf: owners, slots: Context.membershipChunk, bind: Context.bindRowID) { statement in
             for column in 0..<Int32(rows.width) { rows.values.append(statement.value(at: column)) }
         }
