@@ -16,8 +16,8 @@ final class RecordPipeline: @unchecked Sendable {
 
     enum Item: Sendable {
         /// Records in input order (with the bytes read and the JSON Lines lines that were not valid JSON), and the
-        /// records' identities when the reader collected them (see ``BatchIdentities``).
-        case batch(JSONRecordBatcher.Batch, identities: BatchIdentities? = nil)
+        /// records' identities when the reader collected them (see ``BatchLookup/Collector``).
+        case batch(JSONRecordBatcher.Batch, identities: BatchLookup.Keys? = nil)
         /// The input ended after the last batch.
         case end(bytesRead: Int)
         /// The reader failed after the last batch.

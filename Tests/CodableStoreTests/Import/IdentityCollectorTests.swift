@@ -11,7 +11,7 @@ import Testing
     init(takenAt: Date) { self.takenAt = takenAt }
 }
 
-/// The importer's reader thread collects each batch's identities (`IdentityCollector`) so that the decoding thread
+/// The importer's reader thread collects each batch's identities (`BatchLookup.Collector`) so that the decoding thread
 /// does not: they must be exactly what the decoding thread collects, and the reader must not run code that may not
 /// be thread-safe.
 @Suite struct IdentityCollectorTests {
@@ -37,7 +37,7 @@ import Testing
             return StoreDecoderImpl.collectKeys(mapping, items, model: context.model).map { $0.map(\.values) }
         }
         let model = try StoreModel(entities: issueEntities)
-        let collector = try #require(IdentityCollector(try model.mapping(for: GitIssue.self), model: model, options: options))
+        let collector = try #require(BatchLookup.Collector(try model.mapping(for: GitIssue.self), model: model, options: options))
         let collected = collector.identities(of: records)
         #expect(collected.all.map { $0.map(\.values) } == expected)
         // Issues, users and topics, with repeats; each once and in first-seen order in `distinct`.
@@ -54,11 +54,11 @@ import Testing
         let mapping = try model.mapping(for: Reading.self)
         let decoder = StoreDecoder()
         decoder.dateDecodingStrategy = .iso8601
-        #expect(IdentityCollector(mapping, model: model, options: decoder.options) != nil)
+        #expect(BatchLookup.Collector(mapping, model: model, options: decoder.options) != nil)
         let formatter = DateFormatter()
         formatter.dateFormat = "yyyy-MM-dd"
         decoder.dateDecodingStrategy = .formatted(formatter)
-        #expect(IdentityCollector(mapping, model: model, options: decoder.options) == nil)
+        #expect(BatchLookup.Collector(mapping, model: model, options: decoder.options) == nil)
     }
 
     /// Imported with a formatter, the decoding thread collects the identities itself, with the same result.

@@ -1,0 +1,113 @@
+/// How the importer resolves a batch's identities with a few queries before decoding it, while the batch before it is
+/// decoded (under the stop policy in one transaction, with a writer thread):
+///
+/// 1. the reader thread collects the identities the batch mentions (``Collector``, into ``Keys``) while it parses;
+/// 2. when the batch arrives, the importer makes its decoders and hands a ``Lookahead`` of those keys to the writer
+///    thread, which runs it after the plans of the batches before the one being decoded (what
+///    `Context.adoptLookup(_:)` needs to stay right);
+/// 3. when the batch's turn comes, the context adopts the rows found (``lookahead``) and decoding prefetches the
+///    rest from memory with ``keys``.
+struct BatchLookup {
+    let session: DecodingSession
+    let items: [(StoreDecoderImpl, JSONTape.Index)]
+    /// Per entity index, every identity the batch mentions, with repeats, in record order.
+    let keys: [[Context.IdentityKey]]
+    let lookahead: Lookahead
+
+    /// Prepares a batch and hands its lookahead to the writer.
+    init(
+        _ records: [JSONRecord], mapping: EntityMapping, context: Context, options: StoreDecoder.Options,
+        collected: Keys?, writer: WriteBehind
+    ) throws {
+        let model = context.model
+        let session = DecodingSession(context: context, options: options)
+        let items = records.map { StoreDecoderImpl.item(for: $0, session) }
+        let identities = collected ?? Keys(StoreDecoderImpl.collectKeys(mapping, items, model: model))
+        let keys = identities.all
+        // The batch's own entity first: the writer also loads the join-table memberships of its stored rows,
+        // which decoding replaces (memberships stored as foreign keys wait for the writer: see
+        // Context.withMembershipConnection).
+        var requested: [(entity: Int, keys: [Context.IdentityKey])] = []
+        for entity in [mapping.index] + keys.indices.filter({ $0 != mapping.index }) where !keys[entity].isEmpty {
+            // Keys the filter of inserted identities rules out are not stored, nor held by a waiting plan.
+            let distinct: [Context.IdentityKey]
+            if let filter = context.insertedIdentities[entity] {
+                distinct = identities.distinct[entity].filter { filter.mayContain($0) }
+            } else {
+                distinct = identities.distinct[entity]
+            }
+            if !distinct.isEmpty { requested.append((entity, distinct)) }
+        }
+        var memberships: [(field: Int, sql: String)] = []
+        if requested.first?.entity == mapping.index {
+            for case let relationship? in mapping.relationships where relationship.description.isToMany {
+                // Only memberships decoding replaces (the field is in a record), as the prefetch loads them.
+                let field = relationship.description.index
+                guard case .joinTable = relationship.storage,
+                    items.contains(where: { impl, root in
+                        impl.source.kind(root) == .object && impl.presentField(root, mapping, field) != nil
+                    })
+                else { continue }
+                memberships.append((field, context.membershipSQL(relationship, owners: Context.membershipChunk)))
+            }
+        }
+        let lookahead = Lookahead(keys: requested, memberships: memberships)
+        try writer.requestLookup(lookahead)
+        self.session = session
+        self.items = items
+        self.keys = keys
+        self.lookahead = lookahead
+    }
+
+    /// The identities a batch of records mentions (the records' own, their nested objects' and their bare
+    /// references), per entity.
+    struct Keys: Sendable {
+        /// Per entity index, every identity, with repeats, in record order (what decoding's prefetch marks).
+        let all: [[Context.IdentityKey]]
+        /// Per entity index, each identity once, in first-seen order.
+        let distinct: [[Context.IdentityKey]]
+
+        init(_ all: [[Context.IdentityKey]]) {
+            self.all = all
+            distinct = all.map { keys in
+                var seen = Set<Context.IdentityKey>(minimumCapacity: keys.count)
+                return keys.filter { seen.insert($0).inserted }
+            }
+        }
+    }
+
+    /// Collects each batch's identities on the import's reader thread, which has time to spare, instead of on the
+    /// decoding thread, which has none: a tenth of the decoding thread's instructions in a re-import.
+    ///
+    /// It reads the records with a decoding session of its own that has no context (the context belongs to the
+    /// decoding thread), so it only runs when collecting cannot call code that may not be thread-safe: every
+    /// identity attribute of the model is an integer, floating-point, string or Boolean value, or a date read without
+    /// a `DateFormatter` (``StoreDecoder/DateDecodingStrategy/formatted(_:)``).
+    final class Collector: @unchecked Sendable {
+        // @unchecked: made by the importer, then used by the reader thread alone.
+        private let mapping: EntityMapping
+        private let session: DecodingSession
+
+        init?(_ mapping: EntityMapping, model: StoreModel, options: StoreDecoder.Options) {
+            var usesFormatter = false
+            if case .formatted = options.dateDecodingStrategy { usesFormatter = true }
+            for entity in model.mappings {
+                for field in entity.description.identity {
+                    guard case .attribute(let attribute) = entity.description.fields[field] else { continue }
+                    switch attribute.fastKind {
+                    case .int, .double, .string, .bool: continue
+                    case .date where !usesFormatter: continue
+                    case .date, .other: return nil
+                    }
+                }
+            }
+            self.mapping = mapping
+            session = DecodingSession(model: model, options: options)
+        }
+
+        func identities(of records: [JSONRecord]) -> Keys {
+            let items = records.map { StoreDecoderImpl.item(for: $0, session) }
+            return Keys(StoreDecoderImpl.collectKeys(mapping, items, model: session.model))
+        }
+    }
+}

@@ -1,0 +1,406 @@
+import Logging
+
+/// One import run: the read loop, batches, transactions and the report.
+final class Importer {
+    let connection: Connection
+    let model: StoreModel
+    let mapping: EntityMapping
+    let options: ImportOptions
+    let context: Context
+    var report = ImportReport()
+    /// The errors of skipped records by record index, kept only with a limit on skipped records (see checkSkipLimit).
+    var skippedErrors: [Int: any Error] = [:]
+    /// The batch being decoded.
+    var batch: [JSONRecord] = []
+    let clock = ContinuousClock()
+    let start: ContinuousClock.Instant
+    var totalBytes: Int?
+    var bytesRead = 0
+    /// The writer thread, while writing behind (stop policy, one transaction).
+    var writer: WriteBehind?
+    /// While writing behind: the number of plans handed to the writer before the current batch.
+    var plansBeforeThisBatch = 0
+
+    init(connection: Connection, model: StoreModel, mapping: EntityMapping, options: ImportOptions) {
+        self.connection = connection
+        self.model = model
+        self.mapping = mapping
+        self.options = options
+        self.context = Context(connection: connection, model: model, isReadOnly: false)
+        self.start = clock.now
+    }
+
+    var elapsed: Double {
+        let duration = clock.now - start
+        return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    /// Imports `source`: opens it, starts the reader (and, writing behind, the writer), decodes and saves batch
+    /// after batch, and commits; on failure rolls back (what was not committed) and throws an ``ImportError``.
+    func run(_ source: ImportSource) throws -> ImportReport {
+        let decodingCPUStart = threadCPUSeconds()
+        let (descriptor, path) = try open(source)
+        defer { if path != nil { JSONInput.close(descriptor) } }
+        totalBytes = JSONInput.fileDescriptor(descriptor, path: path).totalBytes
+        options.logger.info(
+            "import started",
+            metadata: [
+                "entity": "\(mapping.name)", "input": "\(path ?? "standard input")", "layout": "\(mode)",
+                "batchSize": "\(options.batchSize)", "failurePolicy": "\(options.failurePolicy.rawValue)",
+            ])
+        do {
+            if !options.commitEveryBatch { try connection.beginWriteTransaction() }
+        } catch {
+            throw Self.importError(error)
+        }
+        var readingCPU = 0.0
+        do {
+            try startWriting()
+            // Reading and parsing run on a thread of their own (see RecordPipeline); batches come back here in
+            // input order, and so do the reader's errors.
+            let pipeline = try startReading(descriptor, path: path)
+            defer {
+                pipeline.finish()
+                readingCPU = pipeline.cpuSeconds
+            }
+            try decodeBatches(from: pipeline)
+            try writer?.drain()
+            writer?.finish()
+            context.deferredWriter = nil
+            try checkUnresolvedReferences()
+            if !options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
+            reportProgress()
+        } catch {
+            writer?.finish()  // before the rollback: the connection is then this thread's alone
+            context.deferredWriter = nil
+            connection.rollbackIgnoringErrors()
+            context.reset()
+            let importError = Self.importError(error)
+            options.logger.error("import failed", metadata: ["error": "\(importError)", "cause": "\(error)"])
+            throw importError
+        }
+        context.reset()
+        // Lines that were not JSON arrive with the batch after them: the list goes in record order.
+        report.skippedRecords.sort { $0.index < $1.index }
+        report.bytesRead = bytesRead
+        report.duration = elapsed
+        report.cpu = ImportReport.CPUTime(
+            reading: readingCPU, decoding: threadCPUSeconds() - decodingCPUStart, writing: writer?.cpuSeconds ?? 0)
+        options.logger.info(
+            "import finished",
+            metadata: [
+                "records": "\(report.recordsRead)", "imported": "\(report.recordsImported)",
+                "skipped": "\(report.recordsSkipped)", "seconds": "\(report.duration)",
+            ])
+        return report
+    }
+
+    /// The input's descriptor, and its path when this import opened it (and closes it).
+    private func open(_ source: ImportSource) throws -> (descriptor: Int32, path: String?) {
+        switch source {
+        case .file(let file):
+            do {
+                return (try JSONInput.open(file), file)
+            } catch {
+                throw ImportError(reason: "cannot open '\(file)': \(error.systemMessage)", underlyingError: error)
+            }
+        case .standardInput:
+            return (0, nil)
+        case .fileDescriptor(let given):
+            return (given, nil)
+        }
+    }
+
+    private var mode: JSONRecordStream.Mode {
+        switch options.layout {
+        case .array: .array
+        case .arrayAt(let keyPath): .array(atPath: keyPath)
+        case .jsonLines: .jsonLines
+        }
+    }
+
+    /// Under the stop policy in one transaction, SQLite writes each batch on a thread of its own while the next
+    /// batch is decoded (see WriteBehind); a failure anywhere rolls everything back. The skip policy and committed
+    /// batches need each batch written before the next begins.
+    private func startWriting() throws {
+        // Into an empty table in one transaction, every stored row of the entity is one this import inserted: a
+        // filter of those identities answers most lookups of new records without a query.
+        if !options.commitEveryBatch, !mapping.identityColumns.isEmpty, try context.isTableEmpty(mapping.index) {
+            context.insertedIdentities[mapping.index] = IdentityFilter(expectedCount: (totalBytes ?? 0) / 256)
+        }
+        guard options.failurePolicy == .stop, !options.commitEveryBatch else { return }
+        let started = WriteBehind(connection: connection, model: model)
+        do {
+            try started.start()
+        } catch {
+            throw ImportError(reason: "cannot start the import's writer thread: pthread_create failed (\(error.code))", underlyingError: error)
+        }
+        writer = started
+        context.deferredWriter = started
+    }
+
+    /// Starts the reader thread on the input.
+    private func startReading(_ descriptor: Int32, path: String?) throws -> RecordPipeline {
+        var batcher = JSONRecordBatcher(mode: mode, size: options.batchSize)
+        // Under the skip policy, a JSON Lines line that is not valid JSON is a skipped record; in an array, a syntax
+        // error ends the import under either policy (where the next record starts cannot be known).
+        batcher.skipsMalformedLines = options.failurePolicy == .skip && mode == .jsonLines
+        // While writing behind, the reader also collects each batch's identities (see BatchLookup.Collector).
+        let collector = writer == nil ? nil : BatchLookup.Collector(mapping, model: model, options: options.decoder.options)
+        let pipeline = RecordPipeline()
+        try pipeline.start { [batcher] pipeline in
+            try Self.readRecords(.fileDescriptor(descriptor, path: path), batcher: batcher, collector: collector, into: pipeline)
+        }
+        return pipeline
+    }
+
+    /// Decodes and saves the batches as they come. While writing behind, each batch's lookups are handed to the
+    /// writer thread as soon as the batch arrives, and the batch waits while the one before it is decoded: the
+    /// writer looks up batch N+1 while batch N is decoded (see BatchLookup). A batch never waits for input,
+    /// though: with nothing more read yet (a slow pipe), it is decoded at once.
+    private func decodeBatches(from pipeline: RecordPipeline) throws {
+        var waiting: (records: [JSONRecord], bytesRead: Int, prepared: BatchLookup)?
+        func decodeWaiting() throws {
+            guard let (records, bytes, prepared) = waiting else { return }
+            waiting = nil
+            try process(records, bytesRead: bytes, prepared)
+        }
+        while true {
+            let item: RecordPipeline.Item
+            if waiting == nil {
+                item = pipeline.pop()
+            } else if let ready = pipeline.tryPop() {
+                item = ready
+            } else {
+                try decodeWaiting()
+                continue
+            }
+            switch item {
+            case .batch(let arrived, let identities):
+                skip(arrived.malformed)
+                if let writer {
+                    let prepared = try BatchLookup(
+                        arrived.records, mapping: mapping, context: context, options: options.decoder.options,
+                        collected: identities, writer: writer)
+                    try decodeWaiting()
+                    waiting = (arrived.records, arrived.bytesRead, prepared)
+                } else {
+                    try process(arrived.records, bytesRead: arrived.bytesRead, nil)
+                }
+            case .end(let bytes):
+                try decodeWaiting()
+                bytesRead = bytes
+                return
+            case .failure(let error):
+                try decodeWaiting()
+                throw error
+            }
+        }
+    }
+
+    private func process(_ records: [JSONRecord], bytesRead bytes: Int, _ prepared: BatchLookup?) throws {
+        report.recordsRead += records.count
+        bytesRead = bytes
+        batch = records
+        try processBatch(prepared)
+    }
+
+    /// Deferred references that never found their object: counted in the report, and an error when asked.
+    private func checkUnresolvedReferences() throws {
+        guard context.pendingReferenceCount > 0 else { return }
+        report.unresolvedReferences = context.unresolvedReferences
+        guard options.failsOnUnresolvedReferences else { return }
+        let count = context.pendingReferenceCount
+        let examples = context.unresolvedReferenceExamples(limit: 3)
+        throw ImportError(
+            reason: "\(count) reference\(count == 1 ? "" : "s") never found \(count == 1 ? "its" : "their") object, such as "
+                + examples.joined(separator: ", ")
+                + (options.commitEveryBatch ? "; the batches before were committed" : "; nothing was imported"),
+            underlyingError: UnresolvedReferencesError(counts: context.unresolvedReferences, examples: examples))
+    }
+
+    static func importError(_ error: any Error) -> ImportError {
+        if let error = error as? ImportError { return error }
+        if let syntax = error as? JSONSyntaxError {
+            return ImportError(
+                recordIndex: syntax.recordIndex, byteOffset: syntax.byteOffset, line: syntax.line, column: syntax.column,
+                reason: syntax.reason, underlyingError: syntax)
+        }
+        let (reason, codingPath) = ImportError.describe(error)
+        return ImportError(codingPath: codingPath, reason: reason, underlyingError: error)
+    }
+
+    /// The reader thread: reads the input in chunks, parses it into records and hands them over in batches,
+    /// with their identities when writing behind; returns the number of bytes read.
+    static func readRecords(
+        _ input: JSONInput, batcher: JSONRecordBatcher, collector: BatchLookup.Collector?, into pipeline: RecordPipeline
+    ) throws -> Int {
+        do {
+            return try batcher.read(input, isCancelled: { pipeline.isCancelled }) { batch in
+                let identities = collector.map { $0.identities(of: batch.records) }
+                guard pipeline.push(.batch(batch, identities: identities)) else { throw RecordPipeline.Cancelled() }
+            }
+        } catch let error as JSONRecordStream.ReadError {
+            throw ImportError(reason: "cannot read input: \(error.systemMessage)", underlyingError: error)
+        }
+    }
+
+    private struct SkipRecord: Error {
+        let position: Int
+        let error: any Error
+    }
+
+    /// Tells the progress callback how far the import got.
+    func reportProgress() {
+        options.progress?(ImportProgress(bytesRead: bytesRead, totalBytes: totalBytes, recordsRead: report.recordsRead, elapsed: elapsed))
+    }
+
+    /// Reports JSON Lines lines that were not valid JSON as skipped records (skip policy). Their position is
+    /// that of the syntax error, which is more use than the start of the line.
+    func skip(_ malformed: [JSONSyntaxError]) {
+        for error in malformed {
+            let index = error.recordIndex ?? report.recordsRead
+            report.recordsRead += 1
+            recordSkipped(
+                ImportReport.SkippedRecord(
+                    index: index, byteOffset: error.byteOffset, line: error.line, column: error.column, codingPath: nil,
+                    reason: "invalid JSON: \(error.reason)"),
+                error)
+        }
+    }
+
+    /// Lists a skipped record in the report and logs it.
+    func recordSkipped(_ record: ImportReport.SkippedRecord, _ error: any Error) {
+        report.skippedRecords.append(record)
+        report.recordsSkipped += 1
+        if options.maximumSkippedRecords != nil { skippedErrors[record.index] = error }
+        options.logger.warning(
+            "record skipped", metadata: ["record": "\(record.index)", "line": "\(record.line)", "reason": "\(record.reason)"])
+    }
+
+    /// Fails the import when more records were skipped than ``ImportOptions/maximumSkippedRecords`` allows, naming
+    /// the first one over the limit in input order. Checked once a batch is decoded, before it is committed: bad
+    /// JSON Lines lines arrive with the batch after them, so counting as they come would not follow the input.
+    func checkSkipLimit() throws {
+        guard let limit = options.maximumSkippedRecords, report.recordsSkipped > limit else { return }
+        report.skippedRecords.sort { $0.index < $1.index }
+        let record = report.skippedRecords[limit]
+        throw ImportError(
+            recordIndex: record.index, byteOffset: record.byteOffset, line: record.line, column: record.column,
+            codingPath: record.codingPath,
+            reason: "more than \(limit) record\(limit == 1 ? "" : "s") skipped (the limit); the next: \(record.reason)",
+            underlyingError: skippedErrors[record.index] ?? StoreError(.invalidObject, record.reason))
+    }
+
+    /// Decodes and saves the current batch, leaving out (and reporting) records that fail under the skip
+    /// policy: a failing record rolls the batch back, and the batch is decoded again without it.
+    func processBatch(_ prepared: BatchLookup?) throws {
+        guard !batch.isEmpty else {
+            // Only lines that were not JSON (skip policy): nothing to decode, but the input moved on.
+            try checkSkipLimit()
+            reportProgress()
+            return
+        }
+        if options.commitEveryBatch { try connection.beginWriteTransaction() }
+        var excluded = Set<Int>()
+        while true {
+            let before = context.writeCounts
+            let decoded: [Int]
+            do {
+                if options.failurePolicy == .skip {
+                    // A failing record undoes the batch, in the store and in the context, and the batch is decoded
+                    // again without it. Under the stop policy a failure rolls back the whole transaction, and a
+                    // savepoint would make SQLite copy every page the batch touches into a statement journal.
+                    decoded = try context.inSavepoint { try decodeAndSave(prepared, excluding: excluded) }
+                } else {
+                    decoded = try decodeAndSave(prepared, excluding: excluded)
+                }
+            } catch let skip as SkipRecord {
+                excluded.insert(skip.position)
+                let record = batch[skip.position]
+                let (reason, codingPath) = ImportError.describe(skip.error)
+                recordSkipped(
+                    ImportReport.SkippedRecord(
+                        index: record.index, byteOffset: record.byteOffset, line: record.line, column: record.column,
+                        codingPath: codingPath, reason: reason),
+                    skip.error)
+                continue
+            }
+            count(decoded: decoded, writtenSince: before)
+            report.recordsImported += batch.count - excluded.count
+            break
+        }
+        if let writer {
+            // The objects of the previous batch may go once its plans are written (see retireObjects()).
+            try writer.waitUntilWritten(plansBeforeThisBatch)
+            plansBeforeThisBatch = writer.enqueued
+            context.retireObjects()
+        } else {
+            context.reset()
+        }
+        batch.removeAll(keepingCapacity: true)
+        try checkSkipLimit()
+        if options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
+        options.logger.debug("batch saved", metadata: ["records": "\(report.recordsRead)", "bytes": "\(bytesRead)"])
+        reportProgress()
+    }
+
+    /// Decodes the batch's records but `excluded` (skipped ones, by position) and saves them (hands them to the
+    /// writer thread); returns the number of objects decoded per entity. A record that fails throws
+    /// ``SkipRecord`` under the skip policy, else its located ``ImportError``.
+    private func decodeAndSave(_ prepared: BatchLookup?, excluding excluded: Set<Int>) throws -> [Int] {
+        let session = prepared?.session ?? DecodingSession(context: context, options: options.decoder.options)
+        session.startCounting()
+        var items: [(StoreDecoderImpl, JSONTape.Index)] = []
+        var positions: [Int] = []
+        if let prepared {
+            items = prepared.items
+            positions = Array(items.indices)
+            try context.adoptLookup(prepared.lookahead)
+        } else {
+            for (position, record) in batch.enumerated() where !excluded.contains(position) {
+                items.append(StoreDecoderImpl.item(for: record, session))
+                positions.append(position)
+            }
+        }
+        try StoreDecoderImpl.prefetch(mapping, items, context: context, keys: prepared?.keys)
+        for ((impl, root), position) in zip(items, positions) {
+            do {
+                _ = try impl.decodeElement(mapping, root, impl.path)
+            } catch {
+                if options.failurePolicy == .skip { throw SkipRecord(position: position, error: error) }
+                throw locate(error, batch[position])
+            }
+        }
+        let decoded = session.decodedCounts ?? []
+        try context.flush(usingSavepoint: false)  // inside the batch's savepoint, or the transaction's
+        return decoded
+    }
+
+    /// Adds a batch to the report's counts per entity: rows written since `before` (the context's write counts
+    /// when the batch began), and objects decoded with nothing to write (decoded objects minus rows written;
+    /// stubs, inserted without being decoded, make this a lower bound).
+    private func count(decoded: [Int], writtenSince before: [Int: (inserted: Int, updated: Int)]) {
+        for (entity, counts) in context.writeCounts {
+            let previous = before[entity] ?? (0, 0)
+            let name = model.mappings[entity].name
+            report.entities[name, default: .init()].inserted += counts.inserted - previous.inserted
+            report.entities[name, default: .init()].updated += counts.updated - previous.updated
+        }
+        for (entity, decoded) in decoded.enumerated() where decoded > 0 {
+            let name = model.mappings[entity].name
+            let written = (context.writeCounts[entity]?.inserted ?? 0) - (before[entity]?.inserted ?? 0)
+                + (context.writeCounts[entity]?.updated ?? 0) - (before[entity]?.updated ?? 0)
+            report.entities[name, default: .init()].unchanged += max(0, decoded - written)
+        }
+    }
+
+    /// An error of a record, with the record's position.
+    func locate(_ error: any Error, _ record: JSONRecord) -> ImportError {
+        let (reason, codingPath) = ImportError.describe(error)
+        return ImportError(
+            recordIndex: record.index, byteOffset: record.byteOffset, line: record.line, column: record.column,
+            codingPath: codingPath, reason: reason, underlyingError: error)
+    }
+}
+
