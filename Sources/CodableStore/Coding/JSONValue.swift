@@ -1,7 +1,4 @@
-/// The kind of a JSON value, as the decoder names it in messages.
-enum JSONKind: Sendable {
-    case null, bool, number, string, array, object
-
+extension JSONTape.Kind {
     /// How swift-foundation's JSONDecoder names the kind in `typeMismatch` messages.
     var foundationDescription: String {
         switch self {

@@ -80,7 +80,7 @@ extension StoreDecoderImpl {
         }
         let session = DecodingSession(context: reference.context, options: reference.options)
         let tape = try JSONTape.parse(tree.jsonBytes())
-        return StoreDecoderImpl(source: JSONTapeView(tape: tape), node: tape.root, path: path, session: session)
+        return StoreDecoderImpl(tape: tape, node: tape.root, path: path, session: session)
     }
 }
 

@@ -12,7 +12,7 @@ extension StoreDecoderImpl {
     func decodeEntity(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode, prepared: Bool = false) throws
         -> any EntityObject
     {
-        switch source.kind(node) {
+        switch tape.kind(of: node) {
         case .object: break
         case .null: throw valueNotFound(mapping.description.type, path)
         default:
@@ -33,7 +33,7 @@ extension StoreDecoderImpl {
                 throw Self.locating(error, at: path, in: "\(mapping.name).prepareForDecoding")
             }
             let tape = try JSONTape.parse(json.jsonBytes())
-            let prepared = StoreDecoderImpl(source: JSONTapeView(tape: tape), node: tape.root, path: path, session: session)
+            let prepared = StoreDecoderImpl(tape: tape, node: tape.root, path: path, session: session)
             return try prepared.decodeEntity(mapping, tape.root, path, prepared: true)
         }
         let description = mapping.description
@@ -89,13 +89,13 @@ extension StoreDecoderImpl {
 
     /// The JSON value at `node` as a tree.
     func materialize(_ node: Node) -> JSONValue {
-        switch source.kind(node) {
+        switch tape.kind(of: node) {
         case .null: .null
-        case .bool: .bool(source.bool(node))
-        case .number: .number(source.numberText(node))
-        case .string: .string(source.string(node))
-        case .array: .array(source.elements(node).map(materialize))
-        case .object: .object(source.members(node).map { ($0.key, materialize($0.value)) })
+        case .bool: .bool(bool(node))
+        case .number: .number(numberText(node))
+        case .string: .string(string(node))
+        case .array: .array(elements(node).map(materialize))
+        case .object: .object(members(node).map { ($0.key, materialize($0.value)) })
         }
     }
 
@@ -109,7 +109,7 @@ extension StoreDecoderImpl {
         var currentPath = path
         for (position, component) in keyPath.enumerated() {
             if position > 0 {
-                switch source.kind(current) {
+                switch tape.kind(of: current) {
                 case .object: break
                 case .null: return (current, currentPath)
                 default: throw typeMismatch([String: Any].self, current, currentPath)
@@ -159,7 +159,7 @@ extension StoreDecoderImpl {
         _ object: Node, _ mapping: EntityMapping, _ index: Int, _ path: CodingPathNode, _ hint: inout JSONTape.LookupHint
     ) throws -> FieldValue? {
         if session.usesDefaultKeys, let key = mapping.singleJSONKeys[index] {
-            guard let node = source.member(object, key: key, hint: &hint) else { return nil }
+            guard let node = member(object, key: key, hint: &hint) else { return nil }
             return FieldValue(node: node, index: index)
         }
         guard mapping.jsonKeys[index] != nil else { return nil }
@@ -186,14 +186,14 @@ extension StoreDecoderImpl {
         if fastKind == .other {
             return try with(node: node, path: value.path(in: objectPath, mapping)) { try attribute.decodeSQLiteValue(self) }
         }
-        let kind = source.kind(node)
+        let kind = tape.kind(of: node)
         // The common case first, without forming the path (an autoclosure capturing it costs two reference
         // counting operations per attribute): the checked calls below report the errors.
         switch (fastKind, kind) {
-        case (.int, .number): if let integer = source.int64(node) { return .integer(integer) }
-        case (.double, .number): if let real = source.double(node) { return .real(real) }
-        case (.string, .string): return .text(source.string(node))
-        case (.bool, .bool): return .integer(source.bool(node) ? 1 : 0)
+        case (.int, .number): if let integer = int64(node) { return .integer(integer) }
+        case (.double, .number): if let real = double(node) { return .real(real) }
+        case (.string, .string): return .text(string(node))
+        case (.bool, .bool): return .integer(bool(node) ? 1 : 0)
         case (.date, .string): if session.datesAreISO8601, let seconds = iso8601Seconds(node) { return .real(seconds) }
         default: break
         }
@@ -216,7 +216,7 @@ extension StoreDecoderImpl {
         let description = mapping.description
         var hint = JSONTape.LookupHint()
         if description.identity.count == 1, case .attribute(let attribute) = description.fields[description.identity[0]] {
-            guard let value = try field(node, mapping, attribute.index, path, &hint), source.kind(value.node) != .null else {
+            guard let value = try field(node, mapping, attribute.index, path, &hint), tape.kind(of: value.node) != .null else {
                 throw missingIdentity(mapping, node, path)
             }
             return Context.IdentityKey(single: try decodeAttributeValue(attribute, value, in: path, mapping))
@@ -225,7 +225,7 @@ extension StoreDecoderImpl {
         values.reserveCapacity(description.identity.count)
         for index in description.identity {
             guard case .attribute(let attribute) = description.fields[index] else { continue }
-            guard let value = try field(node, mapping, index, path, &hint), source.kind(value.node) != .null else {
+            guard let value = try field(node, mapping, index, path, &hint), tape.kind(of: value.node) != .null else {
                 throw missingIdentity(mapping, node, path)
             }
             values.append(try decodeAttributeValue(attribute, value, in: path, mapping))
@@ -240,7 +240,7 @@ extension StoreDecoderImpl {
             mapping.description.codingKeyPaths[field] ?? [mapping.description.fields[field].name]
         }
         let wanted = wantedPaths.map { $0.joined(separator: ".") }
-        let received = source.members(node).map(\.key)
+        let received = members(node).map(\.key)
         // A present key whose value is null (for a key path: null anywhere on its way).
         let nullPath = wantedPaths.lazy.compactMap { self.nullPrefix(node, $0) }.first
         var error: StoreError
@@ -269,8 +269,8 @@ extension StoreDecoderImpl {
     private func nullPrefix(_ node: Node, _ keyPath: [String]) -> [String]? {
         var current = node
         for (depth, component) in keyPath.enumerated() {
-            guard source.kind(current) == .object, let next = member(current, key: component) else { return nil }
-            if source.kind(next) == .null { return Array(keyPath[...depth]) }
+            guard tape.kind(of: current) == .object, let next = member(current, key: component) else { return nil }
+            if tape.kind(of: next) == .null { return Array(keyPath[...depth]) }
             current = next
         }
         return nil
@@ -355,8 +355,8 @@ extension StoreDecoderImpl {
             }
             let current = attribute.value(of: object)
             // An unchanged string is compared in the tape's bytes: no String is made (and validated) for it.
-            if attribute.fastKind == .string, case .text(let text) = current, source.kind(value.node) == .string,
-                source.tape.isString(at: value.node, equalTo: text)
+            if attribute.fastKind == .string, case .text(let text) = current, tape.kind(of: value.node) == .string,
+                tape.isString(at: value.node, equalTo: text)
             {
                 continue
             }
@@ -385,7 +385,7 @@ extension StoreDecoderImpl {
             let valueNode = value.node
             let valuePath = value.path(in: path, mapping)
             let destination = context.model.mappings[relationship.destination]
-            let kind = source.kind(valueNode)
+            let kind = tape.kind(of: valueNode)
             if relationshipDescription.kind == .toOne {
                 if kind == .null {
                     context.setToOne(object, relationship, nil)
@@ -399,9 +399,9 @@ extension StoreDecoderImpl {
                 context.setToMany(object, relationship, [])
             case .array:
                 var members: [any EntityObject] = []
-                members.reserveCapacity(source.tape.count(of: valueNode))
-                for (offset, element) in source.tape.elements(of: valueNode).enumerated() {
-                    if source.kind(element) == .null { continue }
+                members.reserveCapacity(tape.count(of: valueNode))
+                for (offset, element) in tape.elements(of: valueNode).enumerated() {
+                    if tape.kind(of: element) == .null { continue }
                     if let member = try reference(destination, element, valuePath.appending(index: offset), from: (object, relationshipDescription.index)) {
                         members.append(member)
                     }
@@ -420,8 +420,8 @@ extension StoreDecoderImpl {
     private func isReferenceObject(_ mapping: EntityMapping, _ node: Node) -> Bool {
         let identity = mapping.description.identity
         // Most nested objects carry more than their identity: decide without reading the keys.
-        guard !identity.isEmpty, source.tape.count(of: node) == identity.count else { return false }
-        let members = source.members(node)
+        guard !identity.isEmpty, tape.count(of: node) == identity.count else { return false }
+        let members = members(node)
         guard members.count == identity.count else { return false }
         let keys = Set(identity.compactMap { mapping.description.codingKeyPaths[$0]?.first })
         return members.allSatisfy { keys.contains(session.convert($0.key, path: .root)) }
@@ -433,7 +433,7 @@ extension StoreDecoderImpl {
     func reference(
         _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode, from owner: (object: any EntityObject, field: Int)? = nil
     ) throws -> (any EntityObject)? {
-        let kind = source.kind(node)
+        let kind = tape.kind(of: node)
         if kind == .object, !isReferenceObject(mapping, node) {
             return try decodeEntity(mapping, node, path)
         }
@@ -469,7 +469,7 @@ extension StoreDecoderImpl {
     /// An element of an array of entities: an object (upserted) or a bare identity; nil for an unknown bare
     /// identity that the unknown-reference policy ignores (left out of the result).
     func decodeElement(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> (any EntityObject)? {
-        switch source.kind(node) {
+        switch tape.kind(of: node) {
         case .object, .null: return try decodeEntity(mapping, node, path)
         default: return try bareReference(mapping, node, path)
         }
@@ -481,11 +481,11 @@ extension StoreDecoderImpl {
         let attributes: [AttributeDescription] = description.identity.compactMap {
             if case .attribute(let attribute) = description.fields[$0] { attribute } else { nil }
         }
-        switch source.kind(node) {
+        switch tape.kind(of: node) {
         case .object:
             return try identityKey(mapping, node, path)
         case .array where attributes.count > 1:
-            let elements = source.elements(node)
+            let elements = elements(node)
             guard elements.count == attributes.count else {
                 throw DecodingError.dataCorrupted(
                     DecodingError.Context(
@@ -506,7 +506,7 @@ extension StoreDecoderImpl {
                     [Any].self,
                     DecodingError.Context(
                         codingPath: path.path,
-                        debugDescription: "Expected a reference to \(mapping.name) as an object or an array of its \(attributes.count) identity values but found \(source.kind(node).foundationDescription) instead."))
+                        debugDescription: "Expected a reference to \(mapping.name) as an object or an array of its \(attributes.count) identity values but found \(tape.kind(of: node).foundationDescription) instead."))
             }
             return Context.IdentityKey(single: try decodeAttributeValue(attributes[0], FieldValue(node: node, path: path), in: path, mapping))
         }
@@ -517,11 +517,11 @@ extension StoreDecoderImpl {
     /// Decodes an array of entities, resolving every identity in it (nested objects and bare references
     /// included) with one query per entity before decoding the elements.
     func decodeEntityArray(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> [any EntityObject] {
-        guard source.kind(node) == .array else {
-            if source.kind(node) == .null { throw valueNotFound([Any].self, path) }
+        guard tape.kind(of: node) == .array else {
+            if tape.kind(of: node) == .null { throw valueNotFound([Any].self, path) }
             throw typeMismatch([Any].self, node, path)
         }
-        let elements = source.elements(node)
+        let elements = elements(node)
         try prefetchIdentities(mapping, elements)
         var result: [any EntityObject] = []
         result.reserveCapacity(elements.count)
@@ -535,7 +535,7 @@ extension StoreDecoderImpl {
     /// the record's root value: what the importer and ``ParallelArrayDecoding`` decode batches of.
     static func item(for record: JSONRecord, _ session: DecodingSession) -> (StoreDecoderImpl, Node) {
         let impl = StoreDecoderImpl(
-            source: JSONTapeView(tape: record.tape), node: record.tape.root,
+            tape: record.tape, node: record.tape.root,
             path: CodingPathNode.root.appending(index: record.index), session: session)
         return (impl, record.tape.root)
     }
@@ -588,7 +588,7 @@ extension StoreDecoderImpl {
         for relationshipDescription in mapping.description.relationships where relationshipDescription.isToMany {
             guard let relationship = mapping.relationships[relationshipDescription.index] else { continue }
             var owners: [any EntityObject] = []
-            for (impl, element) in items where impl.source.kind(element) == .object {
+            for (impl, element) in items where impl.tape.kind(of: element) == .object {
                 guard impl.presentField(element, mapping, relationshipDescription.index) != nil,
                     let key = try? impl.identityKey(mapping, element, .root),
                     let owner = context.cachedObject(entity: mapping.index, key: key).object,
@@ -610,7 +610,7 @@ extension StoreDecoderImpl {
 
     func collectKeys(_ mapping: EntityMapping, _ node: Node, depth: Int, into keys: inout [[Context.IdentityKey]]) {
         guard depth < 16 else { return }
-        switch source.kind(node) {
+        switch tape.kind(of: node) {
         case .object: break
         case .null: return
         default:
@@ -631,7 +631,7 @@ extension StoreDecoderImpl {
             else { continue }
             let destination = session.model.mappings[relationship.destination]
             func collect(_ value: Node) {
-                switch source.kind(value) {
+                switch tape.kind(of: value) {
                 case .null:
                     return
                 case .object:
@@ -644,8 +644,8 @@ extension StoreDecoderImpl {
             }
             if !relationshipDescription.isToMany {
                 collect(valueNode)
-            } else if source.kind(valueNode) == .array {
-                for value in source.tape.elements(of: valueNode) { collect(value) }
+            } else if tape.kind(of: valueNode) == .array {
+                for value in tape.elements(of: valueNode) { collect(value) }
             }
         }
     }
@@ -676,7 +676,7 @@ extension StoreDecoderImpl: EntityDecodingHandle {
     /// The default decoding of the fields `include` accepts, from the JSON object the decoder is on.
     func applyFields(to object: any EntityObject, _ include: (String) -> Bool) throws {
         let mapping = try context.model.mapping(of: object)
-        guard source.kind(node) == .object else { throw typeMismatch([String: Any].self, node, path) }
+        guard tape.kind(of: node) == .object else { throw typeMismatch([String: Any].self, node, path) }
         try withoutActuallyEscaping(include) { include in
             try applyAttributes(to: object, mapping, node, path, include)
             if mapping.hasRelationships { try applyRelationships(to: object, mapping, node, path, include) }

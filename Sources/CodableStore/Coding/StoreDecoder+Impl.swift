@@ -7,19 +7,43 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
     // Concrete, not generic over the JSON representation: a generic decoder spent a third of its time
     // instantiating generic metadata at run time. Trees (hooks, foreign decoders) are turned into tapes.
     typealias Node = JSONTape.Index
-    let source: JSONTapeView
+    /// The JSON, read directly: a record's tape or a whole document's.
+    let tape: JSONTape
     var node: Node
     var path: CodingPathNode
     let session: DecodingSession
 
-    init(source: JSONTapeView, node: Node, path: CodingPathNode, session: DecodingSession) {
-        self.source = source
+    init(tape: JSONTape, node: Node, path: CodingPathNode, session: DecodingSession) {
+        self.tape = tape
         self.node = node
         self.path = path
         self.session = session
     }
 
     var codingPath: [any CodingKey] { path.path }
+
+    // MARK: - Reading the tape
+    // A number is converted from its bytes in the tape (no String is made), to nil rather than to a rounded value.
+
+    func bool(_ node: Node) -> Bool { tape.bool(at: node) ?? false }
+    func string(_ node: Node) -> String { tape.string(at: node) ?? "" }
+    func numberText(_ node: Node) -> String { tape.number(at: node)?.description ?? "" }
+    func int64(_ node: Node) -> Int64? { (try? tape.int64(at: node)) ?? nil }
+    /// The number as `T` when its value is an integer in `T`'s range; nil otherwise.
+    func integer<T: FixedWidthInteger>(_ node: Node, as type: T.Type) -> T? { (try? tape.integer(at: node, as: type)) ?? nil }
+    /// The number as a finite `Double`; nil when it overflows.
+    func double(_ node: Node) -> Double? {
+        guard let value = (try? tape.double(at: node)) ?? nil, value.isFinite else { return nil }
+        return value
+    }
+    func elements(_ node: Node) -> [Node] { Array(tape.elements(of: node)) }
+    func member(_ object: Node, key: JSONKey, hint: inout JSONTape.LookupHint) -> Node? {
+        tape.value(forKey: key, in: object, hint: &hint)
+    }
+    /// The members of an object, keys decoded.
+    func members(_ object: Node) -> [(key: String, value: Node)] {
+        tape.members(of: object).map { (key: tape.string(at: $0.key) ?? "", value: $0.value) }
+    }
     var userInfo: [CodingUserInfoKey: Any] { session.options.userInfo }
 
     /// Runs `body` with the decoder positioned on another value, then restores it.
@@ -39,8 +63,8 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
     // MARK: - Decoder
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        guard source.kind(node) == .object else {
-            if source.kind(node) == .null {
+        guard tape.kind(of: node) == .object else {
+            if tape.kind(of: node) == .null {
                 throw DecodingError.valueNotFound(
                     [String: Any].self,
                     DecodingError.Context(
@@ -53,8 +77,8 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        guard source.kind(node) == .array else {
-            if source.kind(node) == .null {
+        guard tape.kind(of: node) == .array else {
+            if tape.kind(of: node) == .null {
                 throw DecodingError.valueNotFound(
                     [Any].self,
                     DecodingError.Context(
@@ -70,7 +94,7 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
 
     // MARK: - Single value
 
-    func decodeNil() -> Bool { source.kind(node) == .null }
+    func decodeNil() -> Bool { tape.kind(of: node) == .null }
     func decode(_ type: Bool.Type) throws -> Bool { try unwrapBool(node, path) }
     func decode(_ type: String.Type) throws -> String { try unwrapString(node, path) }
     func decode(_ type: Double.Type) throws -> Double { try unwrapFloatingPoint(node, path) }
@@ -114,7 +138,7 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
             type,
             DecodingError.Context(
                 codingPath: path.path,
-                debugDescription: "Expected to decode \(type) but found \(source.kind(node).foundationDescription) instead."))
+                debugDescription: "Expected to decode \(type) but found \(tape.kind(of: node).foundationDescription) instead."))
     }
 
     func valueNotFound(_ type: Any.Type, _ path: CodingPathNode) -> DecodingError {
@@ -125,8 +149,8 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
     }
 
     @inline(__always)
-    private func check(_ node: Node, _ kind: JSONKind, _ type: Any.Type, _ path: @autoclosure () -> CodingPathNode) throws {
-        let found = source.kind(node)
+    private func check(_ node: Node, _ kind: JSONTape.Kind, _ type: Any.Type, _ path: @autoclosure () -> CodingPathNode) throws {
+        let found = tape.kind(of: node)
         if found == kind { return }
         if found == .null { throw valueNotFound(type, path()) }
         throw typeMismatch(type, node, path())
@@ -134,12 +158,12 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
 
     func unwrapBool(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> Bool {
         try check(node, .bool, Bool.self, path())
-        return source.bool(node)
+        return bool(node)
     }
 
     func unwrapString(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> String {
         try check(node, .string, String.self, path())
-        return source.string(node)
+        return string(node)
     }
 
     func numberDoesNotFit(_ text: String, _ type: Any.Type, _ path: CodingPathNode) -> DecodingError {
@@ -153,32 +177,32 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
     /// two distinct numbers never become one stored value.
     func unwrapInteger<T: FixedWidthInteger>(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> T {
         try check(node, .number, T.self, path())
-        if let value = source.integer(node, as: T.self) { return value }
-        throw numberDoesNotFit(source.numberText(node), T.self, path())
+        if let value = integer(node, as: T.self) { return value }
+        throw numberDoesNotFit(numberText(node), T.self, path())
     }
 
     func unwrapFloatingPoint<T: BinaryFloatingPoint & LosslessStringConvertible>(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> T {
-        let kind = source.kind(node)
+        let kind = tape.kind(of: node)
         if kind == .string, case .convertFromString(let positive, let negative, let nan) = session.options.nonConformingFloatDecodingStrategy {
-            let text = source.string(node)
+            let text = string(node)
             if text == positive { return .infinity }
             if text == negative { return -.infinity }
             if text == nan { return .nan }
         }
         try check(node, .number, T.self, path())
-        guard let value = source.double(node) else {
-            throw numberDoesNotFit(source.numberText(node), T.self, path())
+        guard let value = double(node) else {
+            throw numberDoesNotFit(numberText(node), T.self, path())
         }
         let converted = T(value)
         if converted.isInfinite {
-            throw numberDoesNotFit(source.numberText(node), T.self, path())
+            throw numberDoesNotFit(numberText(node), T.self, path())
         }
         return converted
     }
 
     func unwrapDecimal(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> Decimal {
         try check(node, .number, Decimal.self, path())
-        let text = source.numberText(node)
+        let text = numberText(node)
         guard let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
             throw numberDoesNotFit(text, Decimal.self, path())
         }
@@ -222,7 +246,7 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
 
     /// The ISO 8601 date of a string node, parsed from the tape's bytes (no String for a value read once).
     func iso8601Seconds(_ node: Node) -> Double? {
-        source.tape.withUTF8(at: node) { ISO8601.parse($0.assumingMemoryBound(to: UInt8.self)) } ?? nil
+        tape.withUTF8(at: node) { ISO8601.parse($0.assumingMemoryBound(to: UInt8.self)) } ?? nil
     }
 
     func unwrapData(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> Data {
@@ -247,10 +271,10 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
     func member(_ object: Node, key: String) -> Node? {
         switch session.options.keyDecodingStrategy {
         case .useDefaultKeys:
-            return source.member(object, key: key)
+            return tape.value(forKey: key, in: object)
         default:
             var found: Node?
-            for (raw, value) in source.members(object) where session.convert(raw, path: path) == key {
+            for (raw, value) in members(object) where session.convert(raw, path: path) == key {
                 found = value
             }
             return found
@@ -269,7 +293,7 @@ extension StoreDecoderImpl {
         var codingPath: [any CodingKey] { path.path }
 
         var allKeys: [Key] {
-            impl.source.members(node).compactMap { Key(stringValue: impl.session.convert($0.key, path: path)) }
+            impl.members(node).compactMap { Key(stringValue: impl.session.convert($0.key, path: path)) }
         }
 
         func contains(_ key: Key) -> Bool { impl.member(node, key: key.stringValue) != nil }
@@ -287,7 +311,7 @@ extension StoreDecoderImpl {
 
         private func childPath(_ key: Key) -> CodingPathNode { path.appending(key.stringValue) }
 
-        func decodeNil(forKey key: Key) throws -> Bool { impl.source.kind(try value(key)) == .null }
+        func decodeNil(forKey key: Key) throws -> Bool { impl.tape.kind(of: try value(key)) == .null }
         func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try impl.unwrapBool(try value(key), childPath(key)) }
         func decode(_ type: String.Type, forKey key: Key) throws -> String { try impl.unwrapString(try value(key), childPath(key)) }
         func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try impl.unwrapFloatingPoint(try value(key), childPath(key)) }
@@ -310,24 +334,24 @@ extension StoreDecoderImpl {
             -> KeyedDecodingContainer<NestedKey>
         {
             let child = try value(key)
-            return try StoreDecoderImpl(source: impl.source, node: child, path: childPath(key), session: impl.session)
+            return try StoreDecoderImpl(tape: impl.tape, node: child, path: childPath(key), session: impl.session)
                 .container(keyedBy: NestedKey.self)
         }
 
         func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
             let child = try value(key)
-            return try StoreDecoderImpl(source: impl.source, node: child, path: childPath(key), session: impl.session)
+            return try StoreDecoderImpl(tape: impl.tape, node: child, path: childPath(key), session: impl.session)
                 .unkeyedContainer()
         }
 
         func superDecoder() throws -> any Decoder {
             let key = "super"
             let child = impl.member(node, key: key)
-            return StoreDecoderImpl(source: impl.source, node: child ?? node, path: path.appending(key), session: impl.session)
+            return StoreDecoderImpl(tape: impl.tape, node: child ?? node, path: path.appending(key), session: impl.session)
         }
 
         func superDecoder(forKey key: Key) throws -> any Decoder {
-            StoreDecoderImpl(source: impl.source, node: try value(key), path: childPath(key), session: impl.session)
+            StoreDecoderImpl(tape: impl.tape, node: try value(key), path: childPath(key), session: impl.session)
         }
     }
 }
@@ -343,7 +367,7 @@ extension StoreDecoderImpl {
 
         init(impl: StoreDecoderImpl, node: Node, path: CodingPathNode) {
             self.impl = impl
-            self.elements = impl.source.elements(node)
+            self.elements = impl.elements(node)
             self.path = path
         }
 
@@ -369,7 +393,7 @@ extension StoreDecoderImpl {
                     DecodingError.Context(
                         codingPath: path.appending(index: currentIndex).path, debugDescription: "Unkeyed container is at end."))
             }
-            if impl.source.kind(elements[currentIndex]) == .null {
+            if impl.tape.kind(of: elements[currentIndex]) == .null {
                 currentIndex += 1
                 return true
             }
@@ -397,17 +421,17 @@ extension StoreDecoderImpl {
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
             let (node, path) = try next([String: Any].self)
-            return try StoreDecoderImpl(source: impl.source, node: node, path: path, session: impl.session).container(keyedBy: NestedKey.self)
+            return try StoreDecoderImpl(tape: impl.tape, node: node, path: path, session: impl.session).container(keyedBy: NestedKey.self)
         }
 
         mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
             let (node, path) = try next([Any].self)
-            return try StoreDecoderImpl(source: impl.source, node: node, path: path, session: impl.session).unkeyedContainer()
+            return try StoreDecoderImpl(tape: impl.tape, node: node, path: path, session: impl.session).unkeyedContainer()
         }
 
         mutating func superDecoder() throws -> any Decoder {
             let (node, path) = try next(Any.self)
-            return StoreDecoderImpl(source: impl.source, node: node, path: path, session: impl.session)
+            return StoreDecoderImpl(tape: impl.tape, node: node, path: path, session: impl.session)
         }
     }
 }

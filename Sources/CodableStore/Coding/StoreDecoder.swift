@@ -158,7 +158,7 @@ public final class StoreDecoder: @unchecked Sendable {
         }
         // The whole document is parsed (strictly, with yajl) before anything is decoded: a malformed document
         // changes nothing in the context.
-        return try JSONTape.withDocumentTape(data) { tape in try decode(type, from: JSONTapeView(tape: tape), into: context) }
+        return try JSONTape.withDocumentTape(data) { tape in try decode(type, from: tape, into: context) }
     }
 
     /// Decodes as ``decode(_:from:into:)-(_,Data,_)`` does, saves the changes into the context's transaction, and
@@ -178,9 +178,8 @@ public final class StoreDecoder: @unchecked Sendable {
         let session = DecodingSession(context: context, options: options)
         session.startCounting()
         let value = try JSONTape.withDocumentTape(data) { tape in
-            let source = JSONTapeView(tape: tape)
-            return try StoreDecoderImpl(source: source, node: source.root, path: .root, session: session)
-                .unwrap(source.root, as: T.self, path: .root)
+            try StoreDecoderImpl(tape: tape, node: tape.root, path: .root, session: session)
+                .unwrap(tape.root, as: T.self, path: .root)
         }
         try context.save()
         var entities: [String: ImportReport.EntityCounts] = [:]
@@ -201,13 +200,13 @@ public final class StoreDecoder: @unchecked Sendable {
 
     /// Decodes from a record of a `JSONRecordStream` (the streaming importer's path).
     public func decode<T: Decodable>(_ type: T.Type, from record: JSONRecord, into context: Context) throws -> T {
-        try decode(type, from: JSONTapeView(tape: record.tape), into: context)
+        try decode(type, from: record.tape, into: context)
     }
 
-    func decode<T: Decodable>(_ type: T.Type, from source: JSONTapeView, into context: Context) throws -> T {
+    func decode<T: Decodable>(_ type: T.Type, from tape: JSONTape, into context: Context) throws -> T {
         let session = DecodingSession(context: context, options: options)
-        let impl = StoreDecoderImpl(source: source, node: source.root, path: .root, session: session)
-        return try impl.unwrap(source.root, as: T.self, path: .root)
+        let impl = StoreDecoderImpl(tape: tape, node: tape.root, path: .root, session: session)
+        return try impl.unwrap(tape.root, as: T.self, path: .root)
     }
 }
 

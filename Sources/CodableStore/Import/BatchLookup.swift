@@ -45,7 +45,7 @@ struct BatchLookup {
                 let field = relationship.description.index
                 guard case .joinTable = relationship.storage,
                     items.contains(where: { impl, root in
-                        impl.source.kind(root) == .object && impl.presentField(root, mapping, field) != nil
+                        impl.tape.kind(of: root) == .object && impl.presentField(root, mapping, field) != nil
                     })
                 else { continue }
                 memberships.append((field, context.membershipSQL(relationship, owners: Context.membershipChunk)))
