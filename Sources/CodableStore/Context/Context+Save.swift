@@ -112,7 +112,7 @@ extension Context {
     /// values at once.
     private func writeNow() throws {
         try writeSteps { step in
-            try WritePlan.run(step, model: model) { sql in try self.connection.cachedStatement(sql: sql) }
+            try storage.run(step) { sql in try self.connection.cachedStatement(sql: sql) }
         }
     }
 
@@ -216,31 +216,19 @@ extension Context {
                 columns.insert(field)
             }
             if columns.isEmpty { continue }
-            let key = UpdateKey(entity: mapping.index, fields: columns)
             let fields = columns.indexes
-            let sql: String
-            if let cached = updateSQLCache[key] {
-                sql = cached
-            } else {
-                sql = "UPDATE \(quoteIdentifier(mapping.name)) SET "
-                    + fields.map { "\(quoteIdentifier(mapping.columnNameOfField[$0]!)) = ?" }.joined(separator: ", ")
-                    + " WHERE \"_pk\" = ?"
-                updateSQLCache[key] = sql
-            }
             var values: [SQLiteValue] = []
             values.reserveCapacity(fields.count + 1)
             for field in fields {
                 values.append(value(of: mapping.columns[Int(mapping.columnOfField[field]) - 1], of: object))
             }
             values.append(.integer(state.rowID))
-            try emit(.update(entity: mapping.index, sql: sql, fields: fields, values: values))
+            try emit(.update(entity: mapping.index, fields: fields, values: values))
             // A row that leaves an ordered relationship stored by this foreign key leaves its position too (a new
             // owner's position is written by `planPositions`, when that owner's list is loaded).
             for (position, field) in fields.enumerated() {
                 guard let orderColumn = mapping.orderColumnOfForeignKeyField[field], values[position] == .null else { continue }
-                try emit(.statement(
-                    sql: "UPDATE \(quoteIdentifier(mapping.name)) SET \(quoteIdentifier(orderColumn)) = NULL WHERE \"_pk\" = ?",
-                    values: [.integer(state.rowID)]))
+                try emit(.setOrder(entity: mapping.index, orderColumn: orderColumn, rowID: state.rowID, position: nil))
             }
         }
     }
@@ -296,8 +284,7 @@ extension Context {
                     // Its place in the owner's list is unknown (linked from the other side, the list not loaded):
                     // appended to what is stored, not written with a NULL position (nor erasing the position of
                     // a link that exists).
-                    try emit(.statement(
-                        sql: join.appendLinkSQL, values: [.integer(change.source), .integer(change.target), .integer(change.source)]))
+                    try emit(.appendLink(table: table, source: change.source, target: change.target))
                 }
             }
             var start = 0
@@ -344,10 +331,9 @@ extension Context {
                 case .inverseForeignKey(_, let orderColumn?):
                     try planOrderColumn(orderColumn, of: members, in: model.mappings[relationship.destination], emit)
                 case .joinTable(let index, ownerIsSource: true) where model.joinTables[index].hasPosition:
-                    let sql = "UPDATE \(quoteIdentifier(model.joinTables[index].name)) SET \"position\" = ? WHERE \"source\" = ? AND \"target\" = ?"
                     for (position, member) in members.enumerated() {
                         try emit(
-                            .statement(sql: sql, values: [.integer(Int64(position)), .integer(state.rowID), .integer(member.entityState.rowID)]))
+                            .setLinkPosition(table: index, source: state.rowID, target: member.entityState.rowID, position: Int64(position)))
                     }
                 default:
                     continue
@@ -370,10 +356,9 @@ extension Context {
 
     /// Each member's position in an ordered one-to-many relationship, written into its order column.
     private func planOrderColumn(_ orderColumn: String, of members: [any EntityObject], in destination: EntityMapping, _ emit: (WritePlan.Step) throws -> Void) rethrows {
-        let sql = "UPDATE \(quoteIdentifier(destination.name)) SET \(quoteIdentifier(orderColumn)) = ? WHERE \"_pk\" = ?"
         for (position, member) in members.enumerated() {
             stamp(member.entityState)  // its row is written: held while the plan waits
-            try emit(.statement(sql: sql, values: [.integer(Int64(position)), .integer(member.entityState.rowID)]))
+            try emit(.setOrder(entity: destination.index, orderColumn: orderColumn, rowID: member.entityState.rowID, position: Int64(position)))
         }
     }
 }

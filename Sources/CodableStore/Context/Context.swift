@@ -55,6 +55,8 @@ public final class Context {
     /// holds it across a batch's lookups, each of which asks for it again).
     private(set) var isSharingConnection = false
     let model: StoreModel
+    /// The backend that runs the context's write plans.
+    let storage: SQLiteStorage
     /// Whether inserts, deletes and saves are refused.
     public let isReadOnly: Bool
 
@@ -92,7 +94,6 @@ public final class Context {
     /// An error raised where it could not be thrown (a relationship load inside a property getter);
     /// the next save throws it.
     var deferredError: (any Error)?
-    var updateSQLCache: [UpdateKey: String] = [:]
     /// Identity indexes by entity, created on first use (see `Context+Identity.swift`).
     @exclusivity(unchecked) var identityIndexes: [IdentityIndex?]
     /// Per entity, when set (by an import into a table that was empty), the identities of every object this
@@ -110,14 +111,12 @@ public final class Context {
         let isLink: Bool
     }
 
-    struct UpdateKey: Hashable {
-        let entity: Int
-        let fields: FieldSet
-    }
 
-    init(connection: Connection, model: StoreModel, isReadOnly: Bool) {
+    init(connection: Connection, storage: SQLiteStorage, isReadOnly: Bool) {
         self.storeConnection = connection
         self.maximumVariableCount = connection.maximumVariableCount
+        self.storage = storage
+        let model = storage.model
         self.model = model
         self.isReadOnly = isReadOnly
         self.registries = Array(repeating: [:], count: model.mappings.count)

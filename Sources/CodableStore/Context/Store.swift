@@ -74,6 +74,8 @@ public final class Store: Sendable {
     /// Whether the data lives only in memory.
     public let isInMemory: Bool
     let model: StoreModel
+    /// How the model's rows are written in SQLite: the backend side of the context's write plans.
+    let storage: SQLiteStorage
     let options: Options
     private let writer: SerializedConnection
     private let readers: Locked<[ConnectionBox]>
@@ -120,6 +122,7 @@ public final class Store: Sendable {
         self.path = path
         self.isInMemory = inMemory
         self.model = model
+        self.storage = SQLiteStorage(model: model)
         self.options = options
         self.writer = SerializedConnection(connection)
         self.readers = Locked([])
@@ -175,7 +178,7 @@ public final class Store: Sendable {
             var touched = Set<Int>()  // filled on this thread, inside the (non-escaping) closure below
             let result = try writer.withConnection { connection in
                 try connection.inWriteTransaction {
-                    let context = Context(connection: connection, model: model, isReadOnly: false)
+                    let context = Context(connection: connection, storage: storage, isReadOnly: false)
                     defer { context.invalidate() }
                     let result = try body(context)
                     // A failure here rolls the whole transaction back: no savepoint needed.
@@ -221,7 +224,7 @@ public final class Store: Sendable {
         try writer.withConnection { connection in
             try connection.beginWriteTransaction()
             defer { connection.rollbackIgnoringErrors() }
-            let context = Context(connection: connection, model: model, isReadOnly: false)
+            let context = Context(connection: connection, storage: storage, isReadOnly: false)
             defer { context.invalidate() }
             return try body(context)
         }
@@ -233,11 +236,11 @@ public final class Store: Sendable {
     /// write has not committed. Reads run concurrently with each other and with a write.
     public func read<T: Sendable>(_ body: (Context) throws -> T) throws -> T {
         if isInMemory {
-            return try writer.withConnection { try Self.readTransaction($0, model: model, body) }
+            return try writer.withConnection { try Self.readTransaction($0, storage: storage, body) }
         }
         let box = try takeReader()
         defer { returnReader(box) }
-        return try Self.readTransaction(box.connection, model: model, body)
+        return try Self.readTransaction(box.connection, storage: storage, body)
     }
 
     /// Runs `body` in a read transaction off the caller's thread (see ``read(_:)-41n37``).
@@ -249,9 +252,9 @@ public final class Store: Sendable {
         }
     }
 
-    private static func readTransaction<T>(_ connection: Connection, model: StoreModel, _ body: (Context) throws -> T) throws -> T {
+    private static func readTransaction<T>(_ connection: Connection, storage: SQLiteStorage, _ body: (Context) throws -> T) throws -> T {
         try connection.inTransaction(.deferred) {
-            let context = Context(connection: connection, model: model, isReadOnly: true)
+            let context = Context(connection: connection, storage: storage, isReadOnly: true)
             defer { context.invalidate() }
             return try body(context)
         }

@@ -287,16 +287,6 @@ final class JoinTable: Sendable {
     let hasPosition: Bool
     /// Rows per multi-row link INSERT.
     static let linkBatchRows = 32
-    /// `INSERT … (source, target, position) VALUES (?, ?, ?)` for one row and for ``linkBatchRows`` rows; a
-    /// link that exists takes the new position. OR FAIL: see ``EntityMapping/insertBatchSQL``.
-    let linkSQL: String
-    let linkBatchSQL: String
-    /// `DELETE … WHERE source = ? AND target = ?`.
-    let unlinkSQL: String
-    /// For a link whose position the owner's list cannot tell (linked from the other side, the list not
-    /// loaded): `(source, target, source)`; a new link goes after the source's last one, an existing link
-    /// keeps its position.
-    let appendLinkSQL: String
 
     init(index: Int, name: String, source: Int, target: Int, hasPosition: Bool) {
         self.index = index
@@ -304,14 +294,6 @@ final class JoinTable: Sendable {
         self.source = source
         self.target = target
         self.hasPosition = hasPosition
-        let table = quoteIdentifier(name)
-        let prefix = "INSERT OR FAIL INTO \(table) (\"source\", \"target\", \"position\") VALUES "
-        let upsert = " ON CONFLICT (\"source\", \"target\") DO UPDATE SET \"position\" = excluded.\"position\""
-        self.linkSQL = prefix + "(?, ?, ?)" + upsert
-        self.linkBatchSQL = prefix + Array(repeating: "(?, ?, ?)", count: Self.linkBatchRows).joined(separator: ", ") + upsert
-        self.unlinkSQL = "DELETE FROM \(table) WHERE \"source\" = ? AND \"target\" = ?"
-        self.appendLinkSQL = "INSERT OR FAIL INTO \(table) (\"source\", \"target\", \"position\") VALUES (?, ?, "
-            + "(SELECT coalesce(max(\"position\") + 1, 0) FROM \(table) WHERE \"source\" = ?)) ON CONFLICT (\"source\", \"target\") DO NOTHING"
     }
 }
 
@@ -354,21 +336,13 @@ final class EntityMapping: Sendable {
     let selectSQL: String
     /// The column list of ``selectSQL`` qualified with the table name, for joins.
     let qualifiedColumnsSQL: String
-    /// `INSERT OR FAIL INTO "T" ("_pk", …) VALUES (?, …)` without the position columns.
-    let insertSQL: String
     /// Rows per multi-row INSERT.
     static let insertBatchRows = 32
-    /// An INSERT of ``insertBatchRows`` rows.
-    let insertBatchSQL: String
-
-    /// An INSERT of 1 or ``insertBatchRows`` rows.
-    func insertSQL(rows: Int) -> String {
-        rows == 1 ? insertSQL : insertBatchSQL
-    }
-    /// Number of columns bound by ``insertSQL`` after `_pk`.
+    /// Number of columns an insert writes after `_pk` (the first ``columns``; the position columns come after
+    /// them and are written afterwards).
     let insertColumnCount: Int
-    /// How each column of ``insertSQL`` after `_pk` gets its value: precomputed so that inserting a row does
-    /// not switch over column kinds.
+    /// How each inserted column after `_pk` gets its value: precomputed so that inserting a row does not switch
+    /// over column kinds.
     let insertBinders: [InsertBinder]
 
     enum InsertBinder: Sendable {
@@ -452,14 +426,6 @@ final class EntityMapping: Sendable {
         let selected = ["_pk"] + columns[..<insertColumnCount].map(\.name)
         self.selectSQL = "SELECT " + selected.map(quoteIdentifier).joined(separator: ", ") + " FROM " + table
         self.qualifiedColumnsSQL = selected.map { table + "." + quoteIdentifier($0) }.joined(separator: ", ")
-        // OR FAIL: a failing multi-row INSERT keeps the rows before the failure instead of undoing itself,
-        // so SQLite needs no statement journal (a copy of every page each statement touches, spilled to a
-        // temporary file past 64 KiB: 10x the file writes of an import). Every flush runs in a savepoint or
-        // in a transaction that a failure rolls back, so nothing partial survives.
-        let insertPrefix = "INSERT OR FAIL INTO \(table) (" + selected.map(quoteIdentifier).joined(separator: ", ") + ") VALUES "
-        let insertRow = "(" + Array(repeating: "?", count: selected.count).joined(separator: ", ") + ")"
-        self.insertSQL = insertPrefix + insertRow
-        self.insertBatchSQL = insertPrefix + Array(repeating: insertRow, count: Self.insertBatchRows).joined(separator: ", ")
         self.identityColumns = description.identity.map { description.fields[$0].name }
         self.encodingPlan = EncodingPlanNode.plan(for: description)
         self.jsonKeys = description.codingKeyPaths.map { path in path?.map { JSONKey($0) } }

@@ -1,10 +1,12 @@
-/// The SQL of one save, with every value it binds: what ``Context/flush(usingSavepoint:)`` writes.
+/// What one save writes, as steps a storage backend executes: the seam between the context and the store's
+/// database. Steps name entities, fields and join tables by index and carry row ids and values, never SQL and
+/// never the context's objects, so they can cross threads and a backend says them in its own dialect
+/// (``SQLiteStorage`` for SQLite).
 ///
 /// The context turns its pending changes into steps, reading its objects on its own thread
 /// (`Context.writeSteps(_:)`). A plain save runs each step as soon as it is made, so a large save never holds
 /// all its values at once. An import under the stop policy collects a batch's steps into a plan and hands it
-/// to a writer thread (a ``DeferredWriter``), so that SQLite writes one batch while the next one is decoded. A step
-/// holds only values (row ids, column values, SQL), never the context's objects, so it can cross threads.
+/// to a writer thread (a ``DeferredWriter``), so that SQLite writes one batch while the next one is decoded.
 struct WritePlan: Sendable {
     enum Step: Sendable {
         /// Deletes a row.
@@ -14,118 +16,23 @@ struct WritePlan: Sendable {
         case insert(entity: Int, rows: Int, values: [SQLiteValue])
         /// Updates the changed columns of one stored row: `values` are the new values of `fields`, in order,
         /// then the row id.
-        case update(entity: Int, sql: String, fields: [Int], values: [SQLiteValue])
-        /// Links `rows` pairs (1 or ``JoinTable/linkBatchRows``): source, target and position per row.
+        case update(entity: Int, fields: [Int], values: [SQLiteValue])
+        /// Sets (or, with nil, clears) a row's position in an ordered one-to-many relationship stored by its
+        /// foreign key: `orderColumn` of the entity's table.
+        case setOrder(entity: Int, orderColumn: String, rowID: Int64, position: Int64?)
+        /// Links `rows` pairs (1 or ``JoinTable/linkBatchRows``): source, target and position per row; a link
+        /// that exists takes the new position.
         case link(table: Int, rows: Int, values: [SQLiteValue])
+        /// Links a pair after the source's last link, when its place in the owner's list is unknown; a link that
+        /// exists keeps its position.
+        case appendLink(table: Int, source: Int64, target: Int64)
+        /// Moves a link to another position in its owner's list.
+        case setLinkPosition(table: Int, source: Int64, target: Int64, position: Int64)
         /// Removes one pair from a join table.
         case unlink(table: Int, source: Int64, target: Int64)
-        /// Any other statement (positions of ordered relationships).
-        case statement(sql: String, values: [SQLiteValue])
     }
 
     var steps: [Step] = []
-
-    /// Runs one step, with statements from `statements` (cached for the connection they belong to).
-    static func run(_ step: Step, model: StoreModel, statements: (String) throws -> Statement) throws {
-        switch step {
-        case .delete(let entity, let rowID):
-            let statement = try statements("DELETE FROM \(quoteIdentifier(model.mappings[entity].name)) WHERE \"_pk\" = ?")
-            try statement.bind(rowID, at: 1)
-            try statement.execute()
-        case .insert(let entity, let rows, let values):
-            let mapping = model.mappings[entity]
-            let statement = try statements(mapping.insertSQL(rows: rows))
-            try bind(values[...], to: statement)
-            do {
-                try statement.execute()
-            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= error.resultCode {
-                throw try insertConflict(mapping, rows: rows, values: values, error, statements: statements)
-            }
-        case .update(let entity, let sql, let fields, let values):
-            let statement = try statements(sql)
-            try bind(values[...], to: statement)
-            do {
-                try statement.execute()
-            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= error.resultCode {
-                throw try updateConflict(model.mappings[entity], fields: fields, values: values, error, statements: statements)
-            }
-        case .link(let table, let rows, let values):
-            let join = model.joinTables[table]
-            let statement = try statements(rows == 1 ? join.linkSQL : join.linkBatchSQL)
-            try bind(values[...], to: statement)
-            try statement.execute()
-        case .unlink(let table, let source, let target):
-            let statement = try statements(model.joinTables[table].unlinkSQL)
-            try statement.bind(source, at: 1)
-            try statement.bind(target, at: 2)
-            try statement.execute()
-        case .statement(let sql, let values):
-            let statement = try statements(sql)
-            try bind(values[...], to: statement)
-            try statement.execute()
-        }
-    }
-
-    private static func bind(_ values: ArraySlice<SQLiteValue>, to statement: Statement) throws {
-        var parameter: Int32 = 1
-        for value in values {
-            try statement.bind(value, at: parameter)
-            parameter += 1
-        }
-    }
-
-    /// The identity conflict of a multi-row INSERT: which row's identity is taken, found row by row. INSERT OR
-    /// FAIL kept the rows before the failing one: those fail again on their row id (ours, so only they can),
-    /// and are skipped.
-    private static func insertConflict(
-        _ mapping: EntityMapping, rows: Int, values: [SQLiteValue], _ error: SQLiteError,
-        statements: (String) throws -> Statement
-    ) throws -> StoreError {
-        let width = mapping.insertColumnCount + 1
-        let single = try statements(mapping.insertSQL(rows: 1))
-        for row in 0..<rows {
-            let rowValues = values[(row * width)..<((row + 1) * width)]
-            try bind(rowValues, to: single)
-            do {
-                try single.execute()
-            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= error.resultCode {
-                return identityConflict(mapping, error) { field in rowValues[rowValues.startIndex + Int(mapping.columnOfField[field])] }
-            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_PRIMARYKEY ~= error.resultCode {
-                continue
-            }
-        }
-        return identityConflict(mapping, error) { field in values[Int(mapping.columnOfField[field])] }
-    }
-
-    /// The identity conflict of an UPDATE: the identity is the new value of each identity attribute the update
-    /// changes, and the stored value of the others (the failed statement changed nothing).
-    private static func updateConflict(
-        _ mapping: EntityMapping, fields: [Int], values: [SQLiteValue], _ error: SQLiteError,
-        statements: (String) throws -> Statement
-    ) throws -> StoreError {
-        guard case .integer(let rowID) = values.last else { return identityConflict(mapping, error) { _ in .null } }
-        let select = try statements(mapping.selectSQL + " WHERE \"_pk\" = ?")
-        defer { select.reset() }
-        try select.bind(rowID, at: 1)
-        let stored = try select.step()
-        return identityConflict(mapping, error) { field in
-            if let offset = fields.firstIndex(of: field) { return values[offset] }
-            return stored ? select.value(at: mapping.columnOfField[field]) : .null
-        }
-    }
-
-    private static func identityConflict(
-        _ mapping: EntityMapping, _ error: SQLiteError, value: (Int) -> SQLiteValue
-    ) -> StoreError {
-        let values = mapping.description.identity.map { field -> String in
-            guard case .attribute(let attribute) = mapping.description.fields[field] else { return "?" }
-            return "\(attribute.name) = \(value(field))"
-        }
-        return StoreError(
-            .identityConflict,
-            "\(mapping.name) with identity \(values.joined(separator: ", ")) already exists; fetch it and update it instead of inserting a new object",
-            entity: mapping.name, cause: error)
-    }
 }
 
 /// Writes a context's plans later, on a thread of its own, while the context goes on: an import's writer

@@ -3,6 +3,7 @@ import Logging
 /// One import run: the read loop, batches, transactions and the report.
 final class Importer {
     let connection: Connection
+    let storage: SQLiteStorage
     let model: StoreModel
     let mapping: EntityMapping
     let options: ImportOptions
@@ -21,12 +22,13 @@ final class Importer {
     /// While writing behind: the number of plans handed to the writer before the current batch.
     var plansBeforeThisBatch = 0
 
-    init(connection: Connection, model: StoreModel, mapping: EntityMapping, options: ImportOptions) {
+    init(connection: Connection, storage: SQLiteStorage, mapping: EntityMapping, options: ImportOptions) {
         self.connection = connection
-        self.model = model
+        self.storage = storage
+        self.model = storage.model
         self.mapping = mapping
         self.options = options
-        self.context = Context(connection: connection, model: model, isReadOnly: false)
+        self.context = Context(connection: connection, storage: storage, isReadOnly: false)
         self.start = clock.now
     }
 
@@ -129,7 +131,7 @@ final class Importer {
             context.insertedIdentities[mapping.index] = IdentityFilter(expectedCount: (totalBytes ?? 0) / 256)
         }
         guard options.failurePolicy == .stop, !options.commitEveryBatch else { return }
-        let started = WriteBehind(connection: connection, model: model)
+        let started = WriteBehind(connection: connection, storage: storage)
         do {
             try started.start()
         } catch {

@@ -35,9 +35,9 @@ extension Store {
         _ type: T.Type, from source: ImportSource, options: ImportOptions = ImportOptions()
     ) throws -> ImportReport {
         let mapping = try model.mapping(for: T.self)
-        let model = self.model
+        let storage = self.storage
         let report = try withWriterConnection { connection in
-            try Importer(connection: connection, model: model, mapping: mapping, options: options).run(source)
+            try Importer(connection: connection, storage: storage, mapping: mapping, options: options).run(source)
         }
         notifyObservers(Set(model.mappings.filter { report.entities[$0.name] != nil }.map(\.index)))
         return report

@@ -19,6 +19,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     // @unchecked: `queue`, `running`, `written` and `failure` are used under the worker's monitor; `statements`
     // only by the writer thread (and by `finish()` after it ended); the connection under `access`.
     private let connection: Connection
+    private let storage: SQLiteStorage
     private let model: StoreModel
     private let worker = Worker()
     private var monitor: Monitor { worker.monitor }
@@ -44,9 +45,10 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
         case lookup(Lookahead)
     }
 
-    init(connection: Connection, model: StoreModel) {
+    init(connection: Connection, storage: SQLiteStorage) {
         self.connection = connection
-        self.model = model
+        self.storage = storage
+        self.model = storage.model
     }
 
     /// Starts the writer thread.
@@ -158,7 +160,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
                 for step in plan.steps {
                     takeAccess()
                     do {
-                        try WritePlan.run(step, model: model, statements: statement)
+                        try storage.run(step, statements: statement)
                     } catch let failed {
                         error = failed
                     }

@@ -1,0 +1,190 @@
+/// The SQLite backend of the storage seam, for writes: the SQL of every statement a ``WritePlan`` needs, built
+/// once per store from its model, and how each step runs. The context decides what changes (entities, fields,
+/// row ids and values); only this type knows how SQLite says it. A PostgreSQL backend would run the same steps
+/// in its dialect.
+final class SQLiteStorage: Sendable {
+    let model: StoreModel
+    private let entities: [EntityStatements]
+    private let joinTables: [JoinStatements]
+    /// UPDATE statements by entity and changed fields, made on first use.
+    private let updates = Locked<[UpdateKey: String]>([:])
+
+    /// The statements of one entity's table.
+    private struct EntityStatements: Sendable {
+        /// `INSERT OR FAIL INTO "T" ("_pk", …) VALUES (?, …)` for one row, and for ``EntityMapping/insertBatchRows``.
+        let insert: String
+        let insertBatch: String
+        let delete: String
+    }
+
+    /// The statements of one join table.
+    private struct JoinStatements: Sendable {
+        /// `INSERT … (source, target, position) VALUES (?, ?, ?)` for one row and for ``JoinTable/linkBatchRows``
+        /// rows; a link that exists takes the new position.
+        let link: String
+        let linkBatch: String
+        /// `(source, target, source)`: a new link goes after the source's last one, an existing link keeps its
+        /// position.
+        let appendLink: String
+        /// `(position, source, target)`.
+        let setPosition: String
+        /// `(source, target)`.
+        let unlink: String
+    }
+
+    private struct UpdateKey: Hashable {
+        let entity: Int
+        let fields: [Int]
+    }
+
+    init(model: StoreModel) {
+        self.model = model
+        entities = model.mappings.map { mapping in
+            let table = quoteIdentifier(mapping.name)
+            let columns = ["_pk"] + mapping.columns[..<mapping.insertColumnCount].map(\.name)
+            // OR FAIL: a failing multi-row INSERT keeps the rows before the failure instead of undoing itself, so
+            // SQLite needs no statement journal (a copy of every page each statement touches, spilled to a
+            // temporary file past 64 KiB). Every flush runs in a savepoint or in a transaction that a failure rolls
+            // back, so nothing partial survives.
+            let prefix = "INSERT OR FAIL INTO \(table) (" + columns.map(quoteIdentifier).joined(separator: ", ") + ") VALUES "
+            let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
+            return EntityStatements(
+                insert: prefix + row,
+                insertBatch: prefix + Array(repeating: row, count: EntityMapping.insertBatchRows).joined(separator: ", "),
+                delete: "DELETE FROM \(table) WHERE \"_pk\" = ?")
+        }
+        joinTables = model.joinTables.map { join in
+            let table = quoteIdentifier(join.name)
+            let prefix = "INSERT OR FAIL INTO \(table) (\"source\", \"target\", \"position\") VALUES "
+            let upsert = " ON CONFLICT (\"source\", \"target\") DO UPDATE SET \"position\" = excluded.\"position\""
+            return JoinStatements(
+                link: prefix + "(?, ?, ?)" + upsert,
+                linkBatch: prefix + Array(repeating: "(?, ?, ?)", count: JoinTable.linkBatchRows).joined(separator: ", ") + upsert,
+                appendLink: prefix + "(?, ?, (SELECT coalesce(max(\"position\") + 1, 0) FROM \(table) WHERE \"source\" = ?)) "
+                    + "ON CONFLICT (\"source\", \"target\") DO NOTHING",
+                setPosition: "UPDATE \(table) SET \"position\" = ? WHERE \"source\" = ? AND \"target\" = ?",
+                unlink: "DELETE FROM \(table) WHERE \"source\" = ? AND \"target\" = ?")
+        }
+    }
+
+    /// Runs one step, with statements from `statements` (cached for the connection they belong to).
+    func run(_ step: WritePlan.Step, statements: (String) throws -> Statement) throws {
+        switch step {
+        case .delete(let entity, let rowID):
+            let statement = try statements(entities[entity].delete)
+            try statement.bind(rowID, at: 1)
+            try statement.execute()
+        case .insert(let entity, let rows, let values):
+            let statement = try statements(rows == 1 ? entities[entity].insert : entities[entity].insertBatch)
+            try Self.bind(values[...], to: statement)
+            do {
+                try statement.execute()
+            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= error.resultCode {
+                throw try insertConflict(model.mappings[entity], rows: rows, values: values, error, statements: statements)
+            }
+        case .update(let entity, let fields, let values):
+            let statement = try statements(updateSQL(entity, fields))
+            try Self.bind(values[...], to: statement)
+            do {
+                try statement.execute()
+            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= error.resultCode {
+                throw try updateConflict(model.mappings[entity], fields: fields, values: values, error, statements: statements)
+            }
+        case .setOrder(let entity, let orderColumn, let rowID, let position):
+            let sql = "UPDATE \(quoteIdentifier(model.mappings[entity].name)) SET \(quoteIdentifier(orderColumn)) = ? WHERE \"_pk\" = ?"
+            try execute(statements(sql), position.map(SQLiteValue.integer) ?? .null, .integer(rowID))
+        case .link(let table, let rows, let values):
+            let statement = try statements(rows == 1 ? joinTables[table].link : joinTables[table].linkBatch)
+            try Self.bind(values[...], to: statement)
+            try statement.execute()
+        case .appendLink(let table, let source, let target):
+            try execute(statements(joinTables[table].appendLink), .integer(source), .integer(target), .integer(source))
+        case .setLinkPosition(let table, let source, let target, let position):
+            try execute(statements(joinTables[table].setPosition), .integer(position), .integer(source), .integer(target))
+        case .unlink(let table, let source, let target):
+            let statement = try statements(joinTables[table].unlink)
+            try statement.bind(source, at: 1)
+            try statement.bind(target, at: 2)
+            try statement.execute()
+        }
+    }
+
+    /// `UPDATE "T" SET "a" = ?, … WHERE "_pk" = ?` for these fields.
+    private func updateSQL(_ entity: Int, _ fields: [Int]) -> String {
+        let key = UpdateKey(entity: entity, fields: fields)
+        if let sql = updates.withLock({ $0[key] }) { return sql }
+        let mapping = model.mappings[entity]
+        let sql = "UPDATE \(quoteIdentifier(mapping.name)) SET "
+            + fields.map { "\(quoteIdentifier(mapping.columnNameOfField[$0]!)) = ?" }.joined(separator: ", ")
+            + " WHERE \"_pk\" = ?"
+        updates.withLock { $0[key] = sql }
+        return sql
+    }
+
+    /// Binds and runs a statement of the rare steps (positions).
+    private func execute(_ statement: Statement, _ values: SQLiteValue...) throws {
+        try Self.bind(values[...], to: statement)
+        try statement.execute()
+    }
+
+    private static func bind(_ values: ArraySlice<SQLiteValue>, to statement: Statement) throws {
+        var parameter: Int32 = 1
+        for value in values {
+            try statement.bind(value, at: parameter)
+            parameter += 1
+        }
+    }
+
+    /// The identity conflict of a multi-row INSERT: which row's identity is taken, found row by row. INSERT OR
+    /// FAIL kept the rows before the failing one: those fail again on their row id (ours, so only they can),
+    /// and are skipped.
+    private func insertConflict(
+        _ mapping: EntityMapping, rows: Int, values: [SQLiteValue], _ error: SQLiteError,
+        statements: (String) throws -> Statement
+    ) throws -> StoreError {
+        let width = mapping.insertColumnCount + 1
+        let single = try statements(entities[mapping.index].insert)
+        for row in 0..<rows {
+            let rowValues = values[(row * width)..<((row + 1) * width)]
+            try Self.bind(rowValues, to: single)
+            do {
+                try single.execute()
+            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= error.resultCode {
+                return identityConflict(mapping, error) { field in rowValues[rowValues.startIndex + Int(mapping.columnOfField[field])] }
+            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_PRIMARYKEY ~= error.resultCode {
+                continue
+            }
+        }
+        return identityConflict(mapping, error) { field in values[Int(mapping.columnOfField[field])] }
+    }
+
+    /// The identity conflict of an UPDATE: the identity is the new value of each identity attribute the update
+    /// changes, and the stored value of the others (the failed statement changed nothing).
+    private func updateConflict(
+        _ mapping: EntityMapping, fields: [Int], values: [SQLiteValue], _ error: SQLiteError,
+        statements: (String) throws -> Statement
+    ) throws -> StoreError {
+        guard case .integer(let rowID) = values.last else { return identityConflict(mapping, error) { _ in .null } }
+        let select = try statements(mapping.selectSQL + " WHERE \"_pk\" = ?")
+        defer { select.reset() }
+        try select.bind(rowID, at: 1)
+        let stored = try select.step()
+        return identityConflict(mapping, error) { field in
+            if let offset = fields.firstIndex(of: field) { return values[offset] }
+            return stored ? select.value(at: mapping.columnOfField[field]) : .null
+        }
+    }
+
+    private func identityConflict(
+        _ mapping: EntityMapping, _ error: SQLiteError, value: (Int) -> SQLiteValue
+    ) -> StoreError {
+        let values = mapping.description.identity.map { field -> String in
+            guard case .attribute(let attribute) = mapping.description.fields[field] else { return "?" }
+            return "\(attribute.name) = \(value(field))"
+        }
+        return StoreError(
+            .identityConflict,
+            "\(mapping.name) with identity \(values.joined(separator: ", ")) already exists; fetch it and update it instead of inserting a new object",
+            entity: mapping.name, cause: error)
+    }
+}
