@@ -83,7 +83,7 @@ struct ParallelArrayDecoding: EntityArrayDecoding {
 
     /// Decodes one batch of records (elements of the top-level array) after looking up their identities.
     private func decode<Element: EntityObject>(
-        _ records: [JSONRecord], _ mapping: EntityMapping, into result: inout [Element]
+        _ records: [JSONRecord], _ mapping: EntitySchema, into result: inout [Element]
     ) throws {
         let items = records.map { StoreDecoderImpl.item(for: $0, session) }
         try StoreDecoderImpl.prefetch(mapping, items, context: session.context)

@@ -9,7 +9,7 @@ extension StoreDecoderImpl {
     }
 
     /// Upserts one entity from a JSON object.
-    func decodeEntity(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode, prepared: Bool = false) throws
+    func decodeEntity(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode, prepared: Bool = false) throws
         -> any EntityObject
     {
         switch tape.kind(of: node) {
@@ -147,7 +147,7 @@ extension StoreDecoderImpl {
         }
 
         /// The path to the value, from the path of the object holding it.
-        func path(in object: CodingPathNode, _ mapping: EntityMapping) -> CodingPathNode {
+        func path(in object: CodingPathNode, _ mapping: EntitySchema) -> CodingPathNode {
             if let fullPath { return fullPath }
             return object.appending(mapping.singleJSONKeys[index]!.string)
         }
@@ -156,7 +156,7 @@ extension StoreDecoderImpl {
     /// The value of field `index` in a JSON object, or nil when its key (or a key on its key path) is missing.
     /// Single keys are looked up with precomputed hashes, continuing from the previous lookup (`hint`).
     func field(
-        _ object: Node, _ mapping: EntityMapping, _ index: Int, _ path: CodingPathNode, _ hint: inout JSONTape.LookupHint
+        _ object: Node, _ mapping: EntitySchema, _ index: Int, _ path: CodingPathNode, _ hint: inout JSONTape.LookupHint
     ) throws -> FieldValue? {
         if session.usesDefaultKeys, let key = mapping.singleJSONKeys[index] {
             guard let node = member(object, key: key, hint: &hint) else { return nil }
@@ -171,7 +171,7 @@ extension StoreDecoderImpl {
 
     /// The node of field `index` when the JSON object has it, ignoring malformed key paths (for the prefetch
     /// pass: decoding reports those).
-    func presentField(_ object: Node, _ mapping: EntityMapping, _ index: Int) -> Node? {
+    func presentField(_ object: Node, _ mapping: EntitySchema, _ index: Int) -> Node? {
         var hint = JSONTape.LookupHint()
         return ((try? field(object, mapping, index, .root, &hint)) ?? nil)?.node
     }
@@ -179,7 +179,7 @@ extension StoreDecoderImpl {
     /// Decodes an attribute's JSON value as stored. Common types are read straight from the tape; others go
     /// through their `Decodable` conformance.
     func decodeAttributeValue(
-        _ attribute: AttributeDescription, _ value: FieldValue, in objectPath: CodingPathNode, _ mapping: EntityMapping
+        _ attribute: AttributeDescription, _ value: FieldValue, in objectPath: CodingPathNode, _ mapping: EntitySchema
     ) throws -> SQLiteValue {
         let node = value.node
         let fastKind = attribute.fastKind
@@ -212,7 +212,7 @@ extension StoreDecoderImpl {
     }
 
     /// The identity values of the JSON object, converted to the identity attributes' types.
-    func identityKey(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> Context.IdentityKey {
+    func identityKey(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode) throws -> Context.IdentityKey {
         let description = mapping.description
         var hint = JSONTape.LookupHint()
         if description.identity.count == 1, case .attribute(let attribute) = description.fields[description.identity[0]] {
@@ -235,7 +235,7 @@ extension StoreDecoderImpl {
 
     /// The error for an object without its identity. An identity key that is present but `null` is named as such
     /// (`'id' is null`), with its key in the coding path; otherwise the message lists the keys received.
-    func missingIdentity(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) -> StoreError {
+    func missingIdentity(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode) -> StoreError {
         let wantedPaths = mapping.description.identity.map { field in
             mapping.description.codingKeyPaths[field] ?? [mapping.description.fields[field].name]
         }
@@ -284,7 +284,7 @@ extension StoreDecoderImpl {
     /// default decoding would refuse. Only a non-optional attribute without a default value is read from the
     /// JSON here, since the object cannot exist without it.
     func createEntity(
-        _ mapping: EntityMapping, _ node: Node?, _ path: CodingPathNode, stubIdentity: Context.IdentityKey?,
+        _ mapping: EntitySchema, _ node: Node?, _ path: CodingPathNode, stubIdentity: Context.IdentityKey?,
         identity: Context.IdentityKey? = nil, leavingFieldsToHook: Bool = false
     ) throws -> any EntityObject {
         let description = mapping.description
@@ -341,7 +341,7 @@ extension StoreDecoderImpl {
 
     /// Applies the attributes present in the JSON object to an existing object; equal values change nothing.
     func applyAttributes(
-        to object: any EntityObject, _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode,
+        to object: any EntityObject, _ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode,
         _ include: ((String) -> Bool)? = nil
     ) throws {
         let description = mapping.description
@@ -371,7 +371,7 @@ extension StoreDecoderImpl {
     // MARK: - Relationships
 
     func applyRelationships(
-        to object: any EntityObject, _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode,
+        to object: any EntityObject, _ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode,
         _ include: ((String) -> Bool)? = nil
     ) throws {
         let description = mapping.description
@@ -417,7 +417,7 @@ extension StoreDecoderImpl {
     }
 
     /// Whether a JSON object holds nothing but the destination's identity: a reference written as an object.
-    private func isReferenceObject(_ mapping: EntityMapping, _ node: Node) -> Bool {
+    private func isReferenceObject(_ mapping: EntitySchema, _ node: Node) -> Bool {
         let identity = mapping.description.identity
         // Most nested objects carry more than their identity: decide without reading the keys.
         guard !identity.isEmpty, tape.count(of: node) == identity.count else { return false }
@@ -431,7 +431,7 @@ extension StoreDecoderImpl {
     /// (a value, an array of composite values, or an object of only identity keys) is looked up, and when it
     /// is not stored follows the relationship's policy (`from`: the owner and the relationship's field).
     func reference(
-        _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode, from owner: (object: any EntityObject, field: Int)? = nil
+        _ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode, from owner: (object: any EntityObject, field: Int)? = nil
     ) throws -> (any EntityObject)? {
         let kind = tape.kind(of: node)
         if kind == .object, !isReferenceObject(mapping, node) {
@@ -446,7 +446,7 @@ extension StoreDecoderImpl {
     /// the decoder, where no relationship holds it) says. A value of the wrong type is a `typeMismatch` at
     /// its own path.
     func bareReference(
-        _ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode, from owner: (object: any EntityObject, field: Int)? = nil
+        _ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode, from owner: (object: any EntityObject, field: Int)? = nil
     ) throws -> (any EntityObject)? {
         guard !mapping.description.identity.isEmpty else {
             throw typeMismatch([String: Any].self, node, path)
@@ -468,7 +468,7 @@ extension StoreDecoderImpl {
 
     /// An element of an array of entities: an object (upserted) or a bare identity; nil for an unknown bare
     /// identity that the unknown-reference policy ignores (left out of the result).
-    func decodeElement(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> (any EntityObject)? {
+    func decodeElement(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode) throws -> (any EntityObject)? {
         switch tape.kind(of: node) {
         case .object, .null: return try decodeEntity(mapping, node, path)
         default: return try bareReference(mapping, node, path)
@@ -476,7 +476,7 @@ extension StoreDecoderImpl {
     }
 
     /// The identity in a bare reference.
-    func referenceKey(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> Context.IdentityKey {
+    func referenceKey(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode) throws -> Context.IdentityKey {
         let description = mapping.description
         let attributes: [AttributeDescription] = description.identity.compactMap {
             if case .attribute(let attribute) = description.fields[$0] { attribute } else { nil }
@@ -516,7 +516,7 @@ extension StoreDecoderImpl {
 
     /// Decodes an array of entities, resolving every identity in it (nested objects and bare references
     /// included) with one query per entity before decoding the elements.
-    func decodeEntityArray(_ mapping: EntityMapping, _ node: Node, _ path: CodingPathNode) throws -> [any EntityObject] {
+    func decodeEntityArray(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode) throws -> [any EntityObject] {
         guard tape.kind(of: node) == .array else {
             if tape.kind(of: node) == .null { throw valueNotFound([Any].self, path) }
             throw typeMismatch([Any].self, node, path)
@@ -541,7 +541,7 @@ extension StoreDecoderImpl {
     }
 
     /// Looks up, with one query per entity, every identity that decoding these elements will need.
-    func prefetchIdentities(_ mapping: EntityMapping, _ elements: [Node]) throws {
+    func prefetchIdentities(_ mapping: EntitySchema, _ elements: [Node]) throws {
         try Self.prefetch(mapping, elements.map { (self, $0) }, context: context)
     }
 
@@ -551,7 +551,7 @@ extension StoreDecoderImpl {
     /// `keys`: the identities of `items`, when the caller collected them already (the importer, for the
     /// lookups it asked of its writer thread ahead of time).
     static func prefetch(
-        _ mapping: EntityMapping, _ items: [(StoreDecoderImpl, Node)], context: Context, keys collected: [[Context.IdentityKey]]? = nil
+        _ mapping: EntitySchema, _ items: [(StoreDecoderImpl, Node)], context: Context, keys collected: [[Context.IdentityKey]]? = nil
     ) throws {
         // Nothing to look up when every entity's identity index already knows all its stored objects (an
         // empty store, a first sync): skip reading the identities twice. Memberships may still need loading.
@@ -602,13 +602,13 @@ extension StoreDecoderImpl {
 
     /// The identities decoding `items` will look up, per entity (with repeats).
     /// Uses no context: the importer's reader thread runs it with a session of its own (``DecodingSession/init(model:options:)``).
-    static func collectKeys(_ mapping: EntityMapping, _ items: [(StoreDecoderImpl, Node)], model: StoreModel) -> [[Context.IdentityKey]] {
+    static func collectKeys(_ mapping: EntitySchema, _ items: [(StoreDecoderImpl, Node)], model: Schema) -> [[Context.IdentityKey]] {
         var keys: [[Context.IdentityKey]] = Array(repeating: [], count: model.mappings.count)
         for (impl, node) in items { impl.collectKeys(mapping, node, depth: 0, into: &keys) }
         return keys
     }
 
-    func collectKeys(_ mapping: EntityMapping, _ node: Node, depth: Int, into keys: inout [[Context.IdentityKey]]) {
+    func collectKeys(_ mapping: EntitySchema, _ node: Node, depth: Int, into keys: inout [[Context.IdentityKey]]) {
         guard depth < 16 else { return }
         switch tape.kind(of: node) {
         case .object: break

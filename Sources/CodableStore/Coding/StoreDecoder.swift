@@ -220,7 +220,7 @@ final class DecodingSession {
         return decodingContext
     }
     private let decodingContext: Context?
-    let model: StoreModel
+    let model: Schema
     let options: StoreDecoder.Options
     /// Converted keys, per raw key, when a key strategy is set.
     var convertedKeys: [String: String] = [:]
@@ -269,11 +269,11 @@ final class DecodingSession {
     }
 
     /// A session that only reads identities from JSON, for a thread other than the context's.
-    convenience init(model: StoreModel, options: StoreDecoder.Options) {
+    convenience init(model: Schema, options: StoreDecoder.Options) {
         self.init(context: nil, model: model, options: options)
     }
 
-    private init(context: Context?, model: StoreModel, options: StoreDecoder.Options) {
+    private init(context: Context?, model: Schema, options: StoreDecoder.Options) {
         self.decodingContext = context
         self.model = model
         self.options = options

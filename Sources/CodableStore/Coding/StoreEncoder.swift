@@ -148,7 +148,7 @@ struct EntityEncodingBox: Encodable {
     }
 
     private func encodeFields(
-        _ plan: [EncodingPlanNode], into container: inout KeyedEncodingContainer<AnyCodingKey>, _ mapping: EntityMapping,
+        _ plan: [EncodingPlanNode], into container: inout KeyedEncodingContainer<AnyCodingKey>, _ mapping: EntitySchema,
         _ context: Context, _ state: EncodingState
     ) throws {
         for node in plan {
@@ -196,7 +196,7 @@ struct EntityEncodingBox: Encodable {
 
     /// Whether every field under a key-path parent is nil (or left out as the way back): the parent is then
     /// `null` or left out, not an object of nulls. A to-many relationship is never nil (it is `[]` when empty).
-    private func isNil(_ plan: [EncodingPlanNode], _ mapping: EntityMapping, _ context: Context) -> Bool {
+    private func isNil(_ plan: [EncodingPlanNode], _ mapping: EntitySchema, _ context: Context) -> Bool {
         plan.allSatisfy { node in
             switch node.content {
             case .group(let children):
@@ -214,7 +214,7 @@ struct EntityEncodingBox: Encodable {
         }
     }
 
-    func encodeIdentity(to encoder: any Encoder, _ mapping: EntityMapping) throws {
+    func encodeIdentity(to encoder: any Encoder, _ mapping: EntitySchema) throws {
         let attributes: [AttributeDescription] = mapping.description.identity.compactMap {
             if case .attribute(let attribute) = mapping.description.fields[$0] { attribute } else { nil }
         }

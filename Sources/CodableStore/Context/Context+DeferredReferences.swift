@@ -36,7 +36,7 @@ extension Context {
     }
 
     /// Called for each inserted object while references wait for its entity.
-    func objectArrived(_ object: any EntityObject, _ mapping: EntityMapping, identity: IdentityKey?) {
+    func objectArrived(_ object: any EntityObject, _ mapping: EntitySchema, identity: IdentityKey?) {
         guard let waiting = pendingReferences[mapping.index], !waiting.isEmpty else { return }
         let key = identity ?? identityKey(of: object, mapping)
         guard let references = pendingReferences[mapping.index]?.removeValue(forKey: key) else { return }

@@ -129,7 +129,7 @@ extension Context {
     }
 
     /// The identity of an object, from its current attribute values.
-    func identityKey(of object: any EntityObject, _ mapping: EntityMapping) -> IdentityKey {
+    func identityKey(of object: any EntityObject, _ mapping: EntitySchema) -> IdentityKey {
         let identity = mapping.description.identity
         if identity.count == 1, case .attribute(let attribute) = mapping.description.fields[identity[0]] {
             return IdentityKey(single: attribute.value(of: object))
@@ -206,7 +206,7 @@ extension Context {
     }
 
     /// Reads the objects of these keys from the store, replacing their provisional `missing` marks.
-    private func lookUp(_ pending: [IdentityKey], _ mapping: EntityMapping, _ index: IdentityIndex) throws {
+    private func lookUp(_ pending: [IdentityKey], _ mapping: EntitySchema, _ index: IdentityIndex) throws {
         // Unwritten changes alter the answer only when they delete rows or change identities: new objects are in
         // the index already, and a row whose object is in memory is answered by that object. Not writing the
         // others here keeps a large decode from writing every batch, and values a later batch changes again.
@@ -343,7 +343,7 @@ final class IdentityFilter {
     }
 }
 
-extension EntityMapping {
+extension EntitySchema {
     /// The sizes of identity lookup statements, in identities: a lookup of n identities runs the smallest that
     /// holds them (the largest, repeatedly, beyond), so that a batch is one query, few statements are prepared
     /// per entity, and few slots are filled in vain (see `Statement/run(chunksOf:slots:bind:row:)`).

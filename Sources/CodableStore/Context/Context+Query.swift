@@ -159,7 +159,7 @@ extension Context {
         return count
     }
 
-    private func prepare<T: EntityObject>(_ type: T.Type, _ predicate: EntityPredicate<T>?) throws -> (EntityMapping, String, [SQLiteValue]) {
+    private func prepare<T: EntityObject>(_ type: T.Type, _ predicate: EntityPredicate<T>?) throws -> (EntitySchema, String, [SQLiteValue]) {
         try flush()
         let mapping = try model.mapping(for: T.self)
         guard let predicate else { return (mapping, "", []) }

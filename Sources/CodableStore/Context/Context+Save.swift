@@ -128,7 +128,7 @@ extension Context {
 
     /// Inserts new objects, grouped by entity, several rows per statement (as a hand-written importer
     /// would): fewer statement executions for SQLite to run. Foreign keys are checked at commit, so any order
-    /// is correct; parents go first (``StoreModel/insertOrder``) because a child row inserted before its
+    /// is correct; parents go first (``Schema/insertOrder``) because a child row inserted before its
     /// parent costs a deferred violation, and the parent's insert then a search of the child table.
     private func planInserts(_ emit: (WritePlan.Step) throws -> Void) rethrows {
         var byEntity: [[(object: any EntityObject, rowID: Int64)]] = Array(repeating: [], count: model.mappings.count)
@@ -140,8 +140,8 @@ extension Context {
             let objects = byEntity[entity]
             let mapping = model.mappings[entity]
             let width = mapping.insertColumnCount + 1
-            let fits = EntityMapping.insertBatchRows * width <= maximumVariableCount
-            let rowsPerStatement = fits ? EntityMapping.insertBatchRows : 1
+            let fits = EntitySchema.insertBatchRows * width <= maximumVariableCount
+            let rowsPerStatement = fits ? EntitySchema.insertBatchRows : 1
             var start = 0
             while start < objects.count {
                 let rows = objects.count - start >= rowsPerStatement ? rowsPerStatement : 1
@@ -164,7 +164,7 @@ extension Context {
 
     /// The stored value of a column of `object`: an attribute, a foreign key as the destination's row id, or
     /// NULL for a position (written afterwards).
-    private func value(of column: EntityMapping.Column, of object: any EntityObject) -> SQLiteValue {
+    private func value(of column: EntitySchema.Column, of object: any EntityObject) -> SQLiteValue {
         switch column.kind {
         case .attribute(let attribute):
             return attribute.value(of: object)
@@ -355,7 +355,7 @@ extension Context {
     }
 
     /// Each member's position in an ordered one-to-many relationship, written into its order column.
-    private func planOrderColumn(_ orderColumn: String, of members: [any EntityObject], in destination: EntityMapping, _ emit: (WritePlan.Step) throws -> Void) rethrows {
+    private func planOrderColumn(_ orderColumn: String, of members: [any EntityObject], in destination: EntitySchema, _ emit: (WritePlan.Step) throws -> Void) rethrows {
         for (position, member) in members.enumerated() {
             stamp(member.entityState)  // its row is written: held while the plan waits
             try emit(.setOrder(entity: destination.index, orderColumn: orderColumn, rowID: member.entityState.rowID, position: Int64(position)))

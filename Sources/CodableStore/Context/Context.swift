@@ -54,7 +54,7 @@ public final class Context {
     /// Whether this thread holds the connection in ``withSharedConnection(_:)`` (which nests: the decoder
     /// holds it across a batch's lookups, each of which asks for it again).
     private(set) var isSharingConnection = false
-    let model: StoreModel
+    let model: Schema
     /// The backend that runs the context's write plans.
     let storage: SQLiteStorage
     /// Whether inserts, deletes and saves are refused.
@@ -197,7 +197,7 @@ public final class Context {
     /// Makes the relationships of a kept object that reach a retired object unloaded, as if just read from
     /// the store; relationships among kept objects stay as they are (an issue's labels and user, kept because
     /// the next batch used them too).
-    private func forgetRetiredDestinations(_ object: any EntityObject, _ state: EntityState, _ mapping: EntityMapping, _ ending: Int) {
+    private func forgetRetiredDestinations(_ object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema, _ ending: Int) {
         for case let relationship? in mapping.relationships {
             let field = relationship.description.index
             if state.unloadedRelationships.contains(field) { continue }
@@ -275,11 +275,11 @@ public final class Context {
         }
     }
 
-    private func detach(_ object: any EntityObject, _ mapping: EntityMapping) {
+    private func detach(_ object: any EntityObject, _ mapping: EntitySchema) {
         detach(object, object.entityState, mapping)
     }
 
-    private func detach(_ object: any EntityObject, _ state: EntityState, _ mapping: EntityMapping) {
+    private func detach(_ object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema) {
         state.context = nil
         guard mapping.hasRelationships else { return }
         for case let relationship? in mapping.relationships {
@@ -332,13 +332,13 @@ public final class Context {
 
     /// Inserts an object the decoder just created with `init(row:)`: new, in no context, with empty
     /// relationships, so none of ``insertObject(_:identity:)``'s checks apply.
-    func insertCreated(_ object: any EntityObject, _ mapping: EntityMapping, identity: IdentityKey?) throws {
+    func insertCreated(_ object: any EntityObject, _ mapping: EntitySchema, identity: IdentityKey?) throws {
         if isReadOnly { throw StoreError.readOnly("insert") }
         try register(inserted: object, object.entityState, mapping, identity: identity)
     }
 
     private func register(
-        inserted object: any EntityObject, _ state: EntityState, _ mapping: EntityMapping, identity: IdentityKey?
+        inserted object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema, identity: IdentityKey?
     ) throws {
         let entity = mapping.index
         let rowID = try nextRowID(for: entity)
@@ -452,7 +452,7 @@ public final class Context {
 
     /// The object for the current row of `statement`: the registered one if the row is already in memory
     /// (its in-memory state wins), or a new one created with `init(row:)`.
-    func object(for mapping: EntityMapping, statement: Statement, columnOffset: Int32 = 0) throws -> any EntityObject {
+    func object(for mapping: EntitySchema, statement: Statement, columnOffset: Int32 = 0) throws -> any EntityObject {
         let rowID = statement.int64(at: columnOffset)
         if let existing = registries[mapping.index][rowID] {
             stamp(existing.entityState)
@@ -467,8 +467,8 @@ public final class Context {
     }
 
     /// The registered object for a stored row given as values (the row id, then the columns of
-    /// ``EntityMapping/selectSQL``), making it from them if it is not in memory.
-    func object(for mapping: EntityMapping, row: ArraySlice<SQLiteValue>) throws -> any EntityObject {
+    /// ``EntitySchema/selectSQL``), making it from them if it is not in memory.
+    func object(for mapping: EntitySchema, row: ArraySlice<SQLiteValue>) throws -> any EntityObject {
         guard case .integer(let rowID) = row.first else {
             throw StoreError(.invalidObject, "a stored row of \(mapping.name) without its row id", entity: mapping.name)
         }
@@ -481,7 +481,7 @@ public final class Context {
 
     /// Makes and registers the object of a stored row given as values (see ``object(for:row:)``), which the
     /// caller knows is not in memory.
-    func makeStoredObject(for mapping: EntityMapping, rowID: Int64, row: ArraySlice<SQLiteValue>) throws -> any EntityObject {
+    func makeStoredObject(for mapping: EntitySchema, rowID: Int64, row: ArraySlice<SQLiteValue>) throws -> any EntityObject {
         var values = Array(repeating: SQLiteValue.null, count: mapping.description.fields.count)
         for field in values.indices where mapping.columnOfField[field] > 0 {
             values[field] = row[row.startIndex + Int(mapping.columnOfField[field])]
@@ -496,7 +496,7 @@ public final class Context {
 
     /// Registers an object just read from the store: persistent, its to-many relationships unloaded, its
     /// to-one relationships unloaded with the foreign key `foreignKey(column)` gives (nil for NULL).
-    private func registerStored(_ object: any EntityObject, _ mapping: EntityMapping, rowID: Int64, foreignKey: (Int32) -> Int64?) {
+    private func registerStored(_ object: any EntityObject, _ mapping: EntitySchema, rowID: Int64, foreignKey: (Int32) -> Int64?) {
         let state = object.entityState
         state.context = self
         state.entityIndex = mapping.index

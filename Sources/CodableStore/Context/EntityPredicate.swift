@@ -167,18 +167,18 @@ public struct EntityPredicate<Root: EntityObject>: Sendable {
     }
 
     /// The SQL and arguments of the condition.
-    func sql(for mapping: EntityMapping, model: StoreModel) throws -> (String, [SQLiteValue]) {
+    func sql(for mapping: EntitySchema, model: Schema) throws -> (String, [SQLiteValue]) {
         var arguments: [SQLiteValue] = []
         let text = try Self.render(node, mapping, model, &arguments)
         return (text, arguments)
     }
 
-    private static func column(_ keyPath: KeyPathBox, _ mapping: EntityMapping) throws -> String {
+    private static func column(_ keyPath: KeyPathBox, _ mapping: EntitySchema) throws -> String {
         try mapping.column(for: keyPath.keyPath)
     }
 
     private static func render(
-        _ node: Node, _ mapping: EntityMapping, _ model: StoreModel, _ arguments: inout [SQLiteValue]
+        _ node: Node, _ mapping: EntitySchema, _ model: Schema, _ arguments: inout [SQLiteValue]
     ) throws -> String {
         switch node {
         case .comparison(let keyPath, let op, let value):
@@ -248,8 +248,8 @@ public struct EntityPredicate<Root: EntityObject>: Sendable {
     /// `SELECT <owner> AS "owner" FROM …`: the row id of the owner of every member of the to-many
     /// relationship that matches the condition (one row per membership; never NULL).
     private static func ownersOfMembers(
-        _ keyPath: KeyPathBox, _ destinationType: any EntityObject.Type, _ subquery: SubqueryBox?, _ mapping: EntityMapping,
-        _ model: StoreModel, _ arguments: inout [SQLiteValue]
+        _ keyPath: KeyPathBox, _ destinationType: any EntityObject.Type, _ subquery: SubqueryBox?, _ mapping: EntitySchema,
+        _ model: Schema, _ arguments: inout [SQLiteValue]
     ) throws -> String {
         guard let field = mapping.description.fieldIndex(for: keyPath.keyPath), let relationship = mapping.relationships[field],
             relationship.description.isToMany
@@ -284,7 +284,7 @@ public struct EntityPredicate<Root: EntityObject>: Sendable {
 
 /// A destination's predicate, type-erased, for ``EntityPredicate/through(_:_:)``.
 struct SubqueryBox: Sendable {
-    let render: @Sendable (EntityMapping, StoreModel) throws -> (String, [SQLiteValue])
+    let render: @Sendable (EntitySchema, Schema) throws -> (String, [SQLiteValue])
     init<Destination: EntityObject>(_ predicate: EntityPredicate<Destination>) {
         render = { mapping, model in try predicate.sql(for: mapping, model: model) }
     }
@@ -363,7 +363,7 @@ public struct Sort<Root: EntityObject>: Sendable {
     }
 
     /// The ORDER BY clause of the keys (then the row id, so that the order is stable).
-    static func orderBy(_ keys: [Sort], _ mapping: EntityMapping, model: StoreModel) throws(StoreError) -> String {
+    static func orderBy(_ keys: [Sort], _ mapping: EntitySchema, model: Schema) throws(StoreError) -> String {
         var terms: [String] = []
         for key in keys {
             var term = try mapping.column(for: key.keyPath.keyPath)

@@ -7,7 +7,7 @@ import Foundation
 #endif
 
 /// The model as recorded in the store's metadata table, compared on open with the declared one.
-struct ModelSnapshot: Codable, Equatable, Sendable {
+struct SchemaSnapshot: Codable, Equatable, Sendable {
     struct Attribute: Codable, Equatable, Sendable {
         var name: String
         var type: String
@@ -38,7 +38,7 @@ struct ModelSnapshot: Codable, Equatable, Sendable {
     var entities: [Entity]
     var joinTables: [String]
 
-    init(_ model: StoreModel) {
+    init(_ model: Schema) {
         entities = model.mappings.map { mapping in
             Entity(
                 name: mapping.name,
@@ -62,7 +62,7 @@ struct ModelSnapshot: Codable, Equatable, Sendable {
 
     /// The differences from `stored` (what is on disk) to `self` (what is declared), split into those that
     /// can be applied by adding tables and columns and those that cannot.
-    func differences(from stored: ModelSnapshot) -> (additive: [String], incompatible: [String]) {
+    func differences(from stored: SchemaSnapshot) -> (additive: [String], incompatible: [String]) {
         var additive: [String] = []
         var incompatible: [String] = []
         let storedEntities = Dictionary(stored.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
@@ -143,8 +143,8 @@ enum SchemaManager {
     ///
     /// Most opens find the model as declared: a read transaction says so without waiting for another process's
     /// write (an import holds the write lock for its whole run). Anything else happens in one write transaction.
-    static func prepare(_ connection: Connection, model: StoreModel, policy: SchemaChangePolicy, logger: Logger) throws {
-        let declared = ModelSnapshot(model)
+    static func prepare(_ connection: Connection, model: Schema, policy: SchemaChangePolicy, logger: Logger) throws {
+        let declared = SchemaSnapshot(model)
         if try connection.inTransaction(.deferred, { try isCurrent(declared, model: model, on: connection) }) { return }
         try connection.inWriteTransaction {
             try migrate(to: declared, model: model, policy: policy, on: connection, logger: logger)
@@ -154,9 +154,9 @@ enum SchemaManager {
     }
 
     /// Whether the store holds the declared model and every index it needs.
-    private static func isCurrent(_ declared: ModelSnapshot, model: StoreModel, on connection: Connection) throws -> Bool {
+    private static func isCurrent(_ declared: SchemaSnapshot, model: Schema, on connection: Connection) throws -> Bool {
         guard let json = try storedModelJSON(connection),
-            let stored = try? JSONDecoder().decode(ModelSnapshot.self, from: Data(json.utf8)), stored == declared
+            let stored = try? JSONDecoder().decode(SchemaSnapshot.self, from: Data(json.utf8)), stored == declared
         else { return false }
         return try missingIndexes(model, on: connection).isEmpty
     }
@@ -174,7 +174,7 @@ enum SchemaManager {
 
     /// Creates the schema, or brings the stored one to the declared one, in the caller's write transaction.
     private static func migrate(
-        to declared: ModelSnapshot, model: StoreModel, policy: SchemaChangePolicy, on connection: Connection, logger: Logger
+        to declared: SchemaSnapshot, model: Schema, policy: SchemaChangePolicy, on connection: Connection, logger: Logger
     ) throws {
         try connection.execute(
             sql: "CREATE TABLE IF NOT EXISTS \(quoteIdentifier(metadataTable)) (\"key\" TEXT PRIMARY KEY, \"value\" TEXT NOT NULL)")
@@ -190,9 +190,9 @@ enum SchemaManager {
             try record(declared, on: connection)
             return
         }
-        let stored: ModelSnapshot
+        let stored: SchemaSnapshot
         do {
-            stored = try JSONDecoder().decode(ModelSnapshot.self, from: Data(json.utf8))
+            stored = try JSONDecoder().decode(SchemaSnapshot.self, from: Data(json.utf8))
         } catch {
             throw StoreError(.schemaMismatch, "the stored model cannot be read: \(error)", cause: error)
         }
@@ -229,7 +229,7 @@ enum SchemaManager {
         ).compactMap { if case .text(let name) = $0[0] { name } else { nil } }
     }
 
-    private static func record(_ snapshot: ModelSnapshot, on connection: Connection) throws {
+    private static func record(_ snapshot: SchemaSnapshot, on connection: Connection) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let json = String(decoding: try encoder.encode(snapshot), as: UTF8.self)
@@ -238,7 +238,7 @@ enum SchemaManager {
             arguments: [.text(json)])
     }
 
-    private static func dropAll(stored: ModelSnapshot, on connection: Connection) throws {
+    private static func dropAll(stored: SchemaSnapshot, on connection: Connection) throws {
         // Foreign keys would make the drop order matter; they are checked at commit, when all are gone.
         for table in stored.joinTables + stored.entities.map(\.name) {
             try connection.execute(sql: "DROP TABLE IF EXISTS \(quoteIdentifier(table))")
@@ -247,7 +247,7 @@ enum SchemaManager {
 
     // MARK: - DDL
 
-    static func columnDefinition(_ column: EntityMapping.Column, model: StoreModel) -> String {
+    static func columnDefinition(_ column: EntitySchema.Column, model: Schema) -> String {
         let name = quoteIdentifier(column.name)
         switch column.kind {
         case .attribute(let attribute):
@@ -263,18 +263,18 @@ enum SchemaManager {
         }
     }
 
-    static func createTable(_ mapping: EntityMapping, model: StoreModel, on connection: Connection) throws {
+    static func createTable(_ mapping: EntitySchema, model: Schema, on connection: Connection) throws {
         let table = quoteIdentifier(mapping.name)
         let definitions = ["\"_pk\" INTEGER PRIMARY KEY"] + mapping.columns.map { columnDefinition($0, model: model) }
         try connection.execute(sql: "CREATE TABLE \(table) (\(definitions.joined(separator: ", ")))")
         for index in requiredIndexes(of: mapping) { try create(index, on: connection) }
     }
 
-    static func createIndex(_ index: ModelSnapshot.Index, of mapping: EntityMapping, on connection: Connection) throws {
+    static func createIndex(_ index: SchemaSnapshot.Index, of mapping: EntitySchema, on connection: Connection) throws {
         try create(RequiredIndex(name: index.name, table: mapping.name, columns: index.columns, isUnique: index.unique), on: connection)
     }
 
-    static func createForeignKeyIndex(_ mapping: EntityMapping, column: String, on connection: Connection) throws {
+    static func createForeignKeyIndex(_ mapping: EntitySchema, column: String, on connection: Connection) throws {
         try create(.foreignKey(of: mapping.name, column: column), on: connection)
     }
 
@@ -287,7 +287,7 @@ enum SchemaManager {
         var columns: [String]
         var isUnique: Bool
 
-        static func identity(of mapping: EntityMapping) -> RequiredIndex {
+        static func identity(of mapping: EntitySchema) -> RequiredIndex {
             RequiredIndex(name: "\(mapping.name)_identity", table: mapping.name, columns: mapping.identityColumns, isUnique: true)
         }
         static func foreignKey(of table: String, column: String) -> RequiredIndex {
@@ -296,7 +296,7 @@ enum SchemaManager {
     }
 
     /// The identity's unique index (what keeps identities unique), one per foreign key, and the declared ones.
-    static func requiredIndexes(of mapping: EntityMapping) -> [RequiredIndex] {
+    static func requiredIndexes(of mapping: EntitySchema) -> [RequiredIndex] {
         var indexes: [RequiredIndex] = []
         if !mapping.identityColumns.isEmpty { indexes.append(.identity(of: mapping)) }
         for column in mapping.columns {
@@ -308,7 +308,7 @@ enum SchemaManager {
         return indexes
     }
 
-    static func requiredIndexes(of model: StoreModel) -> [RequiredIndex] {
+    static func requiredIndexes(of model: Schema) -> [RequiredIndex] {
         model.mappings.flatMap(requiredIndexes(of:))
             + model.joinTables.map { .foreignKey(of: $0.name, column: "target") }
     }
@@ -321,7 +321,7 @@ enum SchemaManager {
 
     /// The required indexes that the file lacks, or has without their uniqueness: dropped by hand or by another
     /// tool. (Only their names and uniqueness are compared: a store never changes an index's columns.)
-    private static func missingIndexes(_ model: StoreModel, on connection: Connection) throws -> [RequiredIndex] {
+    private static func missingIndexes(_ model: Schema, on connection: Connection) throws -> [RequiredIndex] {
         var existing: [String: Bool] = [:]
         for row in try connection.rows(sql: "SELECT name, sql FROM sqlite_master WHERE type = 'index'") {
             guard case .text(let name) = row[0] else { continue }
@@ -332,7 +332,7 @@ enum SchemaManager {
 
     /// Recreates the missing indexes. A unique one that cannot be, because the table now holds duplicates, is
     /// an error that says which: the store never runs without the uniqueness its identities rely on.
-    private static func restoreMissingIndexes(_ model: StoreModel, on connection: Connection, logger: Logger) throws {
+    private static func restoreMissingIndexes(_ model: Schema, on connection: Connection, logger: Logger) throws {
         for index in try missingIndexes(model, on: connection) {
             logger.warning("index restored", metadata: ["index": "\(index.name)", "table": "\(index.table)"])
             try connection.execute(sql: "DROP INDEX IF EXISTS \(quoteIdentifier(index.name))")
@@ -357,7 +357,7 @@ enum SchemaManager {
         }
     }
 
-    static func createJoinTable(_ join: JoinTable, model: StoreModel, on connection: Connection) throws {
+    static func createJoinTable(_ join: JoinTable, model: Schema, on connection: Connection) throws {
         let source = quoteIdentifier(model.mappings[join.source].name)
         let target = quoteIdentifier(model.mappings[join.target].name)
         try connection.execute(
@@ -370,12 +370,12 @@ enum SchemaManager {
         try create(.foreignKey(of: join.name, column: "target"), on: connection)
     }
 
-    static func create(_ model: StoreModel, on connection: Connection) throws {
+    static func create(_ model: Schema, on connection: Connection) throws {
         for mapping in model.mappings { try createTable(mapping, model: model, on: connection) }
         for join in model.joinTables { try createJoinTable(join, model: model, on: connection) }
     }
 
-    static func migrateAdditively(from stored: ModelSnapshot, to model: StoreModel, on connection: Connection) throws {
+    static func migrateAdditively(from stored: SchemaSnapshot, to model: Schema, on connection: Connection) throws {
         let storedEntities = Dictionary(stored.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for mapping in model.mappings {
             guard let old = storedEntities[mapping.name] else {

@@ -73,7 +73,7 @@ public final class Store: Sendable {
     public let path: String
     /// Whether the data lives only in memory.
     public let isInMemory: Bool
-    let model: StoreModel
+    let model: Schema
     /// How the model's rows are written in SQLite: the backend side of the context's write plans.
     let storage: SQLiteStorage
     let options: Options
@@ -101,7 +101,7 @@ public final class Store: Sendable {
     }
 
     private init(path: String, inMemory: Bool, entities: [any EntityObject.Type], options: Options) throws {
-        let model = try StoreModel(entities: entities)
+        let model = try Schema(entities: entities)
         let connection = try Connection(path: path, busyTimeout: options.busyTimeout, vfs: options.vfs)
         if !inMemory {
             if connection.isReadOnly {

@@ -11,8 +11,8 @@ struct WritePlan: Sendable {
     enum Step: Sendable {
         /// Deletes a row.
         case delete(entity: Int, rowID: Int64)
-        /// Inserts `rows` rows (1 or ``EntityMapping/insertBatchRows``): per row, the row id and then the
-        /// insert columns (``EntityMapping/insertColumnCount`` values).
+        /// Inserts `rows` rows (1 or ``EntitySchema/insertBatchRows``): per row, the row id and then the
+        /// insert columns (``EntitySchema/insertColumnCount`` values).
         case insert(entity: Int, rows: Int, values: [SQLiteValue])
         /// Updates the changed columns of one stored row: `values` are the new values of `fields`, in order,
         /// then the row id.
@@ -61,7 +61,7 @@ struct StoredRows: Sendable {
 }
 
 /// Identity lookups run for a context ahead of time, by its ``DeferredWriter`` between two plans: per entity, the
-/// keys, and once ``isDone``, the stored rows found (the row id then the columns of ``EntityMapping/selectSQL``).
+/// keys, and once ``isDone``, the stored rows found (the row id then the columns of ``EntitySchema/selectSQL``).
 /// ``Context/adoptLookup(_:)`` takes them.
 final class Lookahead: @unchecked Sendable {
     // @unchecked: `rows`, `membershipRows` and `isDone` are written by the writer thread under its monitor, and

@@ -16,7 +16,7 @@ struct BatchLookup {
 
     /// Prepares a batch and hands its lookahead to the writer.
     init(
-        _ records: [JSONRecord], mapping: EntityMapping, context: Context, options: StoreDecoder.Options,
+        _ records: [JSONRecord], mapping: EntitySchema, context: Context, options: StoreDecoder.Options,
         collected: Keys?, writer: WriteBehind
     ) throws {
         let model = context.model
@@ -85,10 +85,10 @@ struct BatchLookup {
     /// a `DateFormatter` (``StoreDecoder/DateDecodingStrategy/formatted(_:)``).
     final class Collector: @unchecked Sendable {
         // @unchecked: made by the importer, then used by the reader thread alone.
-        private let mapping: EntityMapping
+        private let mapping: EntitySchema
         private let session: DecodingSession
 
-        init?(_ mapping: EntityMapping, model: StoreModel, options: StoreDecoder.Options) {
+        init?(_ mapping: EntitySchema, model: Schema, options: StoreDecoder.Options) {
             var usesFormatter = false
             if case .formatted = options.dateDecodingStrategy { usesFormatter = true }
             for entity in model.mappings {

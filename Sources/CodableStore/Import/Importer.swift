@@ -4,8 +4,8 @@ import Logging
 final class Importer {
     let connection: Connection
     let storage: SQLiteStorage
-    let model: StoreModel
-    let mapping: EntityMapping
+    let model: Schema
+    let mapping: EntitySchema
     let options: ImportOptions
     let context: Context
     var report = ImportReport()
@@ -22,7 +22,7 @@ final class Importer {
     /// While writing behind: the number of plans handed to the writer before the current batch.
     var plansBeforeThisBatch = 0
 
-    init(connection: Connection, storage: SQLiteStorage, mapping: EntityMapping, options: ImportOptions) {
+    init(connection: Connection, storage: SQLiteStorage, mapping: EntitySchema, options: ImportOptions) {
         self.connection = connection
         self.storage = storage
         self.model = storage.model

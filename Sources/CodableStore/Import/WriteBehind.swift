@@ -20,7 +20,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     // only by the writer thread (and by `finish()` after it ended); the connection under `access`.
     private let connection: Connection
     private let storage: SQLiteStorage
-    private let model: StoreModel
+    private let model: Schema
     private let worker = Worker()
     private var monitor: Monitor { worker.monitor }
     /// Who uses the connection; the context has priority: it waits for at most one statement of the writer,
@@ -211,7 +211,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
 
     /// The stored rows of these identities, as values: the row id, then the columns of `selectSQL`.
     private static func lookUp(
-        _ keys: [Context.IdentityKey], _ mapping: EntityMapping, connection: Connection,
+        _ keys: [Context.IdentityKey], _ mapping: EntitySchema, connection: Connection,
         statements: (String) throws -> Statement
     ) throws -> StoredRows {
         let width = Int32(mapping.insertColumnCount + 1)

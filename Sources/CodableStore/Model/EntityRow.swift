@@ -7,18 +7,18 @@ public struct EntityRow {
     /// The current row of a statement, or (when nil) values by field index: the decoder creating an object.
     @usableFromInline let statement: Statement?
     @usableFromInline let values: [SQLiteValue]
-    let mapping: EntityMapping
+    let mapping: EntitySchema
     /// Where the entity's columns start in the statement's result (after extra leading columns).
     private let columnOffset: Int32
 
-    init(statement: Statement, mapping: EntityMapping, columnOffset: Int32 = 0) {
+    init(statement: Statement, mapping: EntitySchema, columnOffset: Int32 = 0) {
         self.statement = statement
         self.values = []
         self.mapping = mapping
         self.columnOffset = columnOffset
     }
 
-    init(values: [SQLiteValue], mapping: EntityMapping) {
+    init(values: [SQLiteValue], mapping: EntitySchema) {
         self.statement = nil
         self.values = values
         self.mapping = mapping

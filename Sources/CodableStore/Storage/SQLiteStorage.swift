@@ -3,7 +3,7 @@
 /// row ids and values); only this type knows how SQLite says it. A PostgreSQL backend would run the same steps
 /// in its dialect.
 final class SQLiteStorage: Sendable {
-    let model: StoreModel
+    let model: Schema
     private let entities: [EntityStatements]
     private let joinTables: [JoinStatements]
     /// UPDATE statements by entity and changed fields, made on first use.
@@ -11,7 +11,7 @@ final class SQLiteStorage: Sendable {
 
     /// The statements of one entity's table.
     private struct EntityStatements: Sendable {
-        /// `INSERT OR FAIL INTO "T" ("_pk", …) VALUES (?, …)` for one row, and for ``EntityMapping/insertBatchRows``.
+        /// `INSERT OR FAIL INTO "T" ("_pk", …) VALUES (?, …)` for one row, and for ``EntitySchema/insertBatchRows``.
         let insert: String
         let insertBatch: String
         let delete: String
@@ -37,7 +37,7 @@ final class SQLiteStorage: Sendable {
         let fields: [Int]
     }
 
-    init(model: StoreModel) {
+    init(model: Schema) {
         self.model = model
         entities = model.mappings.map { mapping in
             let table = quoteIdentifier(mapping.name)
@@ -50,7 +50,7 @@ final class SQLiteStorage: Sendable {
             let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
             return EntityStatements(
                 insert: prefix + row,
-                insertBatch: prefix + Array(repeating: row, count: EntityMapping.insertBatchRows).joined(separator: ", "),
+                insertBatch: prefix + Array(repeating: row, count: EntitySchema.insertBatchRows).joined(separator: ", "),
                 delete: "DELETE FROM \(table) WHERE \"_pk\" = ?")
         }
         joinTables = model.joinTables.map { join in
@@ -139,7 +139,7 @@ final class SQLiteStorage: Sendable {
     /// FAIL kept the rows before the failing one: those fail again on their row id (ours, so only they can),
     /// and are skipped.
     private func insertConflict(
-        _ mapping: EntityMapping, rows: Int, values: [SQLiteValue], _ error: SQLiteError,
+        _ mapping: EntitySchema, rows: Int, values: [SQLiteValue], _ error: SQLiteError,
         statements: (String) throws -> Statement
     ) throws -> StoreError {
         let width = mapping.insertColumnCount + 1
@@ -161,7 +161,7 @@ final class SQLiteStorage: Sendable {
     /// The identity conflict of an UPDATE: the identity is the new value of each identity attribute the update
     /// changes, and the stored value of the others (the failed statement changed nothing).
     private func updateConflict(
-        _ mapping: EntityMapping, fields: [Int], values: [SQLiteValue], _ error: SQLiteError,
+        _ mapping: EntitySchema, fields: [Int], values: [SQLiteValue], _ error: SQLiteError,
         statements: (String) throws -> Statement
     ) throws -> StoreError {
         guard case .integer(let rowID) = values.last else { return identityConflict(mapping, error) { _ in .null } }
@@ -176,7 +176,7 @@ final class SQLiteStorage: Sendable {
     }
 
     private func identityConflict(
-        _ mapping: EntityMapping, _ error: SQLiteError, value: (Int) -> SQLiteValue
+        _ mapping: EntitySchema, _ error: SQLiteError, value: (Int) -> SQLiteValue
     ) -> StoreError {
         let values = mapping.description.identity.map { field -> String in
             guard case .attribute(let attribute) = mapping.description.fields[field] else { return "?" }

@@ -36,7 +36,7 @@ import Testing
             let items = records.map { StoreDecoderImpl.item(for: $0, session) }
             return StoreDecoderImpl.collectKeys(mapping, items, model: context.model).map { $0.map(\.values) }
         }
-        let model = try StoreModel(entities: issueEntities)
+        let model = try Schema(entities: issueEntities)
         let collector = try #require(BatchLookup.Collector(try model.mapping(for: GitIssue.self), model: model, options: options))
         let collected = collector.identities(of: records)
         #expect(collected.all.map { $0.map(\.values) } == expected)
@@ -50,7 +50,7 @@ import Testing
     }
 
     @Test func notWhenAnIdentityIsReadWithADateFormatter() throws {
-        let model = try StoreModel(entities: [Reading.self])
+        let model = try Schema(entities: [Reading.self])
         let mapping = try model.mapping(for: Reading.self)
         let decoder = StoreDecoder()
         decoder.dateDecodingStrategy = .iso8601

@@ -11,8 +11,8 @@
 ///   `<Entity>_<relationship>` with `source`, `target` and `position` columns. A many-to-many pair shares one
 ///   table, owned by the ordered side (or the first by name when both or neither are ordered); positions are
 ///   kept for the owning side only.
-final class StoreModel: Sendable {
-    let mappings: [EntityMapping]
+final class Schema: Sendable {
+    let mappings: [EntitySchema]
     let joinTables: [JoinTable]
     /// Whether some ordered to-many relationship keeps positions in a column of its destination.
     let hasOrderedForeignKeyRelationships: Bool
@@ -151,7 +151,7 @@ final class StoreModel: Sendable {
                 }
             }
         }
-        var mappings: [EntityMapping] = []
+        var mappings: [EntitySchema] = []
         for (entity, description) in descriptions.enumerated() {
             var resolved: [ResolvedRelationship?] = Array(repeating: nil, count: description.fields.count)
             for relationship in description.relationships {
@@ -169,7 +169,7 @@ final class StoreModel: Sendable {
                 referencePolicies = resolvedPolicies.policies
                 problems += resolvedPolicies.problems
             }
-            let mapping = EntityMapping(
+            let mapping = EntitySchema(
                 index: entity, description: description, relationships: resolved, orderColumns: orderColumns[entity],
                 referencePolicies: referencePolicies)
             let columnNames = mapping.columns.map(\.name)
@@ -216,14 +216,14 @@ final class StoreModel: Sendable {
         self.indexByType = indexByType
     }
 
-    func mapping(for type: any EntityObject.Type) throws(StoreError) -> EntityMapping {
+    func mapping(for type: any EntityObject.Type) throws(StoreError) -> EntitySchema {
         guard let index = indexByType[ObjectIdentifier(type)] else { throw StoreError.unknownEntity(type) }
         return mappings[index]
     }
 
     /// The mapping of an object's entity. Takes an existential on purpose: a generic version, inlined where
     /// existentials are opened repeatedly, crashed the Swift 6.3.1 SIL optimizer (CSE) in release builds.
-    func mapping(of object: any EntityObject) throws(StoreError) -> EntityMapping {
+    func mapping(of object: any EntityObject) throws(StoreError) -> EntitySchema {
         let index = object.entityState.entityIndex
         if index >= 0 { return mappings[index] }
         let type: any EntityObject.Type = Swift.type(of: object)
@@ -298,7 +298,7 @@ final class JoinTable: Sendable {
 }
 
 /// One entity's table: columns, and the SQL to read and write its rows.
-final class EntityMapping: Sendable {
+final class EntitySchema: Sendable {
     struct Column: Sendable {
         enum Kind: Sendable {
             case attribute(AttributeDescription)
@@ -361,7 +361,7 @@ final class EntityMapping: Sendable {
     /// without touching the nested arrays of ``jsonKeys``.
     let singleJSONKeys: [JSONKey?]
     /// The declared indexes, with their names and columns.
-    let indexes: [ModelSnapshot.Index]
+    let indexes: [SchemaSnapshot.Index]
 
     /// The quoted column of the attribute or to-one relationship a key path names.
     func column(for keyPath: AnyKeyPath) throws(StoreError) -> String {
@@ -432,7 +432,7 @@ final class EntityMapping: Sendable {
         self.singleJSONKeys = description.codingKeyPaths.map { path in path?.count == 1 ? JSONKey(path![0]) : nil }
         self.indexes = description.indexes.map { index in
             let columns = index.fields.compactMap { columnNameOfField[$0] }
-            return ModelSnapshot.Index(
+            return SchemaSnapshot.Index(
                 name: "\(description.name)_index_" + columns.joined(separator: "_"), columns: columns, unique: index.isUnique)
         }
     }
