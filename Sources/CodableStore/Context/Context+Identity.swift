@@ -1,5 +1,7 @@
-/// Identity lookups for upserts: an in-memory index of the context's objects by identity, filled in batches
-/// with one query per entity and chunk, so decoding an array never queries once per element.
+/// The identity map: how upserts find objects by identity. An ``IdentityKey`` per object; per entity an
+/// ``IdentityIndex`` of the context's objects by key (with the keys the store is known not to have), filled in
+/// batches with one query per entity and chunk, so decoding an array never queries once per element; and, for an
+/// import into an empty table, an ``IdentityFilter`` of the keys inserted so far.
 extension Context {
     /// The identity values of one object: one value for a single identity, several for a composite one.
     struct IdentityKey: Hashable, Sendable {
@@ -93,6 +95,67 @@ extension Context {
             mutating func update<Result>(_ key: IdentityKey, _ body: (inout Entry?) -> Result) -> Result {
                 if let integer = key.singleInteger { return body(&integers[integer]) }
                 return body(&others[key])
+            }
+        }
+    }
+
+    /// A Bloom filter of identity keys: `mayContain` is false only for keys never inserted. About 1% false
+    /// positives at 10 bits per key (1.2 MB for a million); past its capacity it adds a layer twice as large
+    /// (each layer adds its ~1%), so it never needs to know the final count. A false positive only costs a query.
+    ///
+    /// Blocked: all the probes of a key fall in one 64-byte block (one cache line), so a lookup in a filter far
+    /// larger than the CPU caches costs one memory access instead of one per probe.
+    final class IdentityFilter {
+        private var layers: [(words: [UInt64], capacity: Int, count: Int)] = []
+        private static let hashes = 7
+        private static let wordsPerBlock = 8
+
+        init(expectedCount: Int) {
+            addLayer(capacity: max(expectedCount, 1 << 16))
+        }
+
+        private func addLayer(capacity: Int) {
+            // ~10 bits per key, in whole blocks of 512 bits.
+            let blocks = (capacity * 10 + 511) / 512
+            layers.append((Array(repeating: 0, count: blocks * Self.wordsPerBlock), capacity, 0))
+        }
+
+        /// The block and the key's bits in each of its words (8 words, 7 bits set in all).
+        private static func probes(_ key: IdentityKey, words: Int) -> (block: Int, bits: SIMD8<UInt64>) {
+            var hasher = Hasher()
+            hasher.combine(key)
+            let hash = UInt64(bitPattern: Int64(hasher.finalize()))
+            let block = Int((hash >> 32) % UInt64(words / wordsPerBlock)) * wordsPerBlock
+            // Seven 9-bit positions in the block from a second, remixed hash.
+            var positions = hash &* 0x9E37_79B9_7F4A_7C15
+            positions ^= positions >> 29
+            var bits = SIMD8<UInt64>(repeating: 0)
+            for _ in 0..<hashes {
+                let position = Int(positions & 511)
+                bits[position >> 6] |= 1 << UInt64(position & 63)
+                positions >>= 9
+            }
+            return (block, bits)
+        }
+
+        func insert(_ key: IdentityKey) {
+            if layers[layers.count - 1].count >= layers[layers.count - 1].capacity {
+                addLayer(capacity: layers[layers.count - 1].capacity * 2)
+            }
+            let last = layers.count - 1
+            let (block, bits) = Self.probes(key, words: layers[last].words.count)
+            layers[last].words.withUnsafeMutableBufferPointer { words in
+                for word in 0..<Self.wordsPerBlock { words[block + word] |= bits[word] }
+            }
+            layers[last].count += 1
+        }
+
+        func mayContain(_ key: IdentityKey) -> Bool {
+            layers.contains { layer in
+                let (block, bits) = Self.probes(key, words: layer.words.count)
+                return layer.words.withUnsafeBufferPointer { words in
+                    (0..<Self.wordsPerBlock).allSatisfy { words[block + $0] & bits[$0] == bits[$0] }
+                }
             }
         }
     }
@@ -282,66 +345,6 @@ extension Context {
     }
 }
 
-/// A Bloom filter of identity keys: `mayContain` is false only for keys never inserted. About 1% false
-/// positives at 10 bits per key (1.2 MB for a million); past its capacity it adds a layer twice as large
-/// (each layer adds its ~1%), so it never needs to know the final count. A false positive only costs a query.
-///
-/// Blocked: all the probes of a key fall in one 64-byte block (one cache line), so a lookup in a filter far
-/// larger than the CPU caches costs one memory access instead of one per probe.
-final class IdentityFilter {
-    private var layers: [(words: [UInt64], capacity: Int, count: Int)] = []
-    private static let hashes = 7
-    private static let wordsPerBlock = 8
-
-    init(expectedCount: Int) {
-        addLayer(capacity: max(expectedCount, 1 << 16))
-    }
-
-    private func addLayer(capacity: Int) {
-        // ~10 bits per key, in whole blocks of 512 bits.
-        let blocks = (capacity * 10 + 511) / 512
-        layers.append((Array(repeating: 0, count: blocks * Self.wordsPerBlock), capacity, 0))
-    }
-
-    /// The block and the key's bits in each of its words (8 words, 7 bits set in all).
-    private static func probes(_ key: Context.IdentityKey, words: Int) -> (block: Int, bits: SIMD8<UInt64>) {
-        var hasher = Hasher()
-        hasher.combine(key)
-        let hash = UInt64(bitPattern: Int64(hasher.finalize()))
-        let block = Int((hash >> 32) % UInt64(words / wordsPerBlock)) * wordsPerBlock
-        // Seven 9-bit positions in the block from a second, remixed hash.
-        var positions = hash &* 0x9E37_79B9_7F4A_7C15
-        positions ^= positions >> 29
-        var bits = SIMD8<UInt64>(repeating: 0)
-        for _ in 0..<hashes {
-            let position = Int(positions & 511)
-            bits[position >> 6] |= 1 << UInt64(position & 63)
-            positions >>= 9
-        }
-        return (block, bits)
-    }
-
-    func insert(_ key: Context.IdentityKey) {
-        if layers[layers.count - 1].count >= layers[layers.count - 1].capacity {
-            addLayer(capacity: layers[layers.count - 1].capacity * 2)
-        }
-        let last = layers.count - 1
-        let (block, bits) = Self.probes(key, words: layers[last].words.count)
-        layers[last].words.withUnsafeMutableBufferPointer { words in
-            for word in 0..<Self.wordsPerBlock { words[block + word] |= bits[word] }
-        }
-        layers[last].count += 1
-    }
-
-    func mayContain(_ key: Context.IdentityKey) -> Bool {
-        layers.contains { layer in
-            let (block, bits) = Self.probes(key, words: layer.words.count)
-            return layer.words.withUnsafeBufferPointer { words in
-                (0..<Self.wordsPerBlock).allSatisfy { words[block + $0] & bits[$0] == bits[$0] }
-            }
-        }
-    }
-}
 
 extension EntitySchema {
     /// The sizes of identity lookup statements, in identities: a lookup of n identities runs the smallest that

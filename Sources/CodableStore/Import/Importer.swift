@@ -128,7 +128,7 @@ final class Importer {
         // Into an empty table in one transaction, every stored row of the entity is one this import inserted: a
         // filter of those identities answers most lookups of new records without a query.
         if !options.commitEveryBatch, !mapping.identityColumns.isEmpty, try context.isTableEmpty(mapping.index) {
-            context.insertedIdentities[mapping.index] = IdentityFilter(expectedCount: (totalBytes ?? 0) / 256)
+            context.insertedIdentities[mapping.index] = Context.IdentityFilter(expectedCount: (totalBytes ?? 0) / 256)
         }
         guard options.failurePolicy == .stop, !options.commitEveryBatch else { return }
         let started = WriteBehind(connection: connection, storage: storage)

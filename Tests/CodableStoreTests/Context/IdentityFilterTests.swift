@@ -7,7 +7,7 @@ import Testing
     private func key(_ value: Int) -> Context.IdentityKey { Context.IdentityKey(single: .integer(Int64(value))) }
 
     @Test func noFalseNegativesAndFewFalsePositivesAcrossGrowth() {
-        let filter = IdentityFilter(expectedCount: 1 << 16)  // grows twice past its first layer
+        let filter = Context.IdentityFilter(expectedCount: 1 << 16)  // grows twice past its first layer
         let inserted = 200_000
         for value in 0..<inserted { filter.insert(key(value * 7)) }
         #expect((0..<inserted).allSatisfy { filter.mayContain(key($0 * 7)) })
@@ -17,7 +17,7 @@ import Testing
     }
 
     @Test func compositeAndTextKeys() {
-        let filter = IdentityFilter(expectedCount: 1_000)
+        let filter = Context.IdentityFilter(expectedCount: 1_000)
         let keys = (0..<1_000).map { Context.IdentityKey([.text("team-\($0)"), .integer(Int64($0))]) }
         for key in keys { filter.insert(key) }
         #expect(keys.allSatisfy(filter.mayContain))
