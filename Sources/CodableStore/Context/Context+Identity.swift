@@ -277,7 +277,7 @@ extension Context {
         // Keys no object in memory answers: rows a writer thread may still be writing are all of objects in
         // memory (see ``DeferredWriter``), so this query need not wait for it.
         try withSharedConnection { connection in
-            try mapping.lookUp(pending, maximumVariableCount: maximumVariableCount) { sql in
+            try storage.lookUp(pending, entity: mapping.index, maximumVariableCount: maximumVariableCount) { sql in
                 try connection.cachedStatement(sql: sql)
             } row: { statement in
                 let object = try object(for: mapping, statement: statement)
@@ -312,8 +312,8 @@ extension Context {
         }
         guard let first = lookup.keys.first, !made.isEmpty else { return }
         let mapping = model.mappings[first.entity]
-        for (membership, rows) in zip(lookup.memberships, lookup.membershipRows) {
-            guard let relationship = mapping.relationships[membership.field] else { continue }
+        for (field, rows) in zip(lookup.memberships, lookup.membershipRows) {
+            guard let relationship = mapping.relationships[field] else { continue }
             let destination = model.mappings[relationship.destination]
             var members: [Int64: [any EntityObject]] = [:]
             for row in 0..<rows.count {
@@ -321,8 +321,8 @@ extension Context {
                 guard case .integer(let owner) = row.first, made[owner] != nil else { continue }
                 members[owner, default: []].append(try object(for: destination, row: row.dropFirst()))
             }
-            for (rowID, owner) in made where owner.entityState.unloadedRelationships.contains(membership.field) {
-                owner.entityState.unloadedRelationships.remove(membership.field)
+            for (rowID, owner) in made where owner.entityState.unloadedRelationships.contains(field) {
+                owner.entityState.unloadedRelationships.remove(field)
                 relationship.description.setMany(owner, members[rowID] ?? [])
             }
         }
@@ -342,54 +342,5 @@ extension Context {
         let object = try mapping.description.type.init(row: EntityRow(values: values, mapping: mapping))
         try insertCreated(object, mapping, identity: identity)
         return object
-    }
-}
-
-
-extension EntitySchema {
-    /// The sizes of identity lookup statements, in identities: a lookup of n identities runs the smallest that
-    /// holds them (the largest, repeatedly, beyond), so that a batch is one query, few statements are prepared
-    /// per entity, and few slots are filled in vain (see `Statement/run(chunksOf:slots:bind:row:)`).
-    static let lookupSizes = [16, 64, 256, 1_024, 4_096]
-
-    /// Identities per lookup statement for a lookup of `count`, within SQLite's limit on parameters.
-    func lookupRowsPerStatement(for count: Int, maximumVariableCount: Int) -> Int {
-        let limit = max(1, maximumVariableCount / max(1, identityColumns.count))
-        let size = Self.lookupSizes.first { $0 >= count } ?? Self.lookupSizes.last!
-        return min(size, limit)
-    }
-
-    /// `selectSQL` for the rows of `rows` identities (cached: a composite lookup of 4,096 is 40 KB of SQL).
-    func lookupSQL(rows: Int) -> String {
-        if let cached = lookupSQLCache.withLock({ $0[rows] }) { return cached }
-        let columns = identityColumns.map(quoteIdentifier)
-        let condition: String
-        if columns.count == 1 {
-            condition = "\(columns[0]) IN (" + Array(repeating: "?", count: rows).joined(separator: ", ") + ")"
-        } else {
-            let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
-            condition = "(" + columns.joined(separator: ", ") + ") IN (VALUES "
-                + Array(repeating: row, count: rows).joined(separator: ", ") + ")"
-        }
-        let sql = selectSQL + " WHERE " + condition
-        lookupSQLCache.withLock { $0[rows] = sql }
-        return sql
-    }
-
-    /// Looks up `keys` with the statement of their size (``lookupRowsPerStatement(for:maximumVariableCount:)``),
-    /// calling `row` on each stored row found.
-    func lookUp(
-        _ keys: [Context.IdentityKey], maximumVariableCount: Int,
-        statements: (String) throws -> Statement, row: (Statement) throws -> Void
-    ) throws {
-        guard !keys.isEmpty else { return }
-        let rows = lookupRowsPerStatement(for: keys.count, maximumVariableCount: maximumVariableCount)
-        let statement = try statements(lookupSQL(rows: rows))
-        try statement.run(chunksOf: keys, slots: rows) { statement, key, parameter in
-            try key.forEach { value in
-                try statement.bind(value, at: parameter)
-                parameter += 1
-            }
-        } row: { try row($0) }
     }
 }

@@ -44,7 +44,7 @@ extension Context {
         do {
             try flush()
             let destination = model.mappings[relationship.destination]
-            let sql = membershipSQL(relationship, owners: 1)
+            let sql = storage.membershipSQL(relationship, owners: 1)
             try withMembershipConnection(relationship, owners: CollectionOfOne(owner)) { connection in
                 let statement = try connection.cachedStatement(sql: sql)
                 defer { statement.reset() }
@@ -58,29 +58,6 @@ extension Context {
         }
         relationship.description.setMany(owner, members)
         return members
-    }
-
-    /// The members of a to-many relationship for `owners` owners (bound as row ids): each row is the owner's
-    /// row id followed by the destination's columns, in the relationship's order.
-    func membershipSQL(_ relationship: ResolvedRelationship, owners: Int) -> String {
-        let destination = model.mappings[relationship.destination]
-        let table = quoteIdentifier(destination.name)
-        let placeholders = Array(repeating: "?", count: owners).joined(separator: ", ")
-        switch relationship.storage {
-        case .foreignKey:
-            preconditionFailure("a to-one relationship has no membership query")
-        case .inverseForeignKey(let column, let orderColumn):
-            let order = orderColumn.map { "\(quoteIdentifier($0)) IS NULL, \(quoteIdentifier($0)), " } ?? ""
-            return "SELECT \(quoteIdentifier(column)), \(destination.qualifiedColumnsSQL) FROM \(table) "
-                + "WHERE \(quoteIdentifier(column)) IN (\(placeholders)) ORDER BY \(order)\"_pk\""
-        case .joinTable(let index, let ownerIsSource):
-            let join = model.joinTables[index]
-            let (mine, theirs) = ownerIsSource ? ("source", "target") : ("target", "source")
-            let order = ownerIsSource && join.hasPosition ? "j.\"position\" IS NULL, j.\"position\", " : ""
-            return "SELECT j.\"\(mine)\", \(destination.qualifiedColumnsSQL) FROM \(table) "
-                + "JOIN \(quoteIdentifier(join.name)) AS j ON j.\"\(theirs)\" = \(table).\"_pk\" "
-                + "WHERE j.\"\(mine)\" IN (\(placeholders)) ORDER BY \(order)j.rowid"
-        }
     }
 
     private func relationshipLoadError(_ relationship: ResolvedRelationship, _ error: any Error) -> StoreError {
@@ -279,7 +256,7 @@ extension Context {
         if unwrittenChangesAffect(relationship, of: pending) { try flush() }
         let destination = model.mappings[relationship.destination]
         if case .foreignKey = relationship.storage { return }
-        let sql = membershipSQL(relationship, owners: Self.membershipChunk)
+        let sql = storage.membershipSQL(relationship, owners: Self.membershipChunk)
         // Rows come with the owner's row id first; the entity's columns follow, shifted by one.
         // Each owner once: an owner in two chunks would get its members twice.
         var seen = Set<Int64>()

@@ -351,8 +351,6 @@ final class EntitySchema: Sendable {
     }
     /// Identity column names.
     let identityColumns: [String]
-    /// Identity lookup SQL by number of identities (``lookupSQL(rows:)``).
-    let lookupSQLCache = Locked<[Int: String]>([:])
     /// The fields' JSON keys as a tree, for the encoder.
     let encodingPlan: [EncodingPlanNode]
     /// The fields' JSON key paths with precomputed hashes, for the decoder's lookups.

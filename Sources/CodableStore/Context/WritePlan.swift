@@ -67,16 +67,15 @@ final class Lookahead: @unchecked Sendable {
     // @unchecked: `rows`, `membershipRows` and `isDone` are written by the writer thread under its monitor, and
     // read by the context only after it saw `isDone` under that monitor (``DeferredWriter/waitForLookup(_:)``).
     let keys: [(entity: Int, keys: [Context.IdentityKey])]
-    /// Memberships to load for the rows found for `keys[0]` (the batch's own entity): per to-many relationship
-    /// stored in a join table, its field and its ``Context/membershipSQL(_:owners:)`` for
-    /// ``Context/membershipChunk`` owners.
-    let memberships: [(field: Int, sql: String)]
+    /// Memberships to load for the rows found for `keys[0]` (the batch's own entity): the fields of its to-many
+    /// relationships stored in a join table, loaded ``Context/membershipChunk`` owners at a time.
+    let memberships: [Int]
     var rows: [StoredRows] = []
     /// Per entry of `memberships`: rows of the owner's row id, then the member's row id and columns.
     var membershipRows: [StoredRows] = []
     var isDone = false
 
-    init(keys: [(entity: Int, keys: [Context.IdentityKey])], memberships: [(field: Int, sql: String)]) {
+    init(keys: [(entity: Int, keys: [Context.IdentityKey])], memberships: [Int]) {
         self.keys = keys
         self.memberships = memberships
     }

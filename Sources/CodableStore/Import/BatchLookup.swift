@@ -38,7 +38,7 @@ struct BatchLookup {
             }
             if !distinct.isEmpty { requested.append((entity, distinct)) }
         }
-        var memberships: [(field: Int, sql: String)] = []
+        var memberships: [Int] = []
         if requested.first?.entity == mapping.index {
             for case let relationship? in mapping.relationships where relationship.description.isToMany {
                 // Only memberships decoding replaces (the field is in a record), as the prefetch loads them.
@@ -48,7 +48,7 @@ struct BatchLookup {
                         impl.tape.kind(of: root) == .object && impl.presentField(root, mapping, field) != nil
                     })
                 else { continue }
-                memberships.append((field, context.membershipSQL(relationship, owners: Context.membershipChunk)))
+                memberships.append(field)
             }
         }
         let lookahead = Lookahead(keys: requested, memberships: memberships)

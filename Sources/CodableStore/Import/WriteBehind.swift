@@ -171,14 +171,16 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
                 takeAccess()
                 do {
                     lookup.rows = try lookup.keys.map { entry in
-                        try Self.lookUp(entry.keys, model.mappings[entry.entity], connection: connection, statements: statement)
+                        try lookUp(entry.keys, entity: entry.entity)
                     }
                     if let found = lookup.rows.first, found.count > 0 {
                         let owners = (0..<found.count).compactMap { row -> Int64? in
                             if case .integer(let rowID) = found[row].first { return rowID } else { return nil }
                         }
-                        lookup.membershipRows = try lookup.memberships.map { membership in
-                            try Self.loadMemberships(owners, sql: membership.sql, statements: statement)
+                        let owner = model.mappings[lookup.keys[0].entity]
+                        lookup.membershipRows = try lookup.memberships.map { field in
+                            let sql = storage.membershipSQL(owner.relationships[field]!, owners: Context.membershipChunk)
+                            return try Self.loadMemberships(owners, sql: sql, statements: statement)
                         }
                     }
                 } catch let failed {
@@ -210,14 +212,11 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     }
 
     /// The stored rows of these identities, as values: the row id, then the columns of `selectSQL`.
-    private static func lookUp(
-        _ keys: [Context.IdentityKey], _ mapping: EntitySchema, connection: Connection,
-        statements: (String) throws -> Statement
-    ) throws -> StoredRows {
-        let width = Int32(mapping.insertColumnCount + 1)
+    private func lookUp(_ keys: [Context.IdentityKey], entity: Int) throws -> StoredRows {
+        let width = Int32(model.mappings[entity].insertColumnCount + 1)
         var rows = StoredRows(width: Int(width))
         let limit = connection.maximumVariableCount
-        try mapping.lookUp(keys, maximumVariableCount: limit, statements: statements) { statement in
+        try storage.lookUp(keys, entity: entity, maximumVariableCount: limit, statements: statement) { statement in
             for column in 0..<width { rows.values.append(statement.value(at: column)) }
         }
         return rows

@@ -8,6 +8,8 @@ final class SQLiteStorage: Sendable {
     private let joinTables: [JoinStatements]
     /// UPDATE statements by entity and changed fields, made on first use.
     private let updates = Locked<[UpdateKey: String]>([:])
+    /// Identity lookup statements by entity and number of identities, made on first use.
+    private let lookups = Locked<[LookupKey: String]>([:])
 
     /// The statements of one entity's table.
     private struct EntityStatements: Sendable {
@@ -30,6 +32,11 @@ final class SQLiteStorage: Sendable {
         let setPosition: String
         /// `(source, target)`.
         let unlink: String
+    }
+
+    private struct LookupKey: Hashable {
+        let entity: Int
+        let rows: Int
     }
 
     private struct UpdateKey: Hashable {
@@ -134,6 +141,83 @@ final class SQLiteStorage: Sendable {
             parameter += 1
         }
     }
+
+    // MARK: - Lookups
+
+    /// The sizes of identity lookup statements, in identities: a lookup of n identities runs the smallest that
+    /// holds them (the largest, repeatedly, beyond), so that a batch is one query, few statements are prepared
+    /// per entity, and few slots are filled in vain (see `Statement/run(chunksOf:slots:bind:row:)`).
+    static let lookupSizes = [16, 64, 256, 1_024, 4_096]
+
+    /// Identities per lookup statement for a lookup of `count` identities of `entity`, within SQLite's limit on
+    /// parameters.
+    func lookupRowsPerStatement(for count: Int, entity: Int, maximumVariableCount: Int) -> Int {
+        let limit = max(1, maximumVariableCount / max(1, model.mappings[entity].identityColumns.count))
+        let size = Self.lookupSizes.first { $0 >= count } ?? Self.lookupSizes.last!
+        return min(size, limit)
+    }
+
+    /// The entity's `selectSQL` for the rows of `rows` identities (cached: a composite lookup of 4,096 is 40 KB
+    /// of SQL).
+    func lookupSQL(rows: Int, entity: Int) -> String {
+        let key = LookupKey(entity: entity, rows: rows)
+        if let cached = lookups.withLock({ $0[key] }) { return cached }
+        let mapping = model.mappings[entity]
+        let columns = mapping.identityColumns.map(quoteIdentifier)
+        let condition: String
+        if columns.count == 1 {
+            condition = "\(columns[0]) IN (" + Array(repeating: "?", count: rows).joined(separator: ", ") + ")"
+        } else {
+            let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
+            condition = "(" + columns.joined(separator: ", ") + ") IN (VALUES "
+                + Array(repeating: row, count: rows).joined(separator: ", ") + ")"
+        }
+        let sql = mapping.selectSQL + " WHERE " + condition
+        lookups.withLock { $0[key] = sql }
+        return sql
+    }
+
+    /// Looks up the stored rows of `keys` with the statement of their size, calling `row` on each row found (the
+    /// row id, then the columns of ``EntitySchema/selectSQL``).
+    func lookUp(
+        _ keys: [Context.IdentityKey], entity: Int, maximumVariableCount: Int,
+        statements: (String) throws -> Statement, row: (Statement) throws -> Void
+    ) throws {
+        guard !keys.isEmpty else { return }
+        let rows = lookupRowsPerStatement(for: keys.count, entity: entity, maximumVariableCount: maximumVariableCount)
+        let statement = try statements(lookupSQL(rows: rows, entity: entity))
+        try statement.run(chunksOf: keys, slots: rows) { statement, key, parameter in
+            try key.forEach { value in
+                try statement.bind(value, at: parameter)
+                parameter += 1
+            }
+        } row: { try row($0) }
+    }
+
+    /// The members of a to-many relationship for `owners` owners (bound as row ids): each row is the owner's
+    /// row id followed by the destination's columns, in the relationship's order.
+    func membershipSQL(_ relationship: ResolvedRelationship, owners: Int) -> String {
+        let destination = model.mappings[relationship.destination]
+        let table = quoteIdentifier(destination.name)
+        let placeholders = Array(repeating: "?", count: owners).joined(separator: ", ")
+        switch relationship.storage {
+        case .foreignKey:
+            preconditionFailure("a to-one relationship has no membership query")
+        case .inverseForeignKey(let column, let orderColumn):
+            let order = orderColumn.map { "\(quoteIdentifier($0)) IS NULL, \(quoteIdentifier($0)), " } ?? ""
+            return "SELECT \(quoteIdentifier(column)), \(destination.qualifiedColumnsSQL) FROM \(table) "
+                + "WHERE \(quoteIdentifier(column)) IN (\(placeholders)) ORDER BY \(order)\"_pk\""
+        case .joinTable(let index, let ownerIsSource):
+            let join = model.joinTables[index]
+            let (mine, theirs) = ownerIsSource ? ("source", "target") : ("target", "source")
+            let order = ownerIsSource && join.hasPosition ? "j.\"position\" IS NULL, j.\"position\", " : ""
+            return "SELECT j.\"\(mine)\", \(destination.qualifiedColumnsSQL) FROM \(table) "
+                + "JOIN \(quoteIdentifier(join.name)) AS j ON j.\"\(theirs)\" = \(table).\"_pk\" "
+                + "WHERE j.\"\(mine)\" IN (\(placeholders)) ORDER BY \(order)j.rowid"
+        }
+    }
+
+    // MARK: - Identity conflicts
 
     /// The identity conflict of a multi-row INSERT: which row's identity is taken, found row by row. INSERT OR
     /// FAIL kept the rows before the failing one: those fail again on their row id (ours, so only they can),
