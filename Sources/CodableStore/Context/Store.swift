@@ -118,7 +118,7 @@ public final class Store: Sendable {
             }
         }
         try Self.configure(connection, options: options)
-        try SchemaManager.prepare(connection, model: model, policy: options.schemaChangePolicy, logger: options.logger)
+        try SQLiteMigration.prepare(connection, model: model, policy: options.schemaChangePolicy, logger: options.logger)
         self.path = path
         self.isInMemory = inMemory
         self.model = model

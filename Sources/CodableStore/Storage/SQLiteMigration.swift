@@ -136,7 +136,9 @@ public enum SchemaChangePolicy: Sendable {
     case reset(onReset: @Sendable ([String]) -> Void = { _ in })
 }
 
-enum SchemaManager {
+/// Creates a store's tables, checks them against the declared schema on open, and migrates them: additive
+/// changes in place, others by the ``SchemaChangePolicy``. The SQLite backend's DDL lives here.
+enum SQLiteMigration {
     static let metadataTable = "_codablestore_metadata"
 
     /// Creates, checks and migrates the schema, and restores the indexes the model needs.
