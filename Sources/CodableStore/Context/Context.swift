@@ -37,9 +37,10 @@ public final class Context {
         return storeConnection
     }
 
-    /// Runs a lookup or a load on the connection without waiting for the writer thread (between two of its
-    /// statements): correct only for rows no waiting plan writes, see ``DeferredWriter``.
-    func withSharedConnection<T>(_ body: (Connection) throws -> T) rethrows -> T {
+    /// Runs a lookup or a load on the connection without waiting for the plans handed to a writer thread (which
+    /// then runs it between two of its statements): correct only for rows no waiting plan writes, see
+    /// ``DeferredWriter``.
+    func withSharedConnection<T>(_ body: (Connection) throws -> T) throws -> T {
         guard let deferredWriter, !isSharingConnection else { return try body(storeConnection) }
         isSharingConnection = true
         defer { isSharingConnection = false }
@@ -51,8 +52,8 @@ public final class Context {
         if deferredWriter != nil { state.generation = generation }
     }
 
-    /// Whether this thread holds the connection in ``withSharedConnection(_:)`` (which nests: the decoder
-    /// holds it across a batch's lookups, each of which asks for it again).
+    /// Whether a ``withSharedConnection(_:)`` body is running (it nests: the decoder's hold across a batch's
+    /// lookups runs each of them inside it, on the same thread).
     private(set) var isSharingConnection = false
     let model: Schema
     /// The backend that runs the context's write plans.

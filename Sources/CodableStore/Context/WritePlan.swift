@@ -46,7 +46,7 @@ protocol DeferredWriter: AnyObject {
     func waitUntilIdle()
     /// Runs `body` with the connection while the writer is between statements: for lookups and loads of rows
     /// no waiting plan writes.
-    func withConnection<T>(_ body: () throws -> T) rethrows -> T
+    func withConnection<T>(_ body: () throws -> T) throws -> T
     /// Waits until the writer ran `lookup` (handed over with its plans); throws the error of a plan that failed.
     func waitForLookup(_ lookup: Lookahead) throws
 }

@@ -2,12 +2,11 @@
 /// in order, while the context goes on decoding: an import's SQLite work for one batch overlaps the decoding
 /// of the next (the two use two cores).
 ///
-/// The context and the writer share one connection, inside one transaction, so the context's queries see
-/// every row written before them. SQLite's multi-thread mode allows a connection on several threads as long
-/// as two calls never overlap, so every use of the connection takes `access`: the writer for each statement
-/// it runs, the context for its identity lookups and membership loads (``withConnection(_:)``), with
-/// priority, since decoding waits for them. Anything else the context asks of the connection first waits
-/// until every plan handed over is written (``waitUntilIdle()``): see `Context.connection`.
+/// The writer thread owns the store's connection for the whole import (one transaction, so the context's queries
+/// see every row written before them). The context's identity lookups and membership loads are requests the
+/// writer runs for it between two statements, while the context's thread waits (``withConnection(_:)``):
+/// decoding waits for them, so they go before the rest of the plan. Anything else the context asks of the
+/// connection first waits until every plan handed over is written (``waitUntilIdle()``): see `Context.connection`.
 ///
 /// What keeps lookups right while a plan is still waiting: the context keeps every object a waiting plan
 /// writes (`Context.retireObjects()`), so a key of such an object is answered from memory and never from a
@@ -16,20 +15,16 @@
 /// A failed plan or lookup stops the writer: later work is dropped, and the error is thrown by the next
 /// ``enqueue(_:)``, ``requestLookup(_:)`` or wait; the caller then rolls the whole transaction back.
 final class WriteBehind: DeferredWriter, @unchecked Sendable {
-    // @unchecked: `queue`, `running`, `written` and `failure` are used under the worker's monitor; `statements`
-    // only by the writer thread (and by `finish()` after it ended); the connection under `access`.
+    // @unchecked: `queue`, `request`, `running`, `written` and `failure` are used under the worker's monitor; the
+    // connection and `statements` only by the writer thread (and by `finish()` after it ended).
     private let connection: Connection
     private let storage: SQLiteStorage
     private let model: Schema
     private let worker = Worker()
     private var monitor: Monitor { worker.monitor }
-    /// Who uses the connection; the context has priority: it waits for at most one statement of the writer,
-    /// and the writer then waits for the context's query. (A plain mutex lets the writer take it back between
-    /// two statements again and again, and the context waited milliseconds per lookup.)
-    private let access = Monitor()
-    private var accessOwned = false
-    private var contextWaiting = false
     private var queue: [Work] = []
+    /// The context's request waiting to be run, if any (its thread waits for it, so there is at most one).
+    private var request: Request?
     private var running = false
     private var failure: (any Error)?
     private var statements: [String: Statement] = [:]
@@ -43,6 +38,15 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     private enum Work {
         case plan(WritePlan)
         case lookup(Lookahead)
+    }
+
+    /// Work of the context's thread that the writer runs on the connection while that thread waits.
+    private final class Request: @unchecked Sendable {
+        // @unchecked: `body` runs on the writer thread while the thread that made the request waits for `isDone`
+        // (set under the monitor), so the two never touch what it captures at the same time.
+        let body: () -> Void
+        var isDone = false
+        init(_ body: @escaping () -> Void) { self.body = body }
     }
 
     init(connection: Connection, storage: SQLiteStorage) {
@@ -118,16 +122,33 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
         }
     }
 
-    /// Runs `body` with the connection while the writer is between statements.
-    func withConnection<T>(_ body: () throws -> T) rethrows -> T {
-        access.withLock {
-            contextWaiting = true
-            while accessOwned { access.wait() }
-            accessOwned = true
-            contextWaiting = false
+    /// Runs `body` on the writer thread, between two of its statements (or at once when it is idle), and waits for
+    /// it: the context's lookups and loads of rows no waiting plan writes.
+    func withConnection<T>(_ body: () throws -> T) throws -> T {
+        try withoutActuallyEscaping(body) { body in
+            var result: Result<T, any Error>?
+            let request = Request { result = Result { try body() } }
+            monitor.withLock {
+                precondition(self.request == nil, "a request to the writer thread while one waits")
+                self.request = request
+                monitor.broadcast()
+                while !request.isDone { monitor.wait() }
+            }
+            return try result!.get()
         }
-        defer { releaseAccess() }
-        return try body()
+    }
+
+    /// Runs the context's waiting request, if any (on the writer thread).
+    private func serveRequest() {
+        guard let request = monitor.withLock({ () -> Request? in
+            defer { self.request = nil }
+            return self.request
+        }) else { return }
+        request.body()
+        monitor.withLock {
+            request.isDone = true
+            monitor.broadcast()
+        }
     }
 
     /// Stops the writer, dropping the plans not written yet, and waits for its thread to end. Safe to call
@@ -140,11 +161,16 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     /// The CPU time the writer thread used, in seconds, once ``finish()`` joined it.
     var cpuSeconds: Double { worker.cpuSeconds }
 
-    /// The writer thread: takes plans in order and runs their statements, each holding `access`.
+    /// The writer thread: takes plans in order and runs their statements, and the context's requests between them.
     private func run() {
         while true {
             monitor.lock()
-            while queue.isEmpty, !worker.isStopping { monitor.wait() }
+            while queue.isEmpty, request == nil, !worker.isStopping { monitor.wait() }
+            if request != nil {
+                monitor.unlock()
+                serveRequest()
+                continue
+            }
             if worker.isStopping {
                 monitor.unlock()
                 return
@@ -158,17 +184,16 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
             switch work {
             case .plan(let plan):
                 for step in plan.steps {
-                    takeAccess()
+                    serveRequest()
                     do {
                         try storage.run(step, statements: statement)
                     } catch let failed {
                         error = failed
+                        break
                     }
-                    releaseAccess()
-                    if error != nil { break }
                 }
             case .lookup(let lookup):
-                takeAccess()
+                serveRequest()
                 do {
                     lookup.rows = try lookup.keys.map { entry in
                         try lookUp(entry.keys, entity: entry.entity)
@@ -186,7 +211,6 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
                 } catch let failed {
                     error = failed
                 }
-                releaseAccess()
             }
 
             monitor.withLock {
@@ -201,13 +225,6 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
                 }
                 monitor.broadcast()
             }
-        }
-    }
-
-    private func takeAccess() {
-        access.withLock {
-            while accessOwned || contextWaiting { access.wait() }
-            accessOwned = true
         }
     }
 
@@ -234,12 +251,6 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
         return rows
     }
 
-    private func releaseAccess() {
-        access.withLock {
-            accessOwned = false
-            access.broadcast()
-        }
-    }
 
     /// The writer's own prepared statement for `sql` (the context's cache is the context's thread's).
     private func statement(_ sql: String) throws -> Statement {
