@@ -1,9 +1,11 @@
 import Foundation
 
 /// Decodes a large document whose top level is an array of entities (`[Issue]`, `Set<Issue>`, `Many<Issue>`) on
-/// two threads: a parser thread reads the array into records with yajl (`JSONRecordStream`) and hands them
-/// over in batches, while the calling thread decodes each batch as it comes, resolving its identities with one
-/// query per entity. Parsing is about 40% of a decode; it now overlaps with the rest.
+/// two threads, with the import's reader stage over data in memory: a reader thread (``RecordPipeline``) splits
+/// the array into records (``JSONRecordBatcher``) and hands them over in batches, while the calling thread decodes
+/// each batch as it comes, resolving its identities with one query per entity. Parsing is about 40% of a decode;
+/// it overlaps with the rest. ``StoreDecoder`` chooses it for large arrays
+/// (``StoreDecoder/parallelDecodingThreshold``); it lives with the import's threads.
 ///
 /// The contract of ``StoreDecoder/decode(_:from:into:)`` stays whole, including "a malformed document changes
 /// nothing in the context": decoding starts before the end of the document is known to be valid, so it is
