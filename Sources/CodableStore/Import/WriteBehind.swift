@@ -44,7 +44,9 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     private final class Request: @unchecked Sendable {
         // @unchecked: `body` runs on the writer thread while the thread that made the request waits for `isDone`
         // (set under the monitor), so the two never touch what it captures at the same time.
-        let body: () -> Void
+        /// Let go by the writer before `isDone` is set: the body wraps a non-escaping closure of the waiting
+        /// thread, which must not outlive the wait.
+        var body: (() -> Void)?
         var isDone = false
         init(_ body: @escaping () -> Void) { self.body = body }
     }
@@ -144,7 +146,8 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
             defer { self.request = nil }
             return self.request
         }) else { return }
-        request.body()
+        request.body?()
+        request.body = nil
         monitor.withLock {
             request.isDone = true
             monitor.broadcast()
