@@ -25,7 +25,7 @@ extension StoreDecoderImpl {
             }
             return object
         }
-        if !prepared, let preparing = mapping.jsonPreparing {
+        if !prepared, let preparing = mapping.coding.jsonPreparing {
             var json = materialize(node)
             do {
                 try preparing.prepareForDecoding(&json)
@@ -48,10 +48,10 @@ extension StoreDecoderImpl {
             object = existing
         } else {
             object = try createEntity(
-                mapping, node, path, stubIdentity: nil, identity: key, leavingFieldsToHook: mapping.hasCustomDecoding)
+                mapping, node, path, stubIdentity: nil, identity: key, leavingFieldsToHook: mapping.coding.hasCustomDecoding)
         }
         if session.isCounting { session.countDecoded(object.entityState, entity: mapping.index) }
-        if mapping.hasCustomDecoding, let custom = object as? any EntityCustomDecoding {
+        if mapping.coding.hasCustomDecoding, let custom = object as? any EntityCustomDecoding {
             try with(node: node, path: path) { try custom.initialize(from: self) }
         } else {
             if existing != nil { try applyAttributes(to: object, mapping, node, path) }
@@ -149,7 +149,7 @@ extension StoreDecoderImpl {
         /// The path to the value, from the path of the object holding it.
         func path(in object: CodingPathNode, _ mapping: EntitySchema) -> CodingPathNode {
             if let fullPath { return fullPath }
-            return object.appending(mapping.singleJSONKeys[index]!.string)
+            return object.appending(mapping.coding.singleJSONKeys[index]!.string)
         }
     }
 
@@ -158,11 +158,11 @@ extension StoreDecoderImpl {
     func field(
         _ object: Node, _ mapping: EntitySchema, _ index: Int, _ path: CodingPathNode, _ hint: inout JSONTape.LookupHint
     ) throws -> FieldValue? {
-        if session.usesDefaultKeys, let key = mapping.singleJSONKeys[index] {
+        if session.usesDefaultKeys, let key = mapping.coding.singleJSONKeys[index] {
             guard let node = member(object, key: key, hint: &hint) else { return nil }
             return FieldValue(node: node, index: index)
         }
-        guard mapping.jsonKeys[index] != nil else { return nil }
+        guard mapping.coding.jsonKeys[index] != nil else { return nil }
         guard let keyPath = mapping.description.codingKeyPaths[index],
             let (node, fullPath) = try fieldNode(object, keyPath, path)
         else { return nil }
@@ -454,7 +454,7 @@ extension StoreDecoderImpl {
         let key = try referenceKey(mapping, node, path)
         if let object = try context.object(entity: mapping.index, identity: key) { return object }
         var policy = session.options.unknownReferencePolicy
-        if let owner, let declared = context.model.mappings[owner.object.entityState.entityIndex].referencePolicies[owner.field] {
+        if let owner, let declared = context.model.mappings[owner.object.entityState.entityIndex].coding.referencePolicies[owner.field] {
             policy = declared
         }
         switch policy {

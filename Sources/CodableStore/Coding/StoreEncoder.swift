@@ -144,7 +144,7 @@ struct EntityEncodingBox: Encodable {
         state.stack.insert(identifier)
         defer { state.stack.remove(identifier) }
         var container = encoder.container(keyedBy: AnyCodingKey.self)
-        try encodeFields(mapping.encodingPlan, into: &container, mapping, context, state)
+        try encodeFields(mapping.coding.encodingPlan, into: &container, mapping, context, state)
     }
 
     private func encodeFields(

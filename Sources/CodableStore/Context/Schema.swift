@@ -163,15 +163,9 @@ final class Schema: Sendable {
                     inverse: inverse[entity][relationship.index],
                     storage: storage[entity][relationship.index]!)
             }
-            var referencePolicies: [Int: StoreDecoder.UnknownReferencePolicy] = [:]
-            if let declaring = description.type as? any EntityReferencePolicies.Type {
-                let resolvedPolicies = declaring.resolvedReferencePolicies()
-                referencePolicies = resolvedPolicies.policies
-                problems += resolvedPolicies.problems
-            }
             let mapping = EntitySchema(
                 index: entity, description: description, relationships: resolved, orderColumns: orderColumns[entity],
-                referencePolicies: referencePolicies)
+                coding: EntityCodingPlan(description, problems: &problems))
             let columnNames = mapping.columns.map(\.name)
             for name in Set(columnNames) where columnNames.filter({ $0 == name }).count > 1 {
                 problems.append("\(description.name): two columns are named \(name)")
@@ -318,20 +312,14 @@ final class EntitySchema: Sendable {
     let columnOfField: [Int32]
     /// Field index → column name, for attributes and to-one relationships.
     let columnNameOfField: [String?]
-    /// Unknown-reference policies declared per relationship field (``EntityReferencePolicies``).
-    let referencePolicies: [Int: StoreDecoder.UnknownReferencePolicy]
     /// For a to-one field whose inverse is an ordered to-many stored by its foreign key: that order column.
     let orderColumnOfForeignKeyField: [Int: String]
     /// Field index → resolved relationship.
     let relationships: [ResolvedRelationship?]
     /// Whether the entity has any relationship.
     let hasRelationships: Bool
-    /// The entity's decoding hooks, looked up once (a dynamic cast per decoded object costs more than
-    /// decoding a few of its attributes).
-    let jsonPreparing: (any EntityJSONPreparing.Type)?
     /// The identity attributes' fields.
     let identityFields: FieldSet
-    let hasCustomDecoding: Bool
     /// `SELECT "_pk", … FROM "T"`.
     let selectSQL: String
     /// The column list of ``selectSQL`` qualified with the table name, for joins.
@@ -351,13 +339,8 @@ final class EntitySchema: Sendable {
     }
     /// Identity column names.
     let identityColumns: [String]
-    /// The fields' JSON keys as a tree, for the encoder.
-    let encodingPlan: [EncodingPlanNode]
-    /// The fields' JSON key paths with precomputed hashes, for the decoder's lookups.
-    let jsonKeys: [[JSONKey]?]
-    /// Per field, its JSON key when it is a single key (not a key path): the decoder's common case, read
-    /// without touching the nested arrays of ``jsonKeys``.
-    let singleJSONKeys: [JSONKey?]
+    /// How the decoder and the encoder read and write the entity's JSON (made and read by Coding only).
+    let coding: EntityCodingPlan
     /// The declared indexes, with their names and columns.
     let indexes: [SchemaSnapshot.Index]
 
@@ -372,18 +355,16 @@ final class EntitySchema: Sendable {
 
     init(
         index: Int, description: EntityDescription, relationships: [ResolvedRelationship?], orderColumns: [String],
-        referencePolicies: [Int: StoreDecoder.UnknownReferencePolicy] = [:]
+        coding: EntityCodingPlan
     ) {
-        self.referencePolicies = referencePolicies
+        self.coding = coding
         self.index = index
         self.description = description
         self.relationships = relationships
         self.hasRelationships = relationships.contains { $0 != nil }
-        self.jsonPreparing = description.type as? any EntityJSONPreparing.Type
         var identityFields = FieldSet()
         for field in description.identity { identityFields.insert(field) }
         self.identityFields = identityFields
-        self.hasCustomDecoding = description.type is any EntityCustomDecoding.Type
         var columns: [Column] = []
         var columnOfField = Array(repeating: Int32(-1), count: description.fields.count)
         var columnNameOfField: [String?] = Array(repeating: nil, count: description.fields.count)
@@ -425,9 +406,6 @@ final class EntitySchema: Sendable {
         self.selectSQL = "SELECT " + selected.map(quoteIdentifier).joined(separator: ", ") + " FROM " + table
         self.qualifiedColumnsSQL = selected.map { table + "." + quoteIdentifier($0) }.joined(separator: ", ")
         self.identityColumns = description.identity.map { description.fields[$0].name }
-        self.encodingPlan = EncodingPlanNode.plan(for: description)
-        self.jsonKeys = description.codingKeyPaths.map { path in path?.map { JSONKey($0) } }
-        self.singleJSONKeys = description.codingKeyPaths.map { path in path?.count == 1 ? JSONKey(path![0]) : nil }
         self.indexes = description.indexes.map { index in
             let columns = index.fields.compactMap { columnNameOfField[$0] }
             return SchemaSnapshot.Index(

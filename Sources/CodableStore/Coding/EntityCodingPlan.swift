@@ -1,0 +1,35 @@
+/// How the decoder and the encoder read and write one entity's JSON, worked out once per store: the fields' JSON
+/// keys (with precomputed hashes), the encoder's tree of keys, the entity's decoding hooks and its unknown-reference
+/// policies. The schema makes one per entity (``EntitySchema/coding``) and carries it; only Coding reads it.
+struct EntityCodingPlan: Sendable {
+    /// The fields' JSON key paths with precomputed hashes, for the decoder's lookups.
+    let jsonKeys: [[JSONKey]?]
+    /// Per field, its JSON key when it is a single key (not a key path): the decoder's common case, read without
+    /// touching the nested arrays of ``jsonKeys``.
+    let singleJSONKeys: [JSONKey?]
+    /// The fields' JSON keys as a tree, for the encoder.
+    let encodingPlan: [EncodingPlanNode]
+    /// Unknown-reference policies declared per relationship field (``EntityReferencePolicies``).
+    let referencePolicies: [Int: StoreDecoder.UnknownReferencePolicy]
+    /// The entity's decoding hooks, looked up once (a dynamic cast per decoded object costs more than decoding a
+    /// few of its attributes).
+    let jsonPreparing: (any EntityJSONPreparing.Type)?
+    let hasCustomDecoding: Bool
+
+    /// The plan of an entity; what is wrong with its declared reference policies goes into `problems` (the store
+    /// reports them when it opens).
+    init(_ description: EntityDescription, problems: inout [String]) {
+        jsonKeys = description.codingKeyPaths.map { path in path?.map { JSONKey($0) } }
+        singleJSONKeys = description.codingKeyPaths.map { path in path?.count == 1 ? JSONKey(path![0]) : nil }
+        encodingPlan = EncodingPlanNode.plan(for: description)
+        var referencePolicies: [Int: StoreDecoder.UnknownReferencePolicy] = [:]
+        if let declaring = description.type as? any EntityReferencePolicies.Type {
+            let resolved = declaring.resolvedReferencePolicies()
+            referencePolicies = resolved.policies
+            problems += resolved.problems
+        }
+        self.referencePolicies = referencePolicies
+        jsonPreparing = description.type as? any EntityJSONPreparing.Type
+        hasCustomDecoding = description.type is any EntityCustomDecoding.Type
+    }
+}
