@@ -1,13 +1,5 @@
 import CYajl
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A strict (RFC 8259), streaming JSON push parser: chunks of bytes in, events out to a ``JSONEventHandler``.
 ///
 /// It drives yajl 2.1 with every `allow_*` option off and fixes what yajl gets wrong (see
@@ -446,8 +438,8 @@ public final class JSONReader {
         }
         var position = cursorOffset - chunkBase
         let end = offset - chunkBase
-        while position < end, let found = memchr(base + position, 0x0A, end - position) {
-            let index = UnsafeRawPointer(found) - base
+        while position < end, let found = Bytes.firstIndex(of: 0x0A, in: base + position, count: end - position) {
+            let index = position + found
             cursorLine += 1
             cursorLineStart = chunkBase + index + 1
             position = index + 1

@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Splits a JSON dump of any size into records, one ``JSONTape`` at a time, in bounded memory.
 ///
 /// Feed it chunks (``feed(_:_:)``), then call ``finish(_:)``; each complete record is handed to your closure as soon
@@ -166,8 +158,8 @@ public final class JSONRecordStream {
     private func feedLines(_ chunk: UnsafeRawBufferPointer) throws {
         var rest = chunk
         while !rest.isEmpty {
-            let found = memchr(rest.baseAddress!, 0x0A, rest.count)
-            let length = found.map { UnsafeRawPointer($0) - rest.baseAddress! } ?? rest.count
+            let found = Bytes.firstIndex(of: 0x0A, in: rest.baseAddress!, count: rest.count)
+            let length = found ?? rest.count
             let segment = UnsafeRawBufferPointer(rebasing: rest[0..<length])
             let segmentEnd = chunkOffset + (rest.baseAddress! - chunk.baseAddress!) + length
             if discardingLine {

@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 extension JSONTape {
     /// The UTF-8 of a JSON string's raw text (between its quotes), escapes decoded. The text was validated
     /// while parsing: every escape is well-formed and `\u` surrogates come in pairs.
@@ -34,8 +26,8 @@ extension JSONTape {
         while position < count {
             // Copy the run up to the next backslash in one go.
             let end =
-                memchr(raw.baseAddress! + position, Int32(UInt8(ascii: "\\")), count - position)
-                .map { UnsafeRawPointer($0) - raw.baseAddress! } ?? count
+                Bytes.firstIndex(of: UInt8(ascii: "\\"), in: raw.baseAddress! + position, count: count - position)
+                .map { position + $0 } ?? count
             if end > position {
                 UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(output)[written..<written + end - position])
                     .copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[position..<end]))

@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A key to look up in ``JSONTape`` objects, with its hash computed once.
 ///
 /// A decoder creates one per coding key and reuses it for every record: a lookup then compares 24-bit hashes
@@ -119,7 +111,7 @@ extension JSONTape {
         let isEscaped = node.info & JSONTape.escapedInInput != 0
         guard isEscaped || Int(node.b) == utf8.count else { return false }
         return withBytes(of: node) { bytes in
-            bytes.count == utf8.count && (utf8.count == 0 || memcmp(bytes.baseAddress!, utf8.baseAddress!, utf8.count) == 0)
+            bytes.count == utf8.count && Bytes.equal(bytes.baseAddress, utf8.baseAddress, count: utf8.count)
         }
     }
 
@@ -136,7 +128,7 @@ extension JSONTape {
                 func isMatch(_ position: Int) -> Bool {
                     let node = nodes[position]
                     guard node.info >> 8 == hash, node.b == length else { return false }
-                    return length == 0 || memcmp(storage.bytes(of: node).baseAddress!, utf8.baseAddress!, Int(length)) == 0
+                    return Bytes.equal(storage.bytes(of: node).baseAddress, utf8.baseAddress, count: Int(length))
                 }
                 @inline(__always)
                 func next(_ position: Int) -> Int {
@@ -183,7 +175,7 @@ extension JSONTape {
         var text = text
         return text.withUTF8 { utf8 in
             withBytes(of: node) { bytes in
-                utf8.count == bytes.count && (utf8.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, utf8.count) == 0)
+                utf8.count == bytes.count && Bytes.equal(utf8.baseAddress, bytes.baseAddress, count: utf8.count)
             }
         }
     }
