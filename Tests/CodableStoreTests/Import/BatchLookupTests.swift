@@ -14,7 +14,7 @@ import Testing
 /// The importer's reader thread collects each batch's identities (`BatchLookup.Collector`) so that the decoding thread
 /// does not: they must be exactly what the decoding thread collects, and the reader must not run code that may not
 /// be thread-safe.
-@Suite struct IdentityCollectorTests {
+@Suite struct BatchLookupTests {
     static func records(_ json: String) throws -> [JSONRecord] {
         let stream = JSONRecordStream(mode: .array)
         var records: [JSONRecord] = []
