@@ -16,22 +16,10 @@ extension Context {
     ) throws -> [T] {
         try flush()
         let mapping = try model.mapping(for: T.self)
-        var sql = mapping.selectSQL
-        var arguments: [SQLiteValue] = []
-        if let predicate {
-            let (condition, values) = try predicate.sql(for: mapping, model: model)
-            sql += " WHERE " + condition
-            arguments = values
-        }
-        sql += try Sort.orderBy(sort, mapping, model: model)
-        if limit != nil || offset != nil {
-            sql += " LIMIT ? OFFSET ?"
-            arguments.append(.integer(Int64(limit ?? -1)))
-            arguments.append(.integer(Int64(offset ?? 0)))
-        }
-        let statement = try connection.cachedStatement(sql: sql)
+        let query = try storage.select(mapping, where: predicate, orderBy: sort, limit: limit, offset: offset)
+        let statement = try connection.cachedStatement(sql: query.sql)
         defer { statement.reset() }
-        try statement.bind(arguments)
+        try statement.bind(query.arguments)
         var result: [T] = []
         while try statement.step() {
             result.append(unsafeDowncast(try object(for: mapping, statement: statement), to: T.self))
@@ -50,16 +38,10 @@ extension Context {
     public func count<T: EntityObject>(_ type: T.Type, where predicate: EntityPredicate<T>? = nil) throws -> Int {
         try flush()
         let mapping = try model.mapping(for: T.self)
-        var sql = "SELECT count(*) FROM \(quoteIdentifier(mapping.name))"
-        var arguments: [SQLiteValue] = []
-        if let predicate {
-            let (condition, values) = try predicate.sql(for: mapping, model: model)
-            sql += " WHERE " + condition
-            arguments = values
-        }
-        let statement = try connection.cachedStatement(sql: sql)
+        let query = try storage.count(mapping, where: predicate)
+        let statement = try connection.cachedStatement(sql: query.sql)
         defer { statement.reset() }
-        try statement.bind(arguments)
+        try statement.bind(query.arguments)
         _ = try statement.step()
         return Int(statement.int64(at: 0))
     }
@@ -96,8 +78,7 @@ extension Context {
                 entity: mapping.name)
         }
         try flush()
-        let condition = mapping.identityColumns.map { "\(quoteIdentifier($0)) = ?" }.joined(separator: " AND ")
-        let statement = try connection.cachedStatement(sql: mapping.selectSQL + " WHERE " + condition)
+        let statement = try connection.cachedStatement(sql: storage.selectByIdentity(mapping))
         defer { statement.reset() }
         try statement.bind(values)
         guard try statement.step() else { return nil }

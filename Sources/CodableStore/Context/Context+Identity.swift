@@ -185,8 +185,7 @@ extension Context {
 
     /// Whether the entity's table has no row.
     func isTableEmpty(_ entity: Int) throws -> Bool {
-        let statement = try connection.cachedStatement(
-            sql: "SELECT 1 FROM \(quoteIdentifier(model.mappings[entity].name)) LIMIT 1")
+        let statement = try connection.cachedStatement(sql: storage.anyRow(model.mappings[entity]))
         defer { statement.reset() }
         return try !statement.step()
     }

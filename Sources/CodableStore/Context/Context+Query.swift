@@ -2,8 +2,8 @@
 extension Context {
     /// Whether any object matches `predicate`.
     public func exists<T: EntityObject>(_ type: T.Type, where predicate: EntityPredicate<T>? = nil) throws -> Bool {
-        let (mapping, condition, arguments) = try prepare(T.self, predicate)
-        return try scalar("SELECT EXISTS (SELECT 1 FROM \(quoteIdentifier(mapping.name))\(condition))", arguments) == .integer(1)
+        let mapping = try prepare(T.self)
+        return try scalar(storage.exists(mapping, where: predicate)) == .integer(1)
     }
 
     /// An aggregate function over an attribute.
@@ -20,9 +20,8 @@ extension Context {
     public func aggregate<T: EntityObject, V: AttributeValue>(
         _ function: Aggregate, of keyPath: KeyPath<T, V>, where predicate: EntityPredicate<T>? = nil
     ) throws -> SQLiteValue {
-        let (mapping, condition, arguments) = try prepare(T.self, predicate)
-        let column = try mapping.column(for: keyPath)
-        return try scalar("SELECT \(function.rawValue)(\(column)) FROM \(quoteIdentifier(mapping.name))\(condition)", arguments) ?? .null
+        let mapping = try prepare(T.self)
+        return try scalar(storage.aggregate(function, of: keyPath, mapping, where: predicate)) ?? .null
     }
 
     // MARK: Typed aggregates
@@ -107,14 +106,11 @@ extension Context {
     public func aggregate<T: EntityObject, V: AttributeValue, G: AttributeValue>(
         _ function: Aggregate, of keyPath: KeyPath<T, V>, groupedBy group: KeyPath<T, G>, where predicate: EntityPredicate<T>? = nil
     ) throws -> [(group: G, value: SQLiteValue)] {
-        let (mapping, condition, arguments) = try prepare(T.self, predicate)
-        let column = try mapping.column(for: keyPath)
-        let groupColumn = try mapping.column(for: group)
-        let statement = try connection.cachedStatement(
-            sql: "SELECT \(groupColumn), \(function.rawValue)(\(column)) FROM \(quoteIdentifier(mapping.name))\(condition) "
-                + "GROUP BY \(groupColumn) ORDER BY \(groupColumn)")
+        let mapping = try prepare(T.self)
+        let query = try storage.aggregate(function, of: keyPath, mapping, where: predicate, groupedBy: group)
+        let statement = try connection.cachedStatement(sql: query.sql)
         defer { statement.reset() }
-        try statement.bind(arguments)
+        try statement.bind(query.arguments)
         var result: [(group: G, value: SQLiteValue)] = []
         while try statement.step() {
             do {
@@ -134,12 +130,12 @@ extension Context {
     @discardableResult
     public func deleteAll<T: EntityObject>(_ type: T.Type, where predicate: EntityPredicate<T>? = nil) throws -> Int {
         if isReadOnly { throw StoreError.readOnly("delete") }
-        let (mapping, condition, arguments) = try prepare(T.self, predicate)
-        let table = quoteIdentifier(mapping.name)
+        let mapping = try prepare(T.self)
         // Objects in memory first, so that their relationships are cleaned up in memory too.
         var registered: [any EntityObject] = []
-        let select = try connection.cachedStatement(sql: "SELECT \"_pk\" FROM \(table)\(condition)")
-        try select.bind(arguments)
+        let rowIDs = try storage.rowIDs(mapping, where: predicate)
+        let select = try connection.cachedStatement(sql: rowIDs.sql)
+        try select.bind(rowIDs.arguments)
         var count = 0
         while try select.step() {
             count += 1
@@ -148,8 +144,9 @@ extension Context {
         select.reset()
         for object in registered { try deleteObject(object) }
         try flush()
-        let statement = try connection.cachedStatement(sql: "DELETE FROM \(table)\(condition)")
-        try statement.bind(arguments)
+        let delete = try storage.delete(mapping, where: predicate)
+        let statement = try connection.cachedStatement(sql: delete.sql)
+        try statement.bind(delete.arguments)
         try statement.execute()
         if count > 0 {
             touchedEntities.insert(mapping.index)
@@ -159,18 +156,16 @@ extension Context {
         return count
     }
 
-    private func prepare<T: EntityObject>(_ type: T.Type, _ predicate: EntityPredicate<T>?) throws -> (EntitySchema, String, [SQLiteValue]) {
+    /// Writes pending changes (the query must see them) and returns the entity's schema.
+    private func prepare<T: EntityObject>(_ type: T.Type) throws -> EntitySchema {
         try flush()
-        let mapping = try model.mapping(for: T.self)
-        guard let predicate else { return (mapping, "", []) }
-        let (condition, arguments) = try predicate.sql(for: mapping, model: model)
-        return (mapping, " WHERE " + condition, arguments)
+        return try model.mapping(for: T.self)
     }
 
-    private func scalar(_ sql: String, _ arguments: [SQLiteValue]) throws -> SQLiteValue? {
-        let statement = try connection.cachedStatement(sql: sql)
+    private func scalar(_ query: SQLiteStorage.Query) throws -> SQLiteValue? {
+        let statement = try connection.cachedStatement(sql: query.sql)
         defer { statement.reset() }
-        try statement.bind(arguments)
+        try statement.bind(query.arguments)
         guard try statement.step() else { return nil }
         return statement.value(at: 0)
     }
@@ -182,16 +177,11 @@ extension Context {
     public func snapshots<T: EntityObject>(
         _ type: T.Type, where predicate: EntityPredicate<T>? = nil, orderBy sort: [Sort<T>] = [], limit: Int? = nil
     ) throws -> [Snapshot<T>] {
-        let (mapping, condition, arguments) = try prepare(T.self, predicate)
-        var sql = mapping.selectSQL + condition + (try Sort.orderBy(sort, mapping, model: model))
-        var bound = arguments
-        if let limit {
-            sql += " LIMIT ?"
-            bound.append(.integer(Int64(limit)))
-        }
-        let statement = try connection.cachedStatement(sql: sql)
+        let mapping = try prepare(T.self)
+        let query = try storage.select(mapping, where: predicate, orderBy: sort, limit: limit)
+        let statement = try connection.cachedStatement(sql: query.sql)
         defer { statement.reset() }
-        try statement.bind(bound)
+        try statement.bind(query.arguments)
         var rows: [Snapshot<T>] = []
         while try statement.step() {
             let values: [SQLiteValue?] = mapping.columnOfField.map { column in column > 0 ? statement.value(at: column) : nil }

@@ -366,8 +366,7 @@ public final class Context {
             return next
         }
         // The write transaction holds the write lock, so no one else inserts until it ends.
-        let table = quoteIdentifier(model.mappings[entity].name)
-        let statement = try connection.cachedStatement(sql: "SELECT coalesce(max(\"_pk\"), 0) FROM \(table)")
+        let statement = try connection.cachedStatement(sql: storage.largestRowID(model.mappings[entity]))
         _ = try statement.step()
         let next = statement.int64(at: 0) + 1
         statement.reset()
@@ -528,7 +527,7 @@ public final class Context {
         let mapping = model.mappings[entity]
         // An object not in memory: no plan waiting for a writer thread writes its row (see ``DeferredWriter``).
         return try withSharedConnection { connection in
-            let statement = try connection.cachedStatement(sql: mapping.selectSQL + " WHERE \"_pk\" = ?")
+            let statement = try connection.cachedStatement(sql: storage.selectByRowID(mapping))
             defer { statement.reset() }
             try statement.bind(rowID, at: 1)
             guard try statement.step() else { return nil }

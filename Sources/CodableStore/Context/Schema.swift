@@ -344,15 +344,6 @@ final class EntitySchema: Sendable {
     /// The declared indexes, with their names and columns.
     let indexes: [SchemaSnapshot.Index]
 
-    /// The quoted column of the attribute or to-one relationship a key path names.
-    func column(for keyPath: AnyKeyPath) throws(StoreError) -> String {
-        guard let field = description.fieldIndex(for: keyPath), let column = columnNameOfField[field] else {
-            throw StoreError(
-                .invalidQuery, "\(keyPath) is not a stored attribute or to-one relationship of \(name)", entity: name)
-        }
-        return quoteIdentifier(column)
-    }
-
     init(
         index: Int, description: EntityDescription, relationships: [ResolvedRelationship?], orderColumns: [String],
         coding: EntityCodingPlan

@@ -249,7 +249,7 @@ final class SQLiteStorage: Sendable {
         statements: (String) throws -> Statement
     ) throws -> StoreError {
         guard case .integer(let rowID) = values.last else { return identityConflict(mapping, error) { _ in .null } }
-        let select = try statements(mapping.selectSQL + " WHERE \"_pk\" = ?")
+        let select = try statements(selectByRowID(mapping))
         defer { select.reset() }
         try select.bind(rowID, at: 1)
         let stored = try select.step()

@@ -1,0 +1,247 @@
+/// The SQLite backend's side of queries: predicates, sorts and key paths rendered as SQL with bound values.
+/// Values are always bound, never spliced into the SQL; names are always quoted.
+extension EntityPredicate {
+    /// The SQL and arguments of the condition.
+    func sql(for mapping: EntitySchema, model: Schema) throws -> (String, [SQLiteValue]) {
+        var arguments: [SQLiteValue] = []
+        let text = try Self.render(node, mapping, model, &arguments)
+        return (text, arguments)
+    }
+
+    private static func column(_ keyPath: KeyPathBox, _ mapping: EntitySchema) throws -> String {
+        try mapping.column(for: keyPath.keyPath)
+    }
+
+    private static func render(
+        _ node: Node, _ mapping: EntitySchema, _ model: Schema, _ arguments: inout [SQLiteValue]
+    ) throws -> String {
+        switch node {
+        case .comparison(let keyPath, let op, let value):
+            let column = try column(keyPath, mapping)
+            if value.isNull {
+                switch op {
+                case .equal: return "\(column) IS NULL"
+                case .notEqual: return "\(column) IS NOT NULL"
+                default: return "0"  // like SQL: an ordering comparison with NULL is never true
+                }
+            }
+            arguments.append(value)
+            if op == .notEqual { return "\(column) IS NOT ?" }
+            return "\(column) \(op.rawValue) ?"
+        case .membership(let keyPath, let values):
+            let column = try column(keyPath, mapping)
+            if values.isEmpty { return "0" }
+            arguments.append(contentsOf: values)
+            return "\(column) IN (" + Array(repeating: "?", count: values.count).joined(separator: ", ") + ")"
+        case .and(let lhs, let rhs):
+            return "(\(try render(lhs, mapping, model, &arguments)) AND \(try render(rhs, mapping, model, &arguments)))"
+        case .or(let lhs, let rhs):
+            return "(\(try render(lhs, mapping, model, &arguments)) OR \(try render(rhs, mapping, model, &arguments)))"
+        case .not(let inner):
+            return "NOT (\(try render(inner, mapping, model, &arguments)))"
+        case .sql(let sql, let values):
+            arguments.append(contentsOf: values)
+            return "(\(sql))"
+        case .text(let keyPath, let match, let text, let caseInsensitive):
+            var column = try column(keyPath, mapping)
+            if text.isEmpty { return "\(column) IS NOT NULL" }
+            var parameter = "?"
+            if caseInsensitive {
+                column = "codablestore_fold(\(column))"
+                parameter = "codablestore_fold(?)"
+            }
+            arguments.append(.text(text))
+            switch match {
+            case .contains: return "instr(\(column), \(parameter)) > 0"
+            case .prefix:
+                arguments.append(.text(text))
+                // The text is bound twice: for `length(?)`, then for the comparison.
+                return "substr(\(column), 1, length(?)) = \(parameter)"
+            case .suffix:
+                arguments.append(.text(text))
+                return "substr(\(column), -length(?)) = \(parameter)"
+            }
+        case .through(let keyPath, let destinationType, let subquery):
+            let foreignKey = try column(keyPath, mapping)
+            let destination = try model.mapping(for: destinationType)
+            let (condition, values) = try subquery.render(destination, model)
+            arguments.append(contentsOf: values)
+            return "\(foreignKey) IN (SELECT \"_pk\" FROM \(quoteIdentifier(destination.name)) WHERE \(condition))"
+        case .members(let keyPath, let destinationType, let subquery, let any):
+            // The owners of matching members, as a subquery that does not refer to the outer row (so that a
+            // relationship of an entity to itself needs no aliases).
+            let owners = try ownersOfMembers(keyPath, destinationType, subquery, mapping, model, &arguments)
+            return "\"_pk\" \(any ? "IN" : "NOT IN") (\(owners))"
+        case .memberCount(let keyPath, let destinationType, let subquery, let op, let number):
+            let owners = try ownersOfMembers(keyPath, destinationType, subquery, mapping, model, &arguments)
+            let counted = "(SELECT count(*) FROM (\(owners)) WHERE \"owner\" = \(quoteIdentifier(mapping.name)).\"_pk\")"
+            arguments.append(.integer(Int64(number)))
+            return "\(counted) \(op.rawValue) ?"
+        }
+    }
+
+    /// `SELECT <owner> AS "owner" FROM …`: the row id of the owner of every member of the to-many
+    /// relationship that matches the condition (one row per membership; never NULL).
+    private static func ownersOfMembers(
+        _ keyPath: KeyPathBox, _ destinationType: any EntityObject.Type, _ subquery: SubqueryBox?, _ mapping: EntitySchema,
+        _ model: Schema, _ arguments: inout [SQLiteValue]
+    ) throws -> String {
+        guard let field = mapping.description.fieldIndex(for: keyPath.keyPath), let relationship = mapping.relationships[field],
+            relationship.description.isToMany
+        else {
+            throw StoreError(.invalidQuery, "\(keyPath.keyPath) is not a to-many relationship of \(mapping.name)", entity: mapping.name)
+        }
+        let destination = model.mappings[relationship.destination]
+        var members = "SELECT \"_pk\" FROM \(quoteIdentifier(destination.name))"
+        if let subquery {
+            let (condition, values) = try subquery.render(destination, model)
+            arguments.append(contentsOf: values)
+            members += " WHERE \(condition)"
+        }
+        switch relationship.storage {
+        case .inverseForeignKey(let column, _):
+            let foreignKey = quoteIdentifier(column)
+            // The members themselves carry the owner; without a condition, every member with an owner.
+            var sql = "SELECT \(foreignKey) AS \"owner\" FROM \(quoteIdentifier(destination.name)) WHERE \(foreignKey) IS NOT NULL"
+            if subquery != nil { sql += " AND \"_pk\" IN (\(members))" }
+            return sql
+        case .joinTable(let index, let ownerIsSource):
+            let table = quoteIdentifier(model.joinTables[index].name)
+            let (owner, member) = ownerIsSource ? ("\"source\"", "\"target\"") : ("\"target\"", "\"source\"")
+            var sql = "SELECT \(owner) AS \"owner\" FROM \(table)"
+            if subquery != nil { sql += " WHERE \(member) IN (\(members))" }
+            return sql
+        case .foreignKey:
+            throw StoreError(.invalidQuery, "\(keyPath.keyPath) is not a to-many relationship of \(mapping.name)", entity: mapping.name)
+        }
+    }
+}
+
+extension Sort {
+    /// The ORDER BY clause of the keys (then the row id, so that the order is stable).
+    static func orderBy(_ keys: [Sort], _ mapping: EntitySchema, model: Schema) throws(StoreError) -> String {
+        var terms: [String] = []
+        for key in keys {
+            var term = try mapping.column(for: key.keyPath.keyPath)
+            if let (field, destinationType) = key.destinationKeyPath {
+                // The destination's field, read by the row's foreign key (NULL where the relationship is not set:
+                // first in ascending order, as SQLite sorts NULL).
+                let destination = try model.mapping(for: destinationType)
+                let column = try destination.column(for: field.keyPath)
+                term = "(SELECT \(column) FROM \(quoteIdentifier(destination.name)) AS \"codablestore_sort\" "
+                    + "WHERE \"codablestore_sort\".\"_pk\" = \(quoteIdentifier(mapping.name)).\(term))"
+            }
+            terms.append(term + (key.ascending ? " ASC" : " DESC"))
+        }
+        terms.append("\"_pk\"")
+        return " ORDER BY " + terms.joined(separator: ", ")
+    }
+}
+
+extension EntitySchema {
+    /// The quoted column of the attribute or to-one relationship a key path names.
+    func column(for keyPath: AnyKeyPath) throws(StoreError) -> String {
+        guard let field = description.fieldIndex(for: keyPath), let column = columnNameOfField[field] else {
+            throw StoreError(
+                .invalidQuery, "\(keyPath) is not a stored attribute or to-one relationship of \(name)", entity: name)
+        }
+        return quoteIdentifier(column)
+    }
+}
+
+extension SQLiteStorage {
+    /// A statement over an entity's rows: its SQL and the values it binds.
+    struct Query {
+        var sql: String
+        var arguments: [SQLiteValue]
+    }
+
+    /// ` WHERE …` and its arguments, or nothing without a predicate.
+    private func condition<T>(_ predicate: EntityPredicate<T>?, _ mapping: EntitySchema) throws -> Query {
+        guard let predicate else { return Query(sql: "", arguments: []) }
+        let (condition, arguments) = try predicate.sql(for: mapping, model: model)
+        return Query(sql: " WHERE " + condition, arguments: arguments)
+    }
+
+    /// The entity's rows (row id first, then the columns of ``EntitySchema/selectSQL``) matching `predicate`, in
+    /// `sort` order then by row id; `LIMIT`/`OFFSET` when either is given.
+    func select<T>(
+        _ mapping: EntitySchema, where predicate: EntityPredicate<T>?, orderBy sort: [Sort<T>] = [], limit: Int? = nil,
+        offset: Int? = nil
+    ) throws -> Query {
+        var query = try condition(predicate, mapping)
+        query.sql = mapping.selectSQL + query.sql + (try Sort.orderBy(sort, mapping, model: model))
+        if limit != nil || offset != nil {
+            query.sql += " LIMIT ? OFFSET ?"
+            query.arguments.append(.integer(Int64(limit ?? -1)))
+            query.arguments.append(.integer(Int64(offset ?? 0)))
+        }
+        return query
+    }
+
+    /// 1 when a row matches `predicate`, else 0.
+    func exists<T>(_ mapping: EntitySchema, where predicate: EntityPredicate<T>?) throws -> Query {
+        var query = try condition(predicate, mapping)
+        query.sql = "SELECT EXISTS (SELECT 1 FROM \(quoteIdentifier(mapping.name))" + query.sql + ")"
+        return query
+    }
+
+    /// The number of the entity's rows matching `predicate`.
+    func count<T>(_ mapping: EntitySchema, where predicate: EntityPredicate<T>?) throws -> Query {
+        var query = try condition(predicate, mapping)
+        query.sql = "SELECT count(*) FROM \(quoteIdentifier(mapping.name))" + query.sql
+        return query
+    }
+
+    /// `function` of an attribute over the rows matching `predicate`; per value of `group`, in its order, when given.
+    func aggregate<T>(
+        _ function: Context.Aggregate, of keyPath: AnyKeyPath, _ mapping: EntitySchema, where predicate: EntityPredicate<T>?,
+        groupedBy group: AnyKeyPath? = nil
+    ) throws -> Query {
+        let column = try mapping.column(for: keyPath)
+        var query = try condition(predicate, mapping)
+        let table = quoteIdentifier(mapping.name)
+        if let group {
+            let groupColumn = try mapping.column(for: group)
+            query.sql = "SELECT \(groupColumn), \(function.rawValue)(\(column)) FROM \(table)" + query.sql
+                + " GROUP BY \(groupColumn) ORDER BY \(groupColumn)"
+        } else {
+            query.sql = "SELECT \(function.rawValue)(\(column)) FROM \(table)" + query.sql
+        }
+        return query
+    }
+
+    /// The row ids of the rows matching `predicate`.
+    func rowIDs<T>(_ mapping: EntitySchema, where predicate: EntityPredicate<T>?) throws -> Query {
+        var query = try condition(predicate, mapping)
+        query.sql = "SELECT \"_pk\" FROM \(quoteIdentifier(mapping.name))" + query.sql
+        return query
+    }
+
+    /// Deletes the rows matching `predicate` (every row without one).
+    func delete<T>(_ mapping: EntitySchema, where predicate: EntityPredicate<T>?) throws -> Query {
+        var query = try condition(predicate, mapping)
+        query.sql = "DELETE FROM \(quoteIdentifier(mapping.name))" + query.sql
+        return query
+    }
+
+    /// The row of one identity (its values bound in identity order).
+    func selectByIdentity(_ mapping: EntitySchema) -> String {
+        mapping.selectSQL + " WHERE " + mapping.identityColumns.map { "\(quoteIdentifier($0)) = ?" }.joined(separator: " AND ")
+    }
+
+    /// One row of the entity's table, if it has any.
+    func anyRow(_ mapping: EntitySchema) -> String {
+        "SELECT 1 FROM \(quoteIdentifier(mapping.name)) LIMIT 1"
+    }
+
+    /// The largest row id of the entity's table (0 when it is empty): new objects' row ids follow it.
+    func largestRowID(_ mapping: EntitySchema) -> String {
+        "SELECT coalesce(max(\"_pk\"), 0) FROM \(quoteIdentifier(mapping.name))"
+    }
+
+    /// The row with one row id.
+    func selectByRowID(_ mapping: EntitySchema) -> String {
+        mapping.selectSQL + " WHERE \"_pk\" = ?"
+    }
+}
