@@ -467,7 +467,7 @@ public final class Context {
     }
 
     /// The registered object for a stored row given as values (the row id, then the columns of
-    /// ``EntitySchema/selectSQL``), making it from them if it is not in memory.
+    /// ``SQLiteStorage/selectSQL(_:)``), making it from them if it is not in memory.
     func object(for mapping: EntitySchema, row: ArraySlice<SQLiteValue>) throws -> any EntityObject {
         guard case .integer(let rowID) = row.first else {
             throw StoreError(.invalidObject, "a stored row of \(mapping.name) without its row id", entity: mapping.name)

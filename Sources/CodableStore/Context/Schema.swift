@@ -291,7 +291,7 @@ final class JoinTable: Sendable {
     }
 }
 
-/// One entity's table: columns, and the SQL to read and write its rows.
+/// One entity's table: its columns, and how fields map to them.
 final class EntitySchema: Sendable {
     struct Column: Sendable {
         enum Kind: Sendable {
@@ -308,7 +308,8 @@ final class EntitySchema: Sendable {
     var name: String { description.name }
     /// Columns after `_pk`: attributes and foreign keys in field order, then position columns.
     let columns: [Column]
-    /// Field index → result column in ``selectSQL`` (0 is `_pk`); -1 for to-many relationships.
+    /// Field index → column of a row read from the store (0 is `_pk`, then the first ``insertColumnCount``
+    /// ``columns``); -1 for to-many relationships.
     let columnOfField: [Int32]
     /// Field index → column name, for attributes and to-one relationships.
     let columnNameOfField: [String?]
@@ -320,10 +321,6 @@ final class EntitySchema: Sendable {
     let hasRelationships: Bool
     /// The identity attributes' fields.
     let identityFields: FieldSet
-    /// `SELECT "_pk", … FROM "T"`.
-    let selectSQL: String
-    /// The column list of ``selectSQL`` qualified with the table name, for joins.
-    let qualifiedColumnsSQL: String
     /// Rows per multi-row INSERT.
     static let insertBatchRows = 32
     /// Number of columns an insert writes after `_pk` (the first ``columns``; the position columns come after
@@ -392,10 +389,6 @@ final class EntitySchema: Sendable {
         }
         self.orderColumnOfForeignKeyField = orderColumnOfForeignKeyField
         self.insertColumnCount = insertColumnCount
-        let table = quoteIdentifier(description.name)
-        let selected = ["_pk"] + columns[..<insertColumnCount].map(\.name)
-        self.selectSQL = "SELECT " + selected.map(quoteIdentifier).joined(separator: ", ") + " FROM " + table
-        self.qualifiedColumnsSQL = selected.map { table + "." + quoteIdentifier($0) }.joined(separator: ", ")
         self.identityColumns = description.identity.map { description.fields[$0].name }
         self.indexes = description.indexes.map { index in
             let columns = index.fields.compactMap { columnNameOfField[$0] }

@@ -61,7 +61,7 @@ struct StoredRows: Sendable {
 }
 
 /// Identity lookups run for a context ahead of time, by its ``DeferredWriter`` between two plans: per entity, the
-/// keys, and once ``isDone``, the stored rows found (the row id then the columns of ``EntitySchema/selectSQL``).
+/// keys, and once ``isDone``, the stored rows found (the row id then the columns of ``SQLiteStorage/selectSQL(_:)``).
 /// ``Context/adoptLookup(_:)`` takes them.
 final class Lookahead: @unchecked Sendable {
     // @unchecked: `rows`, `membershipRows` and `isDone` are written by the writer thread under its monitor, and

@@ -231,7 +231,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
         }
     }
 
-    /// The stored rows of these identities, as values: the row id, then the columns of `selectSQL`.
+    /// The stored rows of these identities, as values: the row id, then the columns of `SQLiteStorage.selectSQL(_:)`.
     private func lookUp(_ keys: [Context.IdentityKey], entity: Int) throws -> StoredRows {
         let width = Int32(model.mappings[entity].insertColumnCount + 1)
         var rows = StoredRows(width: Int(width))

@@ -163,14 +163,14 @@ extension SQLiteStorage {
         return Query(sql: " WHERE " + condition, arguments: arguments)
     }
 
-    /// The entity's rows (row id first, then the columns of ``EntitySchema/selectSQL``) matching `predicate`, in
+    /// The entity's rows (row id first, then the columns of ``SQLiteStorage/selectSQL(_:)``) matching `predicate`, in
     /// `sort` order then by row id; `LIMIT`/`OFFSET` when either is given.
     func select<T>(
         _ mapping: EntitySchema, where predicate: EntityPredicate<T>?, orderBy sort: [Sort<T>] = [], limit: Int? = nil,
         offset: Int? = nil
     ) throws -> Query {
         var query = try condition(predicate, mapping)
-        query.sql = mapping.selectSQL + query.sql + (try Sort.orderBy(sort, mapping, model: model))
+        query.sql = selectSQL(mapping) + query.sql + (try Sort.orderBy(sort, mapping, model: model))
         if limit != nil || offset != nil {
             query.sql += " LIMIT ? OFFSET ?"
             query.arguments.append(.integer(Int64(limit ?? -1)))
@@ -227,7 +227,7 @@ extension SQLiteStorage {
 
     /// The row of one identity (its values bound in identity order).
     func selectByIdentity(_ mapping: EntitySchema) -> String {
-        mapping.selectSQL + " WHERE " + mapping.identityColumns.map { "\(quoteIdentifier($0)) = ?" }.joined(separator: " AND ")
+        selectSQL(mapping) + " WHERE " + mapping.identityColumns.map { "\(quoteIdentifier($0)) = ?" }.joined(separator: " AND ")
     }
 
     /// One row of the entity's table, if it has any.
@@ -242,6 +242,6 @@ extension SQLiteStorage {
 
     /// The row with one row id.
     func selectByRowID(_ mapping: EntitySchema) -> String {
-        mapping.selectSQL + " WHERE \"_pk\" = ?"
+        selectSQL(mapping) + " WHERE \"_pk\" = ?"
     }
 }

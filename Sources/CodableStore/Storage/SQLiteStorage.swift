@@ -13,6 +13,10 @@ final class SQLiteStorage: Sendable {
 
     /// The statements of one entity's table.
     private struct EntityStatements: Sendable {
+        /// `SELECT "_pk", … FROM "T"`: a stored row, the row id then the insert columns.
+        let select: String
+        /// The column list of ``select`` qualified with the table name, for joins.
+        let qualifiedColumns: String
         /// `INSERT OR FAIL INTO "T" ("_pk", …) VALUES (?, …)` for one row, and for ``EntitySchema/insertBatchRows``.
         let insert: String
         let insertBatch: String
@@ -56,6 +60,8 @@ final class SQLiteStorage: Sendable {
             let prefix = "INSERT OR FAIL INTO \(table) (" + columns.map(quoteIdentifier).joined(separator: ", ") + ") VALUES "
             let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
             return EntityStatements(
+                select: "SELECT " + columns.map(quoteIdentifier).joined(separator: ", ") + " FROM " + table,
+                qualifiedColumns: columns.map { table + "." + quoteIdentifier($0) }.joined(separator: ", "),
                 insert: prefix + row,
                 insertBatch: prefix + Array(repeating: row, count: EntitySchema.insertBatchRows).joined(separator: ", "),
                 delete: "DELETE FROM \(table) WHERE \"_pk\" = ?")
@@ -73,6 +79,10 @@ final class SQLiteStorage: Sendable {
                 unlink: "DELETE FROM \(table) WHERE \"source\" = ? AND \"target\" = ?")
         }
     }
+
+    /// `SELECT "_pk", … FROM "T"`: every read of an entity's rows starts so (``EntitySchema/columnOfField`` maps
+    /// fields to its columns).
+    func selectSQL(_ mapping: EntitySchema) -> String { entities[mapping.index].select }
 
     /// Runs one step, with statements from `statements` (cached for the connection they belong to).
     func run(_ step: WritePlan.Step, statements: (String) throws -> Statement) throws {
@@ -157,7 +167,7 @@ final class SQLiteStorage: Sendable {
         return min(size, limit)
     }
 
-    /// The entity's `selectSQL` for the rows of `rows` identities (cached: a composite lookup of 4,096 is 40 KB
+    /// The entity's `SQLiteStorage.selectSQL(_:)` for the rows of `rows` identities (cached: a composite lookup of 4,096 is 40 KB
     /// of SQL).
     func lookupSQL(rows: Int, entity: Int) -> String {
         let key = LookupKey(entity: entity, rows: rows)
@@ -172,13 +182,13 @@ final class SQLiteStorage: Sendable {
             condition = "(" + columns.joined(separator: ", ") + ") IN (VALUES "
                 + Array(repeating: row, count: rows).joined(separator: ", ") + ")"
         }
-        let sql = mapping.selectSQL + " WHERE " + condition
+        let sql = selectSQL(mapping) + " WHERE " + condition
         lookups.withLock { $0[key] = sql }
         return sql
     }
 
     /// Looks up the stored rows of `keys` with the statement of their size, calling `row` on each row found (the
-    /// row id, then the columns of ``EntitySchema/selectSQL``).
+    /// row id, then the columns of ``SQLiteStorage/selectSQL(_:)``).
     func lookUp(
         _ keys: [Context.IdentityKey], entity: Int, maximumVariableCount: Int,
         statements: (String) throws -> Statement, row: (Statement) throws -> Void
@@ -205,13 +215,13 @@ final class SQLiteStorage: Sendable {
             preconditionFailure("a to-one relationship has no membership query")
         case .inverseForeignKey(let column, let orderColumn):
             let order = orderColumn.map { "\(quoteIdentifier($0)) IS NULL, \(quoteIdentifier($0)), " } ?? ""
-            return "SELECT \(quoteIdentifier(column)), \(destination.qualifiedColumnsSQL) FROM \(table) "
+            return "SELECT \(quoteIdentifier(column)), \(entities[destination.index].qualifiedColumns) FROM \(table) "
                 + "WHERE \(quoteIdentifier(column)) IN (\(placeholders)) ORDER BY \(order)\"_pk\""
         case .joinTable(let index, let ownerIsSource):
             let join = model.joinTables[index]
             let (mine, theirs) = ownerIsSource ? ("source", "target") : ("target", "source")
             let order = ownerIsSource && join.hasPosition ? "j.\"position\" IS NULL, j.\"position\", " : ""
-            return "SELECT j.\"\(mine)\", \(destination.qualifiedColumnsSQL) FROM \(table) "
+            return "SELECT j.\"\(mine)\", \(entities[destination.index].qualifiedColumns) FROM \(table) "
                 + "JOIN \(quoteIdentifier(join.name)) AS j ON j.\"\(theirs)\" = \(table).\"_pk\" "
                 + "WHERE j.\"\(mine)\" IN (\(placeholders)) ORDER BY \(order)j.rowid"
         }
