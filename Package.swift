@@ -54,7 +54,7 @@ let package = Package(
         .target(
             name: "CodableStore",
             dependencies: [
-                "CodableStoreSQLite", "CodableStoreJSON", "CSQLite", "CodableStoreMacros",
+                "CodableStoreSQLite", "CodableStoreJSON", "CodableStoreMacros",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
