@@ -79,7 +79,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     }
 
     /// Asks the writer to run these lookups after the plans handed over so far, and before any handed over
-    /// later; ``lookupResult(_:)`` waits for the rows.
+    /// later; ``waitForLookup(_:)`` waits for the rows.
     ///
     /// The rows are those of the store once the earlier plans are written: right for every key whose object
     /// the later plans do not write, that is, for every key the context does not hold when it takes the

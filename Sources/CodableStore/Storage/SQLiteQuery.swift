@@ -156,11 +156,13 @@ extension SQLiteStorage {
         var arguments: [SQLiteValue]
     }
 
-    /// ` WHERE …` and its arguments, or nothing without a predicate.
-    private func condition<T>(_ predicate: EntityPredicate<T>?, _ mapping: EntitySchema) throws -> Query {
-        guard let predicate else { return Query(sql: "", arguments: []) }
+    /// `prefix`, then ` WHERE …` for `predicate` (nothing without one), then `suffix`, with the predicate's arguments.
+    private func filtered<T>(
+        _ prefix: String, _ predicate: EntityPredicate<T>?, _ mapping: EntitySchema, suffix: String = ""
+    ) throws -> Query {
+        guard let predicate else { return Query(sql: prefix + suffix, arguments: []) }
         let (condition, arguments) = try predicate.sql(for: mapping, model: model)
-        return Query(sql: " WHERE " + condition, arguments: arguments)
+        return Query(sql: prefix + " WHERE " + condition + suffix, arguments: arguments)
     }
 
     /// The entity's rows (row id first, then the columns of ``SQLiteStorage/selectSQL(_:)``) matching `predicate`, in
@@ -169,8 +171,7 @@ extension SQLiteStorage {
         _ mapping: EntitySchema, where predicate: EntityPredicate<T>?, orderBy sort: [Sort<T>] = [], limit: Int? = nil,
         offset: Int? = nil
     ) throws -> Query {
-        var query = try condition(predicate, mapping)
-        query.sql = selectSQL(mapping) + query.sql + (try Sort.orderBy(sort, mapping, model: model))
+        var query = try filtered(selectSQL(mapping), predicate, mapping, suffix: try Sort.orderBy(sort, mapping, model: model))
         if limit != nil || offset != nil {
             query.sql += " LIMIT ? OFFSET ?"
             query.arguments.append(.integer(Int64(limit ?? -1)))
@@ -181,16 +182,12 @@ extension SQLiteStorage {
 
     /// 1 when a row matches `predicate`, else 0.
     func exists<T>(_ mapping: EntitySchema, where predicate: EntityPredicate<T>?) throws -> Query {
-        var query = try condition(predicate, mapping)
-        query.sql = "SELECT EXISTS (SELECT 1 FROM \(quoteIdentifier(mapping.name))" + query.sql + ")"
-        return query
+        try filtered("SELECT EXISTS (SELECT 1 FROM \(quoteIdentifier(mapping.name))", predicate, mapping, suffix: ")")
     }
 
     /// The number of the entity's rows matching `predicate`.
     func count<T>(_ mapping: EntitySchema, where predicate: EntityPredicate<T>?) throws -> Query {
-        var query = try condition(predicate, mapping)
-        query.sql = "SELECT count(*) FROM \(quoteIdentifier(mapping.name))" + query.sql
-        return query
+        try filtered("SELECT count(*) FROM \(quoteIdentifier(mapping.name))", predicate, mapping)
     }
 
     /// `function` of an attribute over the rows matching `predicate`; per value of `group`, in its order, when given.
@@ -199,30 +196,22 @@ extension SQLiteStorage {
         groupedBy group: AnyKeyPath? = nil
     ) throws -> Query {
         let column = try mapping.column(for: keyPath)
-        var query = try condition(predicate, mapping)
         let table = quoteIdentifier(mapping.name)
-        if let group {
-            let groupColumn = try mapping.column(for: group)
-            query.sql = "SELECT \(groupColumn), \(function.rawValue)(\(column)) FROM \(table)" + query.sql
-                + " GROUP BY \(groupColumn) ORDER BY \(groupColumn)"
-        } else {
-            query.sql = "SELECT \(function.rawValue)(\(column)) FROM \(table)" + query.sql
-        }
-        return query
+        guard let group else { return try filtered("SELECT \(function.rawValue)(\(column)) FROM \(table)", predicate, mapping) }
+        let groupColumn = try mapping.column(for: group)
+        return try filtered(
+            "SELECT \(groupColumn), \(function.rawValue)(\(column)) FROM \(table)", predicate, mapping,
+            suffix: " GROUP BY \(groupColumn) ORDER BY \(groupColumn)")
     }
 
     /// The row ids of the rows matching `predicate`.
     func rowIDs<T>(_ mapping: EntitySchema, where predicate: EntityPredicate<T>?) throws -> Query {
-        var query = try condition(predicate, mapping)
-        query.sql = "SELECT \"_pk\" FROM \(quoteIdentifier(mapping.name))" + query.sql
-        return query
+        try filtered("SELECT \"_pk\" FROM \(quoteIdentifier(mapping.name))", predicate, mapping)
     }
 
     /// Deletes the rows matching `predicate` (every row without one).
     func delete<T>(_ mapping: EntitySchema, where predicate: EntityPredicate<T>?) throws -> Query {
-        var query = try condition(predicate, mapping)
-        query.sql = "DELETE FROM \(quoteIdentifier(mapping.name))" + query.sql
-        return query
+        try filtered("DELETE FROM \(quoteIdentifier(mapping.name))", predicate, mapping)
     }
 
     /// The row of one identity (its values bound in identity order).

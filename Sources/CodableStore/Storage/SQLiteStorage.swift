@@ -1,7 +1,7 @@
-/// The SQLite backend of the storage seam, for writes: the SQL of every statement a ``WritePlan`` needs, built
-/// once per store from its model, and how each step runs. The context decides what changes (entities, fields,
-/// row ids and values); only this type knows how SQLite says it. A PostgreSQL backend would run the same steps
-/// in its dialect.
+/// The SQLite backend of the storage seam: the SQL of every statement the context needs, built once per store
+/// from its model — how each step of a ``WritePlan`` runs, identity lookups and membership loads (here), queries
+/// (SQLiteQuery.swift). The context decides what changes and what to read (entities, fields, row ids, values,
+/// predicates); only this type knows how SQLite says it. A PostgreSQL backend would do the same in its dialect.
 final class SQLiteStorage: Sendable {
     let model: Schema
     private let entities: [EntityStatements]
