@@ -56,7 +56,7 @@ public final class Context {
     /// lookups runs each of them inside it, on the same thread).
     private(set) var isSharingConnection = false
     let model: Schema
-    /// The backend that runs the context's write plans.
+    /// The backend that runs the context's write plans, lookups and queries.
     let storage: SQLiteStorage
     /// Whether inserts, deletes and saves are refused.
     public let isReadOnly: Bool
