@@ -224,35 +224,24 @@ final class DecodingSession {
     let options: StoreDecoder.Options
     /// Converted keys, per raw key, when a key strategy is set.
     var convertedKeys: [String: String] = [:]
-    /// When counting, the number of distinct objects decoded per entity index (the importer's "unchanged"
-    /// count): each object is marked with the session's mark rather than kept in a set, which hashed every
-    /// decoded object.
+    /// When counting, the number of distinct objects decoded per entity index (the importer's "unchanged" count).
     private(set) var decodedCounts: [Int]?
     /// `decodedCounts != nil`, kept as a flag: it is tested for every decoded object, and reading the optional
     /// array there would retain and release it.
     private(set) var isCounting = false
-    private var countMark = 0
-
-    /// Marks unique in the process, so that no object carries a new session's mark from an earlier one.
-    private final class MarkCounter: @unchecked Sendable {
-        private let lock = NSLock()
-        private var last = 0
-        func next() -> Int { lock.withLock { last += 1; return last } }
-    }
-    private static let marks = MarkCounter()
+    /// The objects counted since counting started (each is counted once, however often it is decoded).
+    @exclusivity(unchecked) private var countedObjects = Set<ObjectIdentifier>()
 
     /// Starts counting the objects decoded from now on.
     func startCounting() {
         decodedCounts = Array(repeating: 0, count: model.mappings.count)
         isCounting = true
-        countMark = Self.marks.next()
+        countedObjects.removeAll(keepingCapacity: true)
     }
 
     /// Counts a decoded object once (when ``isCounting``).
     func countDecoded(_ state: EntityState, entity: Int) {
-        guard state.decodeMark != countMark else { return }
-        state.decodeMark = countMark
-        decodedCounts![entity] += 1
+        if countedObjects.insert(ObjectIdentifier(state)).inserted { decodedCounts![entity] += 1 }
     }
 
     /// Whether JSON keys are used as they are (no key strategy): field lookups then use precomputed keys.

@@ -217,7 +217,7 @@ extension Context {
         case .object(let object):
             let state = object.entityState
             if isCurrent(object, state, key, entity) {
-                stamp(state)
+                noteUse(state)
                 return (object, true)
             }
             // Its identity changed, or it was deleted: the store decides.

@@ -173,8 +173,8 @@ extension Context {
         let ownerRow = owner.rowID
         let memberRow = member.rowID
         guard ownerRow != 0, memberRow != 0 else { return }
-        stamp(owner)
-        stamp(member)
+        noteUse(owner)
+        noteUse(member)
         linkChanges.append(
             LinkChange(
                 table: table, source: ownerIsSource ? ownerRow : memberRow, target: ownerIsSource ? memberRow : ownerRow,
@@ -296,16 +296,16 @@ extension Context {
 
 extension Context {
     /// Runs a membership load of `owners`. While a writer thread runs, a plan it has not written yet may change
-    /// the join rows of an object kept from the generation before (and of no other: both sides of a link
-    /// change are held, see ``DeferredWriter``), so those loads wait for the writer. So do loads of memberships
-    /// stored as the members' foreign keys: a member moved from an owner the context does not hold changes
-    /// that owner's memberships.
+    /// the join rows of an object the context kept across its last eviction (see
+    /// ``DeferredWriter/mayHaveUnwrittenLinks(_:)``), so those loads wait for the writer. So do loads of
+    /// memberships stored as the members' foreign keys: a member moved from an owner the context does not hold
+    /// changes that owner's memberships.
     private func withMembershipConnection(
         _ relationship: ResolvedRelationship, owners: some Sequence<any EntityObject>, _ body: (Connection) throws -> Void
     ) throws {
         let joinRows: Bool
         if case .joinTable = relationship.storage { joinRows = true } else { joinRows = false }
-        if deferredWriter != nil, !joinRows || owners.contains(where: { $0.entityState.isCarriedOver }) {
+        if let deferredWriter, !joinRows || owners.contains(where: { deferredWriter.mayHaveUnwrittenLinks($0.entityState) }) {
             try body(connection)
         } else {
             try withSharedConnection(body)

@@ -41,18 +41,18 @@ extension Context {
         }
         if !readyReferences.isEmpty { try linkReadyReferences() }
         guard hasChanges else { return }
-        // One read of each object's state. A plan handed to a writer thread keeps its objects (see
-        // `retireObjects()`): they are stamped with this generation.
+        // One read of each object's state. A writer thread is told of the objects a plan writes: it keeps them
+        // while the plan waits (see ``DeferredWriter``).
         var touched = Array(repeating: false, count: model.mappings.count)
         for object in insertedObjects {
             let state = object.entityState
             touched[state.entityIndex] = true
-            stamp(state)
+            noteUse(state)
         }
         for object in updatedObjects {
             let state = object.entityState
             touched[state.entityIndex] = true
-            stamp(state)
+            noteUse(state)
         }
         for (entity, isTouched) in touched.enumerated() where isTouched { touchedEntities.insert(entity) }
         for (entity, _) in deletedObjects { touchedEntities.insert(entity) }
@@ -61,7 +61,7 @@ extension Context {
             touchedEntities.insert(model.joinTables[change.table].target)
         }
         if let deferredWriter {
-            // The writer thread writes it; the objects it writes are kept meanwhile (see `retireObjects()`).
+            // The writer thread writes it; the objects it writes are kept meanwhile (see ``DeferredWriter``).
             // Never while holding the connection: the writer could not finish the plan this waits for.
             precondition(!isSharingConnection, "a save while holding the shared connection")
             var plan = WritePlan()
@@ -357,7 +357,7 @@ extension Context {
     /// Each member's position in an ordered one-to-many relationship, written into its order column.
     private func planOrderColumn(_ orderColumn: String, of members: [any EntityObject], in destination: EntitySchema, _ emit: (WritePlan.Step) throws -> Void) rethrows {
         for (position, member) in members.enumerated() {
-            stamp(member.entityState)  // its row is written: held while the plan waits
+            noteUse(member.entityState)  // its row is written: held while the plan waits
             try emit(.setOrder(entity: destination.index, orderColumn: orderColumn, rowID: member.entityState.rowID, position: Int64(position)))
         }
     }

@@ -19,11 +19,8 @@ public final class Context {
     /// The connection. Use ``connection`` instead, or ``withSharedConnection(_:)`` for lookups and loads.
     let storeConnection: Connection
     /// While set (an import under the stop policy), saves hand their plans to this writer thread instead of
-    /// writing them (see ``DeferredWriter``), and objects are kept for a generation (`retireObjects()`).
+    /// writing them, and it is told of every object the context uses (see ``DeferredWriter``).
     var deferredWriter: (any DeferredWriter)?
-    /// Counts the importer's batches while writing behind: objects used in the current generation or the one
-    /// before are kept (see `retireObjects()`).
-    @exclusivity(unchecked) var generation = 0
     /// The most parameters a statement takes (read once: saves ask for it, and must not wait for the writer).
     let maximumVariableCount: Int
 
@@ -46,10 +43,10 @@ public final class Context {
         defer { isSharingConnection = false }
         return try deferredWriter.withConnection { try body(storeConnection) }
     }
-    /// Marks an object as used in the current generation, while writing behind (see `retireObjects()`).
+    /// Tells a writer thread, if any, that the object of `state` was used (see ``DeferredWriter/didUse(_:)``).
     @inline(__always)
-    func stamp(_ state: EntityState) {
-        if deferredWriter != nil { state.generation = generation }
+    func noteUse(_ state: EntityState) {
+        if let deferredWriter { deferredWriter.didUse(state) }
     }
 
     /// Whether a ``withSharedConnection(_:)`` body is running (it nests: the decoder's hold across a batch's
@@ -151,30 +148,27 @@ public final class Context {
         deferredError = nil
     }
 
-    /// What a context writing behind does between two batches instead of ``reset()``: lets go of the objects
-    /// not used in the generation ending now, and starts the next one.
+    /// Lets go of the objects `isKept` rejects, as ``reset()`` lets go of all of them, and keeps the others with
+    /// their unsaved changes: what an import writing behind does between two batches (its writer decides what is
+    /// kept, see ``DeferredWriter``), so that memory stays flat while the objects used in every batch (a
+    /// repository, its labels) stay in memory.
     ///
-    /// The objects used in this generation are kept: its plans may still wait for the writer thread, and a
-    /// lookup of one of their identities must find them in memory, not in a table the writer has not reached
-    /// yet (the caller waits for the previous generation's plans first). Their relationships that reach a
-    /// retired object become unloaded, so that a relationship of an object used in every batch (a label's
-    /// issues) does not grow for ever; loading one again waits for the writer (``EntityState/isCarriedOver``).
-    func retireObjects() {
-        let ending = generation
-        generation += 1
+    /// Relationships of a kept object that reach an evicted one become unloaded, as if just read from the store,
+    /// so that a relationship of an object used in every batch (a label's issues) does not grow for ever;
+    /// relationships among kept objects stay as they are. Identity lookups of evicted objects go to the store again.
+    func evictObjects(keeping isKept: (EntityState) -> Bool) {
         for entity in registries.indices {
             let mapping = model.mappings[entity]
-            // Room for as many objects as the generation ending had: the next one is filled to about as many, and
+            // Room for as many objects as are registered now: the registry is filled to about as many again, and
             // growing a dictionary rehashes it (a tenth of the hashing of a re-import, counted with callgrind).
             var kept = [Int64: any EntityObject](minimumCapacity: registries[entity].count)
-            // Detaching a retired object changes only its own relationships, and forgetting changes only the kept
+            // Detaching an evicted object changes only its own relationships, and forgetting changes only the kept
             // object's: one pass does both, reading each state once.
             for (rowID, object) in registries[entity] {
                 let state = object.entityState
-                if state.generation == ending {
+                if isKept(state) {
                     kept[rowID] = object
-                    state.isCarriedOver = true
-                    if mapping.hasRelationships { forgetRetiredDestinations(object, state, mapping, ending) }
+                    if mapping.hasRelationships { forgetEvictedDestinations(object, state, mapping, isKept) }
                 } else {
                     detach(object, state, mapping)
                 }
@@ -195,20 +189,19 @@ public final class Context {
         detachedObjects = []
     }
 
-    /// Makes the relationships of a kept object that reach a retired object unloaded, as if just read from
-    /// the store; relationships among kept objects stay as they are (an issue's labels and user, kept because
-    /// the next batch used them too).
-    private func forgetRetiredDestinations(_ object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema, _ ending: Int) {
+    /// Makes the relationships of a kept object that reach an evicted object unloaded (see ``evictObjects(keeping:)``).
+    private func forgetEvictedDestinations(
+        _ object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema, _ isKept: (EntityState) -> Bool
+    ) {
         for case let relationship? in mapping.relationships {
             let field = relationship.description.index
             if state.unloadedRelationships.contains(field) { continue }
             if relationship.description.isToMany {
                 let members = relationship.description.getMany(object)
-                if members.allSatisfy({ $0.entityState.generation == ending }) { continue }
+                if members.allSatisfy({ isKept($0.entityState) }) { continue }
                 relationship.description.setMany(object, [])
             } else {
-                guard let destination = relationship.description.getOne(object),
-                    destination.entityState.generation != ending
+                guard let destination = relationship.description.getOne(object), !isKept(destination.entityState)
                 else { continue }
                 if case .foreignKey = relationship.storage { state.foreignKeys[field] = destination.entityState.rowID }
                 relationship.description.setOne(object, nil)
@@ -347,7 +340,7 @@ public final class Context {
         state.entityIndex = entity
         state.status = .inserted
         state.rowID = rowID
-        stamp(state)
+        noteUse(state)
         registries[entity][rowID] = object
         insertedObjects.append(object)
         let index = identityIndexes[entity]
@@ -455,7 +448,7 @@ public final class Context {
     func object(for mapping: EntitySchema, statement: Statement, columnOffset: Int32 = 0) throws -> any EntityObject {
         let rowID = statement.int64(at: columnOffset)
         if let existing = registries[mapping.index][rowID] {
-            stamp(existing.entityState)
+            noteUse(existing.entityState)
             return existing
         }
         let object = try mapping.description.type.init(
@@ -473,7 +466,7 @@ public final class Context {
             throw StoreError(.invalidObject, "a stored row of \(mapping.name) without its row id", entity: mapping.name)
         }
         if let existing = registries[mapping.index][rowID] {
-            stamp(existing.entityState)
+            noteUse(existing.entityState)
             return existing
         }
         return try makeStoredObject(for: mapping, rowID: rowID, row: row)
@@ -502,7 +495,7 @@ public final class Context {
         state.entityIndex = mapping.index
         state.status = .persistent
         state.rowID = rowID
-        stamp(state)
+        noteUse(state)
         materializedCounts[mapping.index] += 1
         for case let relationship? in mapping.relationships {
             let field = relationship.description.index
@@ -521,7 +514,7 @@ public final class Context {
     /// The registered object for a row id, reading the row if it is not in memory.
     func object(entity: Int, rowID: Int64) throws -> (any EntityObject)? {
         if let existing = registries[entity][rowID] {
-            stamp(existing.entityState)
+            noteUse(existing.entityState)
             return existing
         }
         let mapping = model.mappings[entity]

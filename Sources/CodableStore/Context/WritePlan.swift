@@ -37,9 +37,17 @@ struct WritePlan: Sendable {
 
 /// Writes a context's plans later, on a thread of its own, while the context goes on: an import's writer
 /// thread. While a context has one (``Context/deferredWriter``), a save hands its plan over instead of
-/// writing it, and the context keeps every object a waiting plan writes (`Context.retireObjects()`), so that a key
-/// of such an object is answered from memory, never from a row the writer has not written yet.
+/// writing it. The writer decides which objects the context keeps meanwhile (it is told of every object the
+/// context uses, and evicts the others with ``Context/evictObjects(keeping:)``): it must keep every object a
+/// waiting plan writes, so that a key of such an object is answered from memory, never from a row the writer
+/// has not written yet.
 protocol DeferredWriter: AnyObject {
+    /// The context used the object of `state`: looked it up, read it, linked it or saved it.
+    func didUse(_ state: EntityState)
+    /// Whether a plan handed over may still change the join rows of the object of `state` (a membership load of
+    /// it then waits until every plan is written). Objects the context used only since the writer's last
+    /// eviction have none: a link change holds both objects, see ``didUse(_:)``.
+    func mayHaveUnwrittenLinks(_ state: EntityState) -> Bool
     /// Hands a plan over. Throws the error of a plan that failed before.
     func enqueue(_ plan: WritePlan) throws
     /// Waits until every plan handed over is written, without throwing (the next ``enqueue(_:)`` throws).

@@ -333,10 +333,10 @@ final class Importer {
             break
         }
         if let writer {
-            // The objects of the previous batch may go once its plans are written (see retireObjects()).
+            // The objects of the previous batch may go once its plans are written (see ObjectRetention).
             try writer.waitUntilWritten(plansBeforeThisBatch)
             plansBeforeThisBatch = writer.enqueued
-            context.retireObjects()
+            writer.retention.evict(from: context)
         } else {
             context.reset()
         }

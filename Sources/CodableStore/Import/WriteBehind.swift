@@ -9,8 +9,8 @@
 /// connection first waits until every plan handed over is written (``waitUntilIdle()``): see `Context.connection`.
 ///
 /// What keeps lookups right while a plan is still waiting: the context keeps every object a waiting plan
-/// writes (`Context.retireObjects()`), so a key of such an object is answered from memory and never from a
-/// table the writer has not reached yet.
+/// writes (``retention``, see ``ObjectRetention``), so a key of such an object is answered from memory and never
+/// from a table the writer has not reached yet.
 ///
 /// A failed plan or lookup stops the writer: later work is dropped, and the error is thrown by the next
 /// ``enqueue(_:)``, ``requestLookup(_:)`` or wait; the caller then rolls the whole transaction back.
@@ -31,6 +31,8 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     /// Plans handed over so far, and plans written (by the writer) so far.
     private(set) var enqueued = 0
     private var written = 0
+    /// The objects the context keeps between batches (used by the context's thread only).
+    let retention = ObjectRetention()
     /// Plans that may wait, besides the one being written: one keeps the writer busy while the context
     /// decodes, without holding a second batch of values in memory. (Lookups do not count: they are small.)
     static let capacity = 1
@@ -60,6 +62,14 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     /// Starts the writer thread.
     func start() throws(ThreadStartError) {
         try worker.start { [self] in run() }
+    }
+
+    func didUse(_ state: EntityState) {
+        retention.didUse(state)
+    }
+
+    func mayHaveUnwrittenLinks(_ state: EntityState) -> Bool {
+        retention.wasKept(state)
     }
 
     /// Hands a plan to the writer, waiting while ``capacity`` plans wait already.

@@ -51,14 +51,6 @@ public final class EntityState {
     /// Whether an identity attribute was ever assigned a new value: until then, the identity the context
     /// indexed the object under is still its identity, and lookups need not recompute it.
     @exclusivity(unchecked) var identityMayHaveChanged = false
-    /// The context's ``Context/generation`` when the object was last used: set by lookups, loads, links and
-    /// saves. A context writing behind (an import) keeps the objects of the generation before the current one.
-    @exclusivity(unchecked) var generation = 0
-    /// Whether the object was kept from an earlier generation of a context writing behind: rows of its
-    /// relationships may still be waiting for the writer, so loading them waits for the writer first.
-    @exclusivity(unchecked) var isCarriedOver = false
-    /// The mark of the counting ``DecodingSession`` that last decoded the object (``DecodingSession/countDecoded(_:entity:)``).
-    @exclusivity(unchecked) var decodeMark = 0
 
     /// Whether the object is stored or inserted and has unsaved changes.
     public var hasChanges: Bool { status == .inserted || status == .deleted || !changedFields.isEmpty }
