@@ -230,18 +230,18 @@ final class DecodingSession {
     /// array there would retain and release it.
     private(set) var isCounting = false
     /// The objects counted since counting started (each is counted once, however often it is decoded).
-    @exclusivity(unchecked) private var countedObjects = Set<ObjectIdentifier>()
+    @exclusivity(unchecked) private var countedObjects = ObjectSet()
 
     /// Starts counting the objects decoded from now on.
     func startCounting() {
         decodedCounts = Array(repeating: 0, count: model.mappings.count)
         isCounting = true
-        countedObjects.removeAll(keepingCapacity: true)
+        countedObjects.removeAll()
     }
 
     /// Counts a decoded object once (when ``isCounting``).
     func countDecoded(_ state: EntityState, entity: Int) {
-        if countedObjects.insert(ObjectIdentifier(state)).inserted { decodedCounts![entity] += 1 }
+        if countedObjects.insert(state) { decodedCounts![entity] += 1 }
     }
 
     /// Whether JSON keys are used as they are (no key strategy): field lookups then use precomputed keys.

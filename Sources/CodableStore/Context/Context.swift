@@ -340,9 +340,8 @@ public final class Context {
         state.entityIndex = entity
         state.status = .inserted
         state.rowID = rowID
-        noteUse(state)
         registries[entity][rowID] = object
-        insertedObjects.append(object)
+        insertedObjects.append(object)  // a writer thread is told of it when it is saved (see flush)
         let index = identityIndexes[entity]
         let filter = insertedIdentities[entity]
         if index != nil || filter != nil, !mapping.identityColumns.isEmpty {

@@ -151,7 +151,7 @@ final class Importer {
         let collector = writer == nil ? nil : BatchLookup.Collector(mapping, model: model, options: options.decoder.options)
         let pipeline = RecordPipeline()
         try pipeline.start { [batcher] pipeline in
-            try Self.readRecords(.fileDescriptor(descriptor, path: path), batcher: batcher, collector: collector, into: pipeline)
+            try pipeline.read(.fileDescriptor(descriptor, path: path), batcher: batcher, collector: collector)
         }
         return pipeline
     }
@@ -230,21 +230,6 @@ final class Importer {
         }
         let (reason, codingPath) = ImportError.describe(error)
         return ImportError(codingPath: codingPath, reason: reason, underlyingError: error)
-    }
-
-    /// The reader thread: reads the input in chunks, parses it into records and hands them over in batches,
-    /// with their identities when writing behind; returns the number of bytes read.
-    static func readRecords(
-        _ input: JSONInput, batcher: JSONRecordBatcher, collector: BatchLookup.Collector?, into pipeline: RecordPipeline
-    ) throws -> Int {
-        do {
-            return try batcher.read(input, isCancelled: { pipeline.isCancelled }) { batch in
-                let identities = collector.map { $0.identities(of: batch.records) }
-                guard pipeline.push(.batch(batch, identities: identities)) else { throw RecordPipeline.Cancelled() }
-            }
-        } catch let error as JSONRecordStream.ReadError {
-            throw ImportError(reason: "cannot read input: \(error.systemMessage)", underlyingError: error)
-        }
     }
 
     private struct SkipRecord: Error {
@@ -353,27 +338,20 @@ final class Importer {
     private func decodeAndSave(_ prepared: BatchLookup?, excluding excluded: Set<Int>) throws -> [Int] {
         let session = prepared?.session ?? DecodingSession(context: context, options: options.decoder.options)
         session.startCounting()
-        var items: [(StoreDecoderImpl, JSONTape.Index)] = []
-        var positions: [Int] = []
+        let stage = BatchDecoding(mapping: mapping, session: session)
+        let items: [BatchDecoding.Item]
+        let positions: [Int]
         if let prepared {
-            items = prepared.items
-            positions = Array(items.indices)
+            (items, positions) = (prepared.items, Array(prepared.items.indices))
             try context.adoptLookup(prepared.lookahead)
         } else {
-            for (position, record) in batch.enumerated() where !excluded.contains(position) {
-                items.append(StoreDecoderImpl.item(for: record, session))
-                positions.append(position)
-            }
+            (items, positions) = stage.items(for: batch, excluding: excluded)
         }
-        try StoreDecoderImpl.prefetch(mapping, items, context: context, keys: prepared?.keys)
-        for ((impl, root), position) in zip(items, positions) {
-            do {
-                _ = try impl.decodeElement(mapping, root, impl.path)
-            } catch {
-                if options.failurePolicy == .skip { throw SkipRecord(position: position, error: error) }
-                throw locate(error, batch[position])
-            }
-        }
+        try stage.decode(items, keys: prepared?.keys, failure: { index, error in
+            let position = positions[index]
+            if options.failurePolicy == .skip { return SkipRecord(position: position, error: error) }
+            return locate(error, batch[position])
+        }) { _ in }
         let decoded = session.decodedCounts ?? []
         try context.flush(usingSavepoint: false)  // inside the batch's savepoint, or the transaction's
         return decoded

@@ -13,28 +13,28 @@
 /// which only makes a membership load of it wait for the writer.
 final class ObjectRetention {
     /// The objects used since the last eviction.
-    @exclusivity(unchecked) private var used = Set<ObjectIdentifier>()
+    @exclusivity(unchecked) private var used = ObjectSet()
     /// The objects kept at the last eviction.
-    @exclusivity(unchecked) private var kept = Set<ObjectIdentifier>()
+    @exclusivity(unchecked) private var kept = ObjectSet()
 
     /// Records that the context used the object of `state`.
     @inline(__always)
     func didUse(_ state: EntityState) {
-        used.insert(ObjectIdentifier(state))
+        used.insert(state)
     }
 
     /// Whether the object of `state` was kept at the last eviction: a plan still waiting may write its links.
     /// (An object used only since then has none waiting: a link change uses both of its objects.)
     func wasKept(_ state: EntityState) -> Bool {
-        kept.contains(ObjectIdentifier(state))
+        kept.contains(state)
     }
 
     /// Ends a batch: the context lets go of every object not used since the last eviction.
     func evict(from context: Context) {
         let used = self.used
-        context.evictObjects { used.contains(ObjectIdentifier($0)) }
+        context.evictObjects { used.contains($0) }
         kept = used
         // Room for as many as this batch used: the next one uses about as many, and growing a set rehashes it.
-        self.used = Set(minimumCapacity: used.count)
+        self.used = ObjectSet(minimumCapacity: used.count)
     }
 }

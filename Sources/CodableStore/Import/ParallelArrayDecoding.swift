@@ -1,11 +1,12 @@
 import Foundation
 
 /// Decodes a large document whose top level is an array of entities (`[Issue]`, `Set<Issue>`, `Many<Issue>`) on
-/// two threads, with the import's reader stage over data in memory: a reader thread (``RecordPipeline``) splits
-/// the array into records (``JSONRecordBatcher``) and hands them over in batches, while the calling thread decodes
-/// each batch as it comes, resolving its identities with one query per entity. Parsing is about 40% of a decode;
-/// it overlaps with the rest. ``StoreDecoder`` chooses it for large arrays
-/// (``StoreDecoder/parallelDecodingThreshold``); it lives with the import's threads.
+/// two threads: the importer's reader and decode stages over data in memory. A reader thread
+/// (``RecordPipeline/read(_:batcher:collector:)``) splits the array into records and hands them over in batches,
+/// while the calling thread decodes each batch as it comes (``BatchDecoding``), resolving its identities with one
+/// query per entity. Parsing is about 40% of a decode; it overlaps with the rest. What differs from an import is the
+/// writing: into the caller's context and transaction, returning the objects. ``StoreDecoder`` chooses it for large
+/// arrays (``StoreDecoder/parallelDecodingThreshold``).
 ///
 /// The contract of ``StoreDecoder/decode(_:from:into:)`` stays whole, including "a malformed document changes
 /// nothing in the context": decoding starts before the end of the document is known to be valid, so it is
@@ -83,16 +84,14 @@ struct ParallelArrayDecoding: EntityArrayDecoding {
         return result
     }
 
-    /// Decodes one batch of records (elements of the top-level array) after looking up their identities.
+    /// Decodes one batch of records (elements of the top-level array) with the import's decode stage.
     private func decode<Element: EntityObject>(
         _ records: [JSONRecord], _ mapping: EntitySchema, into result: inout [Element]
     ) throws {
-        let items = records.map { StoreDecoderImpl.item(for: $0, session) }
-        try StoreDecoderImpl.prefetch(mapping, items, context: session.context)
+        let stage = BatchDecoding(mapping: mapping, session: session)
+        let (items, _) = stage.items(for: records)
         result.reserveCapacity(result.count + items.count)
-        for (impl, root) in items {
-            if let object = try impl.decodeElement(mapping, root, impl.path) { result.append(unsafeDowncast(object, to: Element.self)) }
-        }
+        try stage.decode(items) { result.append(unsafeDowncast($0, to: Element.self)) }
     }
 
     /// The parser thread: the document's top-level array, in batches of records.
@@ -100,10 +99,6 @@ struct ParallelArrayDecoding: EntityArrayDecoding {
         var batcher = JSONRecordBatcher(mode: .array, size: batchSize)
         batcher.span = batchSpan
         batcher.chunkSize = chunkSize
-        return try data.withUnsafeBytes { bytes in
-            try batcher.read(.bytes(bytes)) { batch in
-                guard pipeline.push(.batch(batch)) else { throw RecordPipeline.Cancelled() }
-            }
-        }
+        return try data.withUnsafeBytes { try pipeline.read(.bytes($0), batcher: batcher) }
     }
 }

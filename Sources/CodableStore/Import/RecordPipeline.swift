@@ -62,6 +62,19 @@ final class RecordPipeline: @unchecked Sendable {
         }
     }
 
+    /// What the reader thread runs (inside ``start(_:)``): reads `input` in chunks, parses it into records and hands
+    /// them over in batches, with their identities when `collector` is given; returns the number of bytes read.
+    func read(_ input: JSONInput, batcher: JSONRecordBatcher, collector: BatchLookup.Collector? = nil) throws -> Int {
+        do {
+            return try batcher.read(input, isCancelled: { self.isCancelled }) { batch in
+                let identities = collector.map { $0.identities(of: batch.records) }
+                guard push(.batch(batch, identities: identities)) else { throw Cancelled() }
+            }
+        } catch let error as JSONRecordStream.ReadError {
+            throw ImportError(reason: "cannot read input: \(error.systemMessage)", underlyingError: error)
+        }
+    }
+
     /// Hands an item to the importer, waiting while the queue is full. False when the importer has stopped:
     /// the reader should then return (throw ``Cancelled``).
     func push(_ item: Item) -> Bool {
