@@ -149,7 +149,7 @@ public final class Context {
     }
 
     /// Lets go of the objects `isKept` rejects, as ``reset()`` lets go of all of them, and keeps the others with
-    /// their unsaved changes: what an import writing behind does between two batches (its writer decides what is
+    /// their unsaved changes: what an import with a writer thread does between two batches (the writer decides what is
     /// kept, see ``DeferredWriter``), so that memory stays flat while the objects used in every batch (a
     /// repository, its labels) stay in memory.
     ///

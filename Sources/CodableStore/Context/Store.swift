@@ -77,8 +77,8 @@ public final class Store: Sendable {
     /// How the model's rows are written in SQLite: the backend side of the context's write plans.
     let storage: SQLiteStorage
     let options: Options
-    private let writer: SerializedConnection
-    private let readers: Locked<[ConnectionBox]>
+    /// The writer connection and the readers' pool.
+    private let connections: SQLiteConnections
     let observers = ObserverRegistry()
 
     /// Opens the store at `path`, creating the file and the schema if needed and applying additive changes
@@ -102,69 +102,22 @@ public final class Store: Sendable {
 
     private init(path: String, inMemory: Bool, entities: [any EntityObject.Type], options: Options) throws {
         let model = try Schema(entities: entities)
-        let connection = try Connection(path: path, busyTimeout: options.busyTimeout, vfs: options.vfs)
-        if !inMemory {
-            if connection.isReadOnly {
-                throw SQLiteError(
-                    resultCode: .SQLITE_READONLY,
-                    message: "the database at '\(path)' can only be opened read-only (check the permissions of the file and its folder)")
-            }
-            // WAL lets readers run while a write is in progress.
-            let mode = try connection.scalar(sql: "PRAGMA journal_mode = WAL")
-            guard mode == .text("wal") else {
-                throw SQLiteError(
-                    resultCode: .SQLITE_CANTOPEN,
-                    message: "cannot switch '\(path)' to WAL mode (journal mode is \(mode?.description ?? "unknown")); is the folder writable?")
-            }
+        let connections = try SQLiteConnections(path: path, inMemory: inMemory, options: options)
+        try connections.withWriter { connection in
+            try SQLiteMigration.prepare(connection, model: model, policy: options.schemaChangePolicy, logger: options.logger)
         }
-        try Self.configure(connection, options: options)
-        try SQLiteMigration.prepare(connection, model: model, policy: options.schemaChangePolicy, logger: options.logger)
         self.path = path
         self.isInMemory = inMemory
         self.model = model
         self.storage = SQLiteStorage(model: model)
         self.options = options
-        self.writer = SerializedConnection(connection)
-        self.readers = Locked([])
+        self.connections = connections
     }
 
     deinit {
         // Sequences of observations end when the store goes away, rather than waiting forever.
         observers.finishAll()
-        // Closing does not checkpoint (see `configure`). Instead, copy the WAL into the database and empty it
-        // now, without waiting for anyone: the next process to open the store, if it is the only one, rebuilds
-        // the WAL's index from the WAL, and other processes' readers get SQLITE_BUSY_RECOVERY while it does; an
-        // empty WAL makes that a matter of microseconds. A reader in the way leaves the work to later writers.
-        if !isInMemory {
-            try? writer.withConnection { connection in
-                connection.setBusyTimeout(0)
-                try connection.checkpoint(.truncate)
-            }
-        }
-    }
-
-    private static func configure(_ connection: Connection, options: Options) throws {
-        // Foreign keys keep rows consistent when objects are deleted (SET NULL, CASCADE); they are checked at
-        // commit (DEFERRABLE INITIALLY DEFERRED), so write order inside a transaction does not matter.
-        try connection.execute(sql: "PRAGMA foreign_keys = ON")
-        // With WAL, NORMAL is durable against application crashes and keeps the database consistent on power loss.
-        try connection.execute(sql: "PRAGMA synchronous = NORMAL")
-        try connection.execute(sql: "PRAGMA cache_size = -\(max(options.cacheSizeKiB, 64))")
-        // Closing the last connection would otherwise checkpoint under an EXCLUSIVE lock, during which another
-        // process's reader without a busy timeout gets "database is locked".
-        try connection.setCheckpointsOnClose(false)
-        try connection.registerCaseFolding()
-        installTrace(on: connection, options: options)
-    }
-
-    private static func installTrace(on connection: Connection, options: Options) {
-        let observer = options.statementObserver
-        let logger = options.logger
-        guard observer != nil || logger.logLevel <= .trace else { return }
-        connection.trace { sql in
-            observer?(sql)
-            logger.trace("statement", metadata: ["sql": "\(sql)"])
-        }
+        connections.close()
     }
 
     // MARK: - Writing
@@ -176,7 +129,7 @@ public final class Store: Sendable {
     public func write<T: Sendable>(_ body: (Context) throws -> T) throws -> T {
         do {
             var touched = Set<Int>()  // filled on this thread, inside the (non-escaping) closure below
-            let result = try writer.withConnection { connection in
+            let result = try connections.withWriter { connection in
                 try connection.inWriteTransaction {
                     let context = Context(connection: connection, storage: storage, isReadOnly: false)
                     defer { context.invalidate() }
@@ -221,7 +174,7 @@ public final class Store: Sendable {
     /// ```
     /// It takes the write lock like ``write(_:)-6guei``, since SQLite sees the temporary rows.
     public func scratch<T: Sendable>(_ body: (Context) throws -> T) throws -> T {
-        try writer.withConnection { connection in
+        try connections.withWriter { connection in
             try connection.beginWriteTransaction()
             defer { connection.rollbackIgnoringErrors() }
             let context = Context(connection: connection, storage: storage, isReadOnly: false)
@@ -235,12 +188,13 @@ public final class Store: Sendable {
     /// Runs `body` in a read transaction: it sees one consistent snapshot, including nothing that another
     /// write has not committed. Reads run concurrently with each other and with a write.
     public func read<T: Sendable>(_ body: (Context) throws -> T) throws -> T {
-        if isInMemory {
-            return try writer.withConnection { try Self.readTransaction($0, storage: storage, body) }
+        try connections.withReader { connection in
+            try connection.inTransaction(.deferred) {
+                let context = Context(connection: connection, storage: storage, isReadOnly: true)
+                defer { context.invalidate() }
+                return try body(context)
+            }
         }
-        let box = try takeReader()
-        defer { returnReader(box) }
-        return try Self.readTransaction(box.connection, storage: storage, body)
     }
 
     /// Runs `body` in a read transaction off the caller's thread (see ``read(_:)-41n37``).
@@ -252,77 +206,10 @@ public final class Store: Sendable {
         }
     }
 
-    private static func readTransaction<T>(_ connection: Connection, storage: SQLiteStorage, _ body: (Context) throws -> T) throws -> T {
-        try connection.inTransaction(.deferred) {
-            let context = Context(connection: connection, storage: storage, isReadOnly: true)
-            defer { context.invalidate() }
-            return try body(context)
-        }
-    }
-
-    private func takeReader() throws -> ConnectionBox {
-        if let box = readers.withLock({ $0.popLast() }) { return box }
-        let connection = try Connection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout, vfs: options.vfs)
-        try connection.execute(sql: "PRAGMA cache_size = -\(max(options.cacheSizeKiB / 4, 64))")
-        try connection.setCheckpointsOnClose(false)
-        try connection.registerCaseFolding()
-        Self.installTrace(on: connection, options: options)
-        return ConnectionBox(connection)
-    }
-
-    private func returnReader(_ box: ConnectionBox) {
-        readers.withLock { pool in
-            if pool.count < options.maximumReaderCount { pool.append(box) }
-        }
-    }
-
     // MARK: - Maintenance
 
     /// Runs `body` with the writer connection, outside any transaction: for maintenance and tests.
     public func withWriterConnection<T: Sendable>(_ body: (Connection) throws -> T) throws -> T {
-        try writer.withConnection(body)
-    }
-}
-
-/// The writer connection behind a lock.
-///
-/// `@unchecked Sendable` is safe: `connection` is only reached through `withConnection`, which holds the lock
-/// for the whole use, so one thread at a time touches it.
-private final class SerializedConnection: @unchecked Sendable {
-    private let lock = Locked(())
-    private let connection: Connection
-
-    init(_ connection: Connection) { self.connection = connection }
-
-    func withConnection<T: Sendable>(_ body: (Connection) throws -> T) throws -> T {
-        try lock.withLock { _ in try body(connection) }
-    }
-}
-
-/// A reader connection moving in and out of the pool.
-///
-/// `@unchecked Sendable` is safe: a box is either in the pool (untouched) or owned by exactly one `read` call.
-private final class ConnectionBox: @unchecked Sendable {
-    let connection: Connection
-    init(_ connection: Connection) { self.connection = connection }
-}
-
-extension Connection {
-    /// Begins a transaction that holds the store's write lock from the start (`BEGIN IMMEDIATE`), so that it
-    /// never fails halfway for another writer. Waits up to the busy timeout for another connection's write to
-    /// end, then throws ``StoreError/Code/storeBusy``.
-    func beginWriteTransaction() throws {
-        do {
-            try execute(sql: "BEGIN IMMEDIATE TRANSACTION")
-        } catch let error as SQLiteError where ResultCode.SQLITE_BUSY ~= error.resultCode {
-            throw StoreError.storeBusy(waitedMilliseconds: busyTimeout, cause: error)
-        }
-    }
-
-    /// Runs `body` in a write transaction (``beginWriteTransaction()``): commits when it returns, rolls back when
-    /// it throws.
-    func inWriteTransaction<T>(_ body: () throws -> T) throws -> T {
-        try beginWriteTransaction()
-        return try inBegunTransaction(body)
+        try connections.withWriter(body)
     }
 }

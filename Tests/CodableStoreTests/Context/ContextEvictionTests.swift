@@ -3,7 +3,7 @@ import Testing
 
 @testable import CodableStore
 
-/// `Context.evictObjects(keeping:)`: what keeps an import writing behind flat in memory while the objects every
+/// `Context.evictObjects(keeping:)`: what keeps an import with a writer thread flat in memory while the objects every
 /// batch uses stay in memory (the import's `ObjectRetention` decides what is kept).
 @Suite struct ContextEvictionTests {
     /// Ada (kept) and Bob (evicted) live in one country and share a tag; the country is kept, the tag is not.

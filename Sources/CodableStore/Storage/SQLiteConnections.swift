@@ -1,0 +1,145 @@
+import Logging
+
+/// A store's connections to its SQLite database: one writer, behind a lock (writes are serialized), and a pool of
+/// read-only readers, which WAL mode lets read while a write runs. An in-memory database has the writer only, and
+/// reads wait for it.
+///
+/// Every connection is configured alike (foreign keys, case folding for predicates, the statement trace); the
+/// writer also switches the file to WAL mode, and refuses a file it can only read.
+///
+/// Related SQLite documentation: <https://www.sqlite.org/wal.html>, <https://www.sqlite.org/pragma.html>
+final class SQLiteConnections: Sendable {
+    let path: String
+    let isInMemory: Bool
+    private let options: Store.Options
+    private let writer: SerializedConnection
+    private let readers = Locked<[ConnectionBox]>([])
+
+    /// Opens the writer connection.
+    /// - Throws: `SQLiteError` when the file cannot be opened, can only be read, or cannot switch to WAL mode.
+    init(path: String, inMemory: Bool, options: Store.Options) throws {
+        let connection = try Connection(path: path, busyTimeout: options.busyTimeout, vfs: options.vfs)
+        if !inMemory {
+            if connection.isReadOnly {
+                throw SQLiteError(
+                    resultCode: .SQLITE_READONLY,
+                    message: "the database at '\(path)' can only be opened read-only (check the permissions of the file and its folder)")
+            }
+            // WAL lets readers run while a write is in progress.
+            let mode = try connection.scalar(sql: "PRAGMA journal_mode = WAL")
+            guard mode == .text("wal") else {
+                throw SQLiteError(
+                    resultCode: .SQLITE_CANTOPEN,
+                    message: "cannot switch '\(path)' to WAL mode (journal mode is \(mode?.description ?? "unknown")); is the folder writable?")
+            }
+        }
+        // Foreign keys keep rows consistent when objects are deleted (SET NULL, CASCADE); they are checked at
+        // commit (DEFERRABLE INITIALLY DEFERRED), so write order inside a transaction does not matter.
+        try connection.execute(sql: "PRAGMA foreign_keys = ON")
+        // With WAL, NORMAL is durable against application crashes and keeps the database consistent on power loss.
+        try connection.execute(sql: "PRAGMA synchronous = NORMAL")
+        try Self.configure(connection, cacheSizeKiB: options.cacheSizeKiB, options: options)
+        self.path = path
+        self.isInMemory = inMemory
+        self.options = options
+        self.writer = SerializedConnection(connection)
+    }
+
+    /// What every connection gets.
+    private static func configure(_ connection: Connection, cacheSizeKiB: Int, options: Store.Options) throws {
+        try connection.execute(sql: "PRAGMA cache_size = -\(max(cacheSizeKiB, 64))")
+        // Closing the last connection would otherwise checkpoint under an EXCLUSIVE lock, during which another
+        // process's reader without a busy timeout gets "database is locked".
+        try connection.setCheckpointsOnClose(false)
+        try connection.registerCaseFolding()
+        let observer = options.statementObserver
+        let logger = options.logger
+        guard observer != nil || logger.logLevel <= .trace else { return }
+        connection.trace { sql in
+            observer?(sql)
+            logger.trace("statement", metadata: ["sql": "\(sql)"])
+        }
+    }
+
+    /// Runs `body` with the writer connection, holding the write lock: a second caller waits.
+    func withWriter<T: Sendable>(_ body: (Connection) throws -> T) throws -> T {
+        try writer.withConnection(body)
+    }
+
+    /// Runs `body` with a reader connection of the pool (a new one when none is free); in memory, with the writer.
+    func withReader<T: Sendable>(_ body: (Connection) throws -> T) throws -> T {
+        if isInMemory { return try writer.withConnection(body) }
+        let box = try takeReader()
+        defer { returnReader(box) }
+        return try body(box.connection)
+    }
+
+    private func takeReader() throws -> ConnectionBox {
+        if let box = readers.withLock({ $0.popLast() }) { return box }
+        let connection = try Connection(path: path, mode: .readOnly, busyTimeout: options.busyTimeout, vfs: options.vfs)
+        try Self.configure(connection, cacheSizeKiB: options.cacheSizeKiB / 4, options: options)
+        return ConnectionBox(connection)
+    }
+
+    private func returnReader(_ box: ConnectionBox) {
+        readers.withLock { pool in
+            if pool.count < options.maximumReaderCount { pool.append(box) }
+        }
+    }
+
+    /// What the store does when it goes away. Closing does not checkpoint (see `configure`). Instead, copy the WAL
+    /// into the database and empty it now, without waiting for anyone: the next process to open the store, if it is
+    /// the only one, rebuilds the WAL's index from the WAL, and other processes' readers get SQLITE_BUSY_RECOVERY
+    /// while it does; an empty WAL makes that a matter of microseconds. A reader in the way leaves the work to later
+    /// writers.
+    func close() {
+        guard !isInMemory else { return }
+        try? writer.withConnection { connection in
+            connection.setBusyTimeout(0)
+            try connection.checkpoint(.truncate)
+        }
+    }
+}
+
+/// The writer connection behind a lock.
+///
+/// `@unchecked Sendable` is safe: `connection` is only reached through `withConnection`, which holds the lock
+/// for the whole use, so one thread at a time touches it.
+private final class SerializedConnection: @unchecked Sendable {
+    private let lock = Locked(())
+    private let connection: Connection
+
+    init(_ connection: Connection) { self.connection = connection }
+
+    func withConnection<T: Sendable>(_ body: (Connection) throws -> T) throws -> T {
+        try lock.withLock { _ in try body(connection) }
+    }
+}
+
+/// A reader connection moving in and out of the pool.
+///
+/// `@unchecked Sendable` is safe: a box is either in the pool (untouched) or owned by exactly one `read` call.
+private final class ConnectionBox: @unchecked Sendable {
+    let connection: Connection
+    init(_ connection: Connection) { self.connection = connection }
+}
+
+extension Connection {
+    /// Begins a transaction that holds the store's write lock from the start (`BEGIN IMMEDIATE`), so that it
+    /// never fails halfway for another writer. Waits up to the busy timeout for another connection's write to
+    /// end, then throws ``StoreError/Code/storeBusy``.
+    func beginWriteTransaction() throws {
+        do {
+            try execute(sql: "BEGIN IMMEDIATE TRANSACTION")
+        } catch let error as SQLiteError where ResultCode.SQLITE_BUSY ~= error.resultCode {
+            throw StoreError.storeBusy(waitedMilliseconds: busyTimeout, cause: error)
+        }
+    }
+
+    /// Runs `body` in a write transaction (``beginWriteTransaction()``): commits when it returns, rolls back when
+    /// it throws.
+    func inWriteTransaction<T>(_ body: () throws -> T) throws -> T {
+        try beginWriteTransaction()
+        return try inBegunTransaction(body)
+    }
+}
