@@ -8,6 +8,8 @@ let package = Package(
     products: [
         .library(name: "CodableStore", targets: ["CodableStore"]),
         .executable(name: "codable-store", targets: ["codable-store"]),
+        // For the tests of apps that use CodableStore: fixtures into a store, golden exports, query budgets.
+        .library(name: "CodableStoreTesting", targets: ["CodableStoreTesting"]),
         // The reference model (issues, users, labels) the CLI ships, for the benchmarks and for trying things out.
         .library(name: "IssuesModel", targets: ["IssuesModel"]),
     ],
@@ -59,6 +61,10 @@ let package = Package(
             ]
         ),
         .target(
+            name: "CodableStoreTesting",
+            dependencies: ["CodableStore"]
+        ),
+        .target(
             name: "IssuesModel",
             dependencies: ["CodableStore"]
         ),
@@ -80,6 +86,13 @@ let package = Package(
             dependencies: [
                 "CodableStore", "IssuesModel", "CSQLite", "CSQLiteFaultVFS", .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .testTarget(
+            name: "CodableStoreTestingTests",
+            dependencies: ["CodableStoreTesting", "CodableStore"],
+            // Fixtures next to the tests (found from #filePath) and golden files are read at run time, not built.
+            exclude: ["Fixtures", "Golden"],
+            resources: [.copy("Resources/Fixtures")]
         ),
         .testTarget(
             name: "CodableStoreSQLiteTests",

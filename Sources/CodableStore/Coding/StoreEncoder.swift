@@ -58,6 +58,10 @@ public final class StoreEncoder: @unchecked Sendable {
     /// `.sortedKeys` for stable output, `.prettyPrinted`, `.withoutEscapingSlashes`.
     public var outputFormatting: JSONEncoder.OutputFormatting = []
 
+    /// Whether the members of unordered to-many relationships are written sorted by identity, not in the set's
+    /// order (which changes from run to run): for ``Store/stableExport(of:)``.
+    var sortsUnorderedMembers = false
+
     public init() {}
 
     /// Encodes one entity.
@@ -92,7 +96,9 @@ public final class StoreEncoder: @unchecked Sendable {
                 try container.encode(ISO8601.string(secondsSince1970: date.timeIntervalSince1970))
             }
         }
-        encoder.userInfo[.codableStoreEncoding] = EncodingState(relationships: relationshipEncodingStrategy, nils: nilEncodingStrategy)
+        let state = EncodingState(relationships: relationshipEncodingStrategy, nils: nilEncodingStrategy)
+        state.sortsUnorderedMembers = sortsUnorderedMembers
+        encoder.userInfo[.codableStoreEncoding] = state
         return encoder
     }
 }
@@ -107,6 +113,8 @@ final class EncodingState: @unchecked Sendable {
     let relationships: StoreEncoder.RelationshipEncodingStrategy
     let nils: StoreEncoder.NilEncodingStrategy
     var stack: Set<ObjectIdentifier> = []
+    /// See ``StoreEncoder/sortsUnorderedMembers``.
+    var sortsUnorderedMembers = false
 
     init(relationships: StoreEncoder.RelationshipEncodingStrategy, nils: StoreEncoder.NilEncodingStrategy = .null) {
         self.relationships = relationships
@@ -174,8 +182,13 @@ struct EntityEncodingBox: Encodable {
                     let asIdentity = state.relationships == .identities && !destination.identityColumns.isEmpty
                     if description.isToMany {
                         let members = relationship.description.getMany(object)
-                        let loaded = object.entityState.unloadedRelationships.contains(index)
+                        var loaded = object.entityState.unloadedRelationships.contains(index)
                             ? context.loadToMany(object, relationship) : members
+                        if state.sortsUnorderedMembers, !description.isOrdered {
+                            loaded = destination.description.identity.isEmpty
+                                ? loaded.sorted { $0.entityState.rowID < $1.entityState.rowID }
+                                : Context.inIdentityOrder(loaded, destination)
+                        }
                         try container.encode(
                             loaded.map { RelationshipEncodingBox(object: $0, via: reference, asIdentity: asIdentity) }, forKey: key)
                     } else if let target = context.resolveToOne(object, relationship) {

@@ -39,7 +39,7 @@ public struct ImportError: Error, Sendable, CustomStringConvertible {
 
     /// Describes an error of a record: the reason and coding path of a `DecodingError`, the location of a
     /// syntax error, the message of a store error.
-    static func describe(_ error: any Error) -> (reason: String, codingPath: String?) {
+    package static func describe(_ error: any Error) -> (reason: String, codingPath: String?) {
         func render(_ path: [any CodingKey]) -> String? {
             path.isEmpty ? nil : CodingPathNode.render(path)
         }
