@@ -84,7 +84,8 @@ let package = Package(
         .testTarget(
             name: "CodableStoreTests",
             dependencies: [
-                "CodableStore", "IssuesModel", "CSQLite", "CSQLiteFaultVFS", .product(name: "Logging", package: "swift-log"),
+                "CodableStore", "CodableStoreTesting", "IssuesModel", "CSQLite", "CSQLiteFaultVFS",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -81,14 +81,34 @@ public final class FixtureStore: Sendable {
     /// Loads more fixtures, in order, with `decoder` or else the store's ``decoder``.
     /// - Throws: ``FixtureError`` naming the fixture file, the line and column and the JSON path of what failed.
     public func load(_ fixtures: [Fixture], decoder: StoreDecoder? = nil) throws {
-        for fixture in fixtures {
-            try fixture.load(into: store, decoder: decoder ?? self.decoder, defaultLocation: location)
-        }
+        try store.load(fixtures, decoder: decoder ?? self.decoder, location: location)
     }
 
     /// Compares the store's ``CodableStore/Store/stableExport(of:)`` with a golden file in `Golden/` next to the test
     /// file (see ``CodableStore/Store/expectMatchesGolden(_:entities:in:)``).
     public func expectMatchesGolden(_ name: String, entities: [any EntityObject.Type]? = nil, in folder: URL? = nil) throws {
         try store.expectMatchesGolden(name, entities: entities, in: folder ?? testFolder.appendingPathComponent("Golden"))
+    }
+}
+
+extension Store {
+    /// Loads fixtures into this store, in order, each in its own write: for a store you opened yourself (a file
+    /// your test prepared, a store with options of your own). ``FixtureStore`` does this for the store it makes.
+    ///
+    /// ```swift
+    /// let store = try Store(path: path, entities: [Issue.self])
+    /// try store.load([.records(Issue.self, "issues.json")], decoder: AppDecoders.github)
+    /// ```
+    /// - Parameter location: where fixtures that do not say are found: by default `Fixtures/` next to the calling
+    ///   test file, else its own folder.
+    /// - Throws: ``FixtureError`` naming the fixture file, the line and column and the JSON path of what failed.
+    public func load(
+        _ fixtures: [Fixture], decoder: StoreDecoder = StoreDecoder(), location: FixtureLocation? = nil,
+        filePath: StaticString = #filePath
+    ) throws {
+        let location = location ?? .folder(relativeTo: filePath)
+        for fixture in fixtures {
+            try fixture.load(into: self, decoder: decoder, defaultLocation: location)
+        }
     }
 }

@@ -76,7 +76,7 @@ import Testing
 
     /// Random byte mutations of a valid payload: every outcome is a value or a thrown error, never a crash.
     @Test func mutatedInputNeverCrashes() throws {
-        let original = Array(try Fixture.data("decoding/issues.json"))
+        let original = Array(try SharedFixtures.data("decoding/issues.json"))
         var state: UInt64 = 0x1234_5678
         func random(_ bound: Int) -> Int {
             state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407

@@ -42,9 +42,9 @@ extension Digest: EntityReferencePolicies {
         let store = try Store(path: path, entities: entities)
         let unresolved = try store.write { context in
             // The decoder's own policy stays .stub: topics and users referenced by id are stubbed as before.
-            _ = try StoreDecoder().decode([IssueComment].self, from: Fixture.data("github/comments-page.json"), into: context)
+            _ = try StoreDecoder().decode([IssueComment].self, from: SharedFixtures.data("github/comments-page.json"), into: context)
             #expect(context.unresolvedReferences == ["GitIssue": 3])
-            _ = try issueDecoder().decode([GitIssue].self, from: Fixture.data("github/issues-page.json"), into: context)
+            _ = try issueDecoder().decode([GitIssue].self, from: SharedFixtures.data("github/issues-page.json"), into: context)
             return context.unresolvedReferences
         }
         #expect(unresolved == ["GitIssue": 1])
@@ -77,7 +77,7 @@ extension Digest: EntityReferencePolicies {
         let path = TestStore.temporaryPath()
         let store = try Store(path: path, entities: entities)
         let dump = TestStore.temporaryPath("comments.json")
-        try Fixture.data("github/comments-page.json").write(to: URL(fileURLWithPath: dump))
+        try SharedFixtures.data("github/comments-page.json").write(to: URL(fileURLWithPath: dump))
         let error = try #require(throws: ImportError.self) {
             try store.importJSON(IssueComment.self, from: .file(dump), options: .init(failsOnUnresolvedReferences: true))
         }

@@ -1,4 +1,5 @@
 import CodableStore
+import CodableStoreTesting
 import Foundation
 import Testing
 
@@ -81,21 +82,21 @@ import Testing
         let store = try Store(path: path, entities: entities)
         let decoder = StoreDecoder()
         let query = "SELECT stars, licenseKey, licenseName FROM FlatRepository"
-        try store.write { _ = try decoder.decode(FlatRepository.self, from: Fixture.data("github/repository.json"), into: $0) }
+        try store.load([.records(FlatRepository.self, "github/repository.json")], decoder: decoder, location: SharedFixtures.location)
         #expect(try rows(path, query) == [["120", "mit", "MIT License"]])
 
         // "license": null clears both, as {"key": null, "name": null} would.
-        try store.write { _ = try decoder.decode(FlatRepository.self, from: Fixture.data("github/repository-license-removed.json"), into: $0) }
+        try store.load([.records(FlatRepository.self, "github/repository-license-removed.json")], decoder: decoder, location: SharedFixtures.location)
         #expect(try rows(path, query) == [["121", "NULL", "NULL"]])
 
         // Put it back, then leave "license" out: the values stay.
-        try store.write { _ = try decoder.decode(FlatRepository.self, from: Fixture.data("github/repository.json"), into: $0) }
-        try store.write { _ = try decoder.decode(FlatRepository.self, from: Fixture.data("github/repository-license-absent.json"), into: $0) }
+        try store.load([.records(FlatRepository.self, "github/repository.json")], decoder: decoder, location: SharedFixtures.location)
+        try store.load([.records(FlatRepository.self, "github/repository-license-absent.json")], decoder: decoder, location: SharedFixtures.location)
         #expect(try rows(path, query) == [["122", "mit", "MIT License"]])
 
         // The same through an import.
         let dump = TestStore.temporaryPath("dump.json")
-        try ("[" + String(decoding: try Fixture.data("github/repository-license-removed.json"), as: UTF8.self) + "]")
+        try ("[" + String(decoding: try SharedFixtures.data("github/repository-license-removed.json"), as: UTF8.self) + "]")
             .write(toFile: dump, atomically: true, encoding: .utf8)
         _ = try store.importJSON(FlatRepository.self, from: .file(dump))
         #expect(try rows(path, query) == [["121", "NULL", "NULL"]])
@@ -115,7 +116,7 @@ import Testing
     @Test func thePageDecodesPullRequestsAndNullsAsGitHubMeansThem() throws {
         let path = TestStore.temporaryPath()
         let store = try Store(path: path, entities: entities)
-        try store.write { _ = try StoreDecoder().decode([FlatIssue].self, from: Fixture.data("github/issues-page.json"), into: $0) }
+        try store.load([.records(FlatIssue.self, "github/issues-page.json")], location: SharedFixtures.location)
         #expect(
             try rows(path, "SELECT id, author, milestoneTitle, pullRequestURL, body FROM FlatIssue ORDER BY id") == [
                 ["9001", "octo-ada", "1.1", "NULL", "Reading a truncated file reports the wrong position."],
@@ -128,7 +129,7 @@ import Testing
 
     private func encodedPage(_ strategy: StoreEncoder.NilEncodingStrategy) throws -> (store: Store, json: [[String: Any]], data: Data) {
         let store = try Store.inMemory(entities: entities)
-        try store.write { _ = try StoreDecoder().decode([FlatIssue].self, from: Fixture.data("github/issues-page.json"), into: $0) }
+        try store.load([.records(FlatIssue.self, "github/issues-page.json")], location: SharedFixtures.location)
         let encoder = StoreEncoder()
         encoder.outputFormatting = [.sortedKeys]
         encoder.nilEncodingStrategy = strategy
@@ -162,7 +163,7 @@ import Testing
         let (_, _, data) = try encodedPage(strategy)
         let original = TestStore.temporaryPath()
         try Store(path: original, entities: entities).write {
-            _ = try StoreDecoder().decode([FlatIssue].self, from: Fixture.data("github/issues-page.json"), into: $0)
+            _ = try StoreDecoder().decode([FlatIssue].self, from: SharedFixtures.data("github/issues-page.json"), into: $0)
         }
         let copy = TestStore.temporaryPath()
         try Store(path: copy, entities: entities).write { _ = try StoreDecoder().decode([FlatIssue].self, from: data, into: $0) }

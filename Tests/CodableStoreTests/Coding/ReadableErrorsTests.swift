@@ -1,4 +1,5 @@
 import CodableStore
+import CodableStoreTesting
 import Foundation
 import Testing
 
@@ -70,7 +71,7 @@ extension Gadget: EntityJSONPreparing {
     @Test func decodeAndSaveCountsAsTheImportReportDoes() throws {
         let path = TestStore.temporaryPath()
         let store = try Store(path: path, entities: issueEntities)
-        let page = try Fixture.data("github/labels-page-1.json")
+        let page = try SharedFixtures.data("github/labels-page-1.json")
         try store.write { _ = try StoreDecoder().decode([Topic].self, from: Data(#"[{"id": 71, "name": "bug"}]"#.utf8), into: $0) }
         let (names, first, second) = try store.write { context in
             let decoder = StoreDecoder()
@@ -93,7 +94,7 @@ extension Gadget: EntityJSONPreparing {
     @Test func typedAggregatesMatchSQL() throws {
         let path = TestStore.temporaryPath()
         let store = try Store(path: path, entities: issueEntities)
-        try store.write { _ = try issueDecoder().decode([GitIssue].self, from: Fixture.data("issues-1k.json"), into: $0) }
+        try store.load([.records(GitIssue.self, "issues-1k.json")], decoder: issueDecoder(), location: SharedFixtures.location)
         let raw = try RawDatabase(path)
         let results = try store.read { context in
             (

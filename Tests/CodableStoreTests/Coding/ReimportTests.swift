@@ -26,7 +26,7 @@ import Testing
         let path = TestStore.temporaryPath()
         let log = StatementLog()
         let store = try Store(path: path, entities: [RepoLabel.self], options: .init(statementObserver: log.observer))
-        let pages = try [Fixture.data("github/labels-page-1.json"), Fixture.data("github/labels-page-2.json")]
+        let pages = try [SharedFixtures.data("github/labels-page-1.json"), SharedFixtures.data("github/labels-page-2.json")]
         try store.write { context in
             for page in pages { _ = try StoreDecoder().decode([RepoLabel].self, from: page, into: context) }
         }
@@ -64,7 +64,7 @@ import Testing
         let log = StatementLog()
         let store = try Store(path: path, entities: [RepoLabel.self], options: .init(statementObserver: log.observer))
         let dump = TestStore.temporaryPath("labels.json")
-        let pages = try [Fixture.data("github/labels-page-1.json"), Fixture.data("github/labels-page-2.json")]
+        let pages = try [SharedFixtures.data("github/labels-page-1.json"), SharedFixtures.data("github/labels-page-2.json")]
         let records = try pages.flatMap { try JSONSerialization.jsonObject(with: $0) as! [Any] }
         try JSONSerialization.data(withJSONObject: records).write(to: URL(fileURLWithPath: dump))
         _ = try store.importJSON(RepoLabel.self, from: .file(dump))

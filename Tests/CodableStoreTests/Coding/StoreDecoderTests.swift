@@ -19,7 +19,7 @@ func issueDecoder() -> StoreDecoder {
         let path = TestStore.temporaryPath()
         let store = try Store(path: path, entities: issueEntities)
         let ids = try store.write { context in
-            try issueDecoder().decode([GitIssue].self, from: try Fixture.data("decoding/issues.json"), into: context).map(\.id)
+            try issueDecoder().decode([GitIssue].self, from: try SharedFixtures.data("decoding/issues.json"), into: context).map(\.id)
         }
         #expect(ids == [1, 2, 3])
         let raw = try RawDatabase(path)
@@ -52,7 +52,7 @@ func issueDecoder() -> StoreDecoder {
     @Test func reDecodingTheSameDataWritesNothing() throws {
         let log = StatementLog()
         let store = try Store(path: TestStore.temporaryPath(), entities: issueEntities, options: .init(statementObserver: log.observer))
-        let data = try Fixture.data("decoding/issues.json")
+        let data = try SharedFixtures.data("decoding/issues.json")
         try store.write { _ = try issueDecoder().decode([GitIssue].self, from: data, into: $0) }
         log.reset()
         try store.write { _ = try issueDecoder().decode([GitIssue].self, from: data, into: $0) }
@@ -104,7 +104,7 @@ func issueDecoder() -> StoreDecoder {
     @Test func inversesAreConsistentAfterDecoding() throws {
         let store = try Store.inMemory(entities: issueEntities)
         try store.write { context in
-            let issues = try issueDecoder().decode([GitIssue].self, from: try Fixture.data("decoding/issues.json"), into: context)
+            let issues = try issueDecoder().decode([GitIssue].self, from: try SharedFixtures.data("decoding/issues.json"), into: context)
             let ada = try #require(issues[0].user)
             #expect(ada.issues == [issues[0], issues[2]])
             #expect(issues[0].labels.map(\.id) == [1009, 1010])

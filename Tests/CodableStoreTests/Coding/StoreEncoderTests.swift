@@ -1,11 +1,12 @@
 import CodableStore
+import CodableStoreTesting
 import Foundation
 import Testing
 
 @Suite struct StoreEncoderTests {
     private func decodedStore(_ path: String) throws -> Store {
         let store = try Store(path: path, entities: issueEntities)
-        try store.write { _ = try issueDecoder().decode([GitIssue].self, from: try Fixture.data("decoding/issues.json"), into: $0) }
+        try store.load([.records(GitIssue.self, "decoding/issues.json")], decoder: issueDecoder(), location: SharedFixtures.location)
         return store
     }
 

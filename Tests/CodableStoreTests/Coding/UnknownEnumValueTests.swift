@@ -48,7 +48,7 @@ enum Association: String, AttributeValue {
     @Test func aDeclaredFallbackTakesUnknownValuesAndUndeclaredOnesStillFail() throws {
         let path = TestStore.temporaryPath()
         let store = try Store(path: path, entities: [ClosedIssue.self, Triage.self])
-        let page = try Fixture.data("github/issues-new-enum-values.json")
+        let page = try SharedFixtures.data("github/issues-new-enum-values.json")
         // MANNEQUIN is not an Association, and Association has no fallback: the page fails there.
         let error = try #require(throws: DecodingError.self) {
             try store.write { _ = try StoreDecoder().decode([ClosedIssue].self, from: page, into: $0) }

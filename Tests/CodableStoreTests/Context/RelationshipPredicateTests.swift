@@ -1,4 +1,5 @@
 import CodableStore
+import CodableStoreTesting
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
     private func store() throws -> (Store, RawDatabase) {
         let path = TestStore.temporaryPath()
         let store = try Store(path: path, entities: issueEntities)
-        try store.write { _ = try issueDecoder().decode([GitIssue].self, from: Fixture.data("issues-1k.json"), into: $0) }
+        try store.load([.records(GitIssue.self, "issues-1k.json")], decoder: issueDecoder(), location: SharedFixtures.location)
         let raw = try RawDatabase(path)
         try raw.execute("UPDATE GitIssue SET user = NULL WHERE id % 7 = 0")
         return (store, raw)
