@@ -1,5 +1,6 @@
 import CodableStore
 import Foundation
+import IssuesModel
 import Testing
 
 /// Runs the built `codable-store` binary and checks its output, exit code and the store it writes.
@@ -82,6 +83,17 @@ enum CLI {
         #expect(try CLI.run(["import", "issues", exported, "--store", second]).status == 0)
         let again = try CLI.run(["export", "issues", "--store", second])
         #expect(again.stdout == String(decoding: try Data(contentsOf: URL(fileURLWithPath: exported)), as: UTF8.self) + "\n")
+        // The stable export of both stores is the same too, and is Store.stableExport's.
+        let stable = try CLI.run(["export", "issues", "--stable", "--store", store])
+        #expect(stable.status == 0)
+        #expect(try CLI.run(["export", "issues", "--stable", "--store", second]).stdout == stable.stdout)
+        let expected = try Store(path: store, entities: ReferenceModel.entities).stableExport()
+        #expect(stable.stdout == String(decoding: expected, as: UTF8.self) + "\n")
+        let entities = try JSONSerialization.jsonObject(with: Data(stable.stdout.utf8)) as? [String: [Any]]
+        #expect(entities?.keys.sorted() == ["Issue", "Label", "User"])
+        let records = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: exported))) as? [Any]
+        #expect(entities?["Issue"]?.count == records?.count)
+        #expect((records?.count ?? 0) > 100)  // 120 records, some repeating an earlier id
     }
 
     @Test func aBadDumpIsAOneLineErrorWithItsLocationAndExitCode1() throws {
