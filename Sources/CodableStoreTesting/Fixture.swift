@@ -1,7 +1,7 @@
 import CodableStore
 import Foundation
 
-/// A fixture file (or folder) to load into a store: recorded API responses, decoded with a ``StoreDecoder`` as
+/// A fixture file (or folder) to load into a store: recorded API responses, decoded with a `StoreDecoder` as
 /// the app decodes them, so the store holds what the app would have stored.
 ///
 /// ```swift
@@ -39,7 +39,7 @@ public struct Fixture: Sendable {
     }
 
     /// A file decoded as any `Decodable` value inside one write: a response that wraps its records (entities in
-    /// it are in ``Many`` collections or are properties of entity type).
+    /// it are in `Many` collections or are properties of entity type).
     public static func value<T: Decodable>(_ type: T.Type, _ name: String, in location: FixtureLocation? = nil) -> Fixture {
         Fixture(name: name, location: location, isFolder: false) { file, store, decoder in
             let data = try FixtureLoading.contents(of: file)

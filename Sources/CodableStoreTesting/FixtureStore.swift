@@ -84,8 +84,8 @@ public final class FixtureStore: Sendable {
         try store.load(fixtures, decoder: decoder ?? self.decoder, location: location)
     }
 
-    /// Compares the store's ``CodableStore/Store/stableExport(of:)`` with a golden file in `Golden/` next to the test
-    /// file (see ``CodableStore/Store/expectMatchesGolden(_:entities:in:)``).
+    /// Compares the store's `Store.stableExport(of:)` with a golden file in `Golden/` next to the test
+    /// file (see ``CodableStore/Store/expectMatchesGolden(_:entities:in:filePath:)``).
     public func expectMatchesGolden(_ name: String, entities: [any EntityObject.Type]? = nil, in folder: URL? = nil) throws {
         try store.expectMatchesGolden(name, entities: entities, in: folder ?? testFolder.appendingPathComponent("Golden"))
     }
@@ -99,8 +99,12 @@ extension Store {
     /// let store = try Store(path: path, entities: [Issue.self])
     /// try store.load([.records(Issue.self, "issues.json")], decoder: AppDecoders.github)
     /// ```
-    /// - Parameter location: where fixtures that do not say are found: by default `Fixtures/` next to the calling
-    ///   test file, else its own folder.
+    /// - Parameters:
+    ///   - fixtures: the fixtures, loaded in this order.
+    ///   - decoder: the decoder they are decoded with.
+    ///   - location: where fixtures that do not say are found: by default `Fixtures/` next to the calling test file,
+    ///     else its own folder.
+    ///   - filePath: the calling test file (leave the default).
     /// - Throws: ``FixtureError`` naming the fixture file, the line and column and the JSON path of what failed.
     public func load(
         _ fixtures: [Fixture], decoder: StoreDecoder = StoreDecoder(), location: FixtureLocation? = nil,

@@ -6,7 +6,7 @@ import Foundation
 public let recordGoldenEnvironmentVariable = "CODABLESTORE_RECORD_GOLDEN"
 
 extension Store {
-    /// Compares the store's ``Store/stableExport(of:)`` with the golden file `name` in `folder` (by default `Golden/`
+    /// Compares the store's `Store.stableExport(of:)` with the golden file `name` in `folder` (by default `Golden/`
     /// next to the calling test file).
     ///
     /// When the golden file is missing it is written, and this throws (``FixtureError/Kind-swift.enum/goldenRecorded``)

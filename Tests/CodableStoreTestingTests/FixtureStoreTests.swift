@@ -66,6 +66,7 @@ import Testing
         #expect(error.line == 4)
         #expect(error.column == 13)
         #expect(error.jsonPath == "[1].title")
+        #expect(error.message == "Expected to decode String but found number instead.")
         #expect(error.description.hasSuffix("wrong-type.json:4:13 at [1].title: \(error.message)"))
         // Nothing of the failing fixture is stored.
         #expect(try Self.titles(fixture.store).isEmpty)

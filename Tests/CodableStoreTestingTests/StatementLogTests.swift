@@ -31,6 +31,7 @@ import Testing
         #expect(error.kind == .budgetExceeded)
         let lines = error.message.split(separator: "\n")
         #expect(lines.first == "3 queries ran, over the budget of 1:")
+        #expect(lines[3] == #"  3. SELECT "_pk", "id", "login" FROM "Author" WHERE "_pk" = ?"#)
         #expect(lines.count == 4)
         #expect(lines.dropFirst().allSatisfy { $0.contains("SELECT") })
         #expect(lines[1].hasPrefix("  1. SELECT"))
