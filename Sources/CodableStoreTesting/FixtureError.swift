@@ -1,7 +1,8 @@
 /// Why a fixture could not be loaded, or an expectation of CodableStoreTesting failed.
 ///
 /// Its ``description`` is what a test failure shows: the fixture file with the line and column and the JSON path of
-/// the value at fault, the first difference from a golden file, or the statements over a budget. Thrown from a
+/// the value at fault, the first difference from a golden file or from the rows expected, or the statements over a
+/// budget. Thrown from a
 /// Swift Testing `@Test` or an XCTest method, it fails the test with that text.
 public struct FixtureError: Error, Sendable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
@@ -15,6 +16,10 @@ public struct FixtureError: Error, Sendable, CustomStringConvertible {
         case goldenRecorded
         /// A closure ran more statements than its budget, or other kinds.
         case budgetExceeded
+        /// An entity's stored rows differ from the rows expected.
+        case rowsMismatch
+        /// The expectation itself is wrong: a field the entity does not store, a row of the wrong length.
+        case invalidExpectation
     }
 
     public var kind: Kind

@@ -4,7 +4,8 @@ import Foundation
 import Testing
 
 /// Golden files: the stable export, written when missing, and a mismatch reported at its entity, identity and field.
-@Suite struct GoldenFileTests {
+/// Serialized: one test sets the record-mode environment variable, which the others must not see.
+@Suite(.serialized) struct GoldenFileTests {
     static let resources = FixtureLocation.bundle(Bundle.module)
 
     static func seeded(_ fixtures: [Fixture]) throws -> FixtureStore {
@@ -111,5 +112,19 @@ import Testing
         let error = try #require(throws: FixtureError.self) { try fixture.expectMatchesGolden("posts.json", in: folder) }
         // The new tag is an entity of its own too: Post comes first, and its tags differ in length.
         #expect(error.message.hasPrefix(#"Post id: 11, tags: golden ["math"], store ["math","new"]"#), "\(error)")
+    }
+
+    @Test func theEnvironmentVariableRewritesAGoldenFileAndPasses() throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let fixture = try Self.seeded([.records(Post.self, "posts.json")])
+        _ = try? fixture.expectMatchesGolden("posts.json", in: folder)
+        try fixture.store.write { context in try #require(try context.object(Post.self, identity: 10)).title = "Changed" }
+        setenv(recordGoldenEnvironmentVariable, "1", 1)
+        defer { unsetenv(recordGoldenEnvironmentVariable) }
+        try fixture.expectMatchesGolden("posts.json", in: folder)
+        #expect(try Data(contentsOf: folder.appendingPathComponent("posts.json")) == fixture.store.stableExport())
+        unsetenv(recordGoldenEnvironmentVariable)
+        try fixture.expectMatchesGolden("posts.json", in: folder)
     }
 }
