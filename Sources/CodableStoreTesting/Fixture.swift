@@ -10,6 +10,7 @@ import Foundation
 ///     .records(Issue.self, "issues.json"),                 // an array of objects
 ///     .records(Event.self, "events.jsonl"),                // JSON Lines (.jsonl or .ndjson)
 ///     .folder(Issue.self, "issue-pages"),                  // every .json/.jsonl file, in name order
+///     .folder("seed"),                                     // 01-User.json, 02-Issue.json: entity by file name
 ///     .value(SearchPage.self, "search.json"),              // any Decodable, e.g. { "items": Many<Issue> }
 /// ]
 /// ```
@@ -35,6 +36,23 @@ public struct Fixture: Sendable {
     public static func folder<T: EntityObject>(_ type: T.Type, _ name: String, in location: FixtureLocation? = nil) -> Fixture {
         Fixture(name: name, location: location, isFolder: true) { file, store, decoder in
             try FixtureLoading.records(T.self, from: file, into: store, decoder: decoder)
+        }
+    }
+
+    /// Every `.json`, `.jsonl` and `.ndjson` file of a folder, in name order, each loaded as ``records(_:_:in:)`` of
+    /// the entity its name starts with, after an optional number that orders the files: a whole seed in one folder.
+    ///
+    /// ```
+    /// seed/01-User.json          → User
+    /// seed/02-Issue.page-1.json  → Issue
+    /// seed/02-Issue.page-2.json  → Issue
+    /// seed/03-label.jsonl        → Label (names match without regard to case)
+    /// ```
+    /// A file whose name starts with no entity of the store fails with the entity names it could have had.
+    public static func folder(_ name: String, in location: FixtureLocation? = nil) -> Fixture {
+        Fixture(name: name, location: location, isFolder: true) { file, store, decoder in
+            let type = try FixtureLoading.entity(named: file, in: store)
+            try FixtureLoading.records(type, from: file, into: store, decoder: decoder)
         }
     }
 
@@ -78,6 +96,21 @@ enum FixtureLoading {
         } catch {
             throw FixtureError(.notFound, file: file.path, message: "cannot read the fixture: \(error.localizedDescription)")
         }
+    }
+
+    /// The entity a file of a seed folder holds, by its name (see ``Fixture/folder(_:in:)``).
+    static func entity(named file: URL, in store: Store) throws -> any EntityObject.Type {
+        let name = file.deletingPathExtension().lastPathComponent
+        let unnumbered = name.drop { $0.isNumber }.drop { $0 == "-" || $0 == "_" || $0 == " " || $0 == "." }
+        let descriptions = store.entityDescriptions.sorted { $0.name.count > $1.name.count }
+        for description in descriptions {
+            guard unnumbered.lowercased().hasPrefix(description.name.lowercased()) else { continue }
+            let rest = unnumbered.dropFirst(description.name.count)
+            if rest.first.map({ !$0.isLetter && !$0.isNumber }) ?? true { return description.type }
+        }
+        throw FixtureError(
+            .invalidFixture, file: file.path,
+            message: "the file name starts with no entity of the store (\(store.entityDescriptions.map(\.name).sorted().joined(separator: ", ")))")
     }
 
     static func records<T: EntityObject>(_ type: T.Type, from file: URL, into store: Store, decoder: StoreDecoder) throws {

@@ -104,3 +104,27 @@ import Testing
         #expect(error.description == "nowhere.json: no fixture 'nowhere.json' in \(here)/Fixtures or \(here)")
     }
 }
+
+/// A seed folder: files of several entities, in name order, each entity known by its file name.
+@Suite struct SeedFolderTests {
+    @Test func filesLoadInNameOrderAsTheEntityTheirNameStartsWith() throws {
+        let fixture = try FixtureStore(entities: entities, fixtures: [.folder("seed", in: .bundle(Bundle.module))])
+        try fixture.store.expectRows(Author.self, ["id", "login"], orderBy: [.ascending(\.id)], [[1, "ada"], [2, "bob"]])
+        try fixture.store.expectRows(Post.self, ["id", "title"], orderBy: [.ascending(\.id)], [[10, "Engines"], [11, "Notes"]])
+        try fixture.store.expectRows(Tag.self, ["name"], [["math"]])
+        let authors = try fixture.store.read { context in try context.fetch(Post.self, orderBy: [.ascending(\.id)]).map { $0.author?.login } }
+        #expect(authors == ["ada", "bob"])
+    }
+
+    @Test func aFileOfNoEntityNamesTheEntities() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("seed-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Data("[]".utf8).write(to: folder.appendingPathComponent("01-Postman.json"))
+        let error = try #require(throws: FixtureError.self) {
+            _ = try FixtureStore(entities: entities, fixtures: [.folder("", in: .folder(at: folder))])
+        }
+        #expect(error.message == "the file name starts with no entity of the store (Author, Post, Tag)")
+        #expect(error.file?.hasSuffix("01-Postman.json") == true)
+    }
+}
