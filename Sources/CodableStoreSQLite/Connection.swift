@@ -329,20 +329,34 @@ public final class Connection {
     ///
     /// Related SQLite documentation: <https://www.sqlite.org/c3ref/trace_v2.html>
     public func trace(_ handler: ((String) -> Void)?) {
-        guard let handler else {
+        trace(statements: handler, profile: nil)
+    }
+
+    /// Calls `statements` with the SQL of every statement as it starts running (`SQLITE_TRACE_STMT`), and
+    /// `profile` with the SQL of every statement when it finishes (is reset or finalized), with the nanoseconds it
+    /// ran (`SQLITE_TRACE_PROFILE`, for a statement profile). With both nil, tracing stops.
+    ///
+    /// The SQL is the statement's text with its `?` placeholders, not the bound values: one text per kind of
+    /// statement. Related SQLite documentation: <https://www.sqlite.org/c3ref/trace_v2.html>
+    public func trace(statements: ((String) -> Void)?, profile: ((String, UInt64) -> Void)?) {
+        guard statements != nil || profile != nil else {
             sqlite3_trace_v2(sqliteConnection, 0, nil, nil)
             traceBox = nil
             return
         }
-        let box = TraceBox(handler)
+        let box = TraceBox(statements: statements, profile: profile)
         traceBox = box
+        let mask = (statements == nil ? 0 : UInt32(SQLITE_TRACE_STMT)) | (profile == nil ? 0 : UInt32(SQLITE_TRACE_PROFILE))
         sqlite3_trace_v2(
-            sqliteConnection,
-            UInt32(SQLITE_TRACE_STMT),
-            { _, context, statement, _ in
-                guard let context, let statement else { return 0 }
+            sqliteConnection, mask,
+            { event, context, statement, detail in
+                guard let context, let statement, let sql = sqlite3_sql(OpaquePointer(statement)) else { return 0 }
                 let box = Unmanaged<TraceBox>.fromOpaque(context).takeUnretainedValue()
-                if let sql = sqlite3_sql(OpaquePointer(statement)) { box.handler(String(cString: sql)) }
+                if event == UInt32(SQLITE_TRACE_STMT) {
+                    box.statements?(String(cString: sql))
+                } else if event == UInt32(SQLITE_TRACE_PROFILE), let detail {
+                    box.profile?(String(cString: sql), detail.load(as: UInt64.self))
+                }
                 return 0
             },
             Unmanaged.passUnretained(box).toOpaque()
@@ -382,8 +396,12 @@ extension Connection {
 }
 
 private final class TraceBox {
-    let handler: (String) -> Void
-    init(_ handler: @escaping (String) -> Void) { self.handler = handler }
+    let statements: ((String) -> Void)?
+    let profile: ((String, UInt64) -> Void)?
+    init(statements: ((String) -> Void)?, profile: ((String, UInt64) -> Void)?) {
+        self.statements = statements
+        self.profile = profile
+    }
 }
 
 // Connections are owned by a Store, which serializes every use of one: never share them across threads.

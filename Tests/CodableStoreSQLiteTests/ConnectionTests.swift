@@ -143,6 +143,32 @@ import Testing
         #expect(traced.count == 2)
     }
 
+    @Test func aProfileGetsEveryFinishedStatementWithItsTime() throws {
+        let connection = try Connection(path: ":memory:")
+        var started: [String] = []
+        var finished: [(sql: String, nanoseconds: UInt64)] = []
+        connection.trace(statements: { started.append($0) }, profile: { finished.append(($0, $1)) })
+        try connection.execute(sql: "CREATE TABLE t (a)")
+        let insert = try connection.cachedStatement(sql: "INSERT INTO t VALUES (?)")
+        for value in 0..<3 {
+            try insert.bind(Int64(value), at: 1)
+            try insert.execute()
+        }
+        // A slow one: a recursive count to a million.
+        _ = try connection.scalar(sql: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000) SELECT count(*) FROM n")
+        #expect(started.count == 5)
+        #expect(finished.map(\.sql) == started)
+        #expect(finished.filter { $0.sql == "INSERT INTO t VALUES (?)" }.count == 3)
+        #expect(finished.last!.nanoseconds > 1_000_000)  // well over a millisecond
+        // Profile only, then nothing.
+        connection.trace(statements: nil, profile: { finished.append(($0, $1)) })
+        try connection.execute(sql: "SELECT 1")
+        #expect(started.count == 5 && finished.count == 6)
+        connection.trace(statements: nil, profile: nil)
+        try connection.execute(sql: "SELECT 2")
+        #expect(finished.count == 6)
+    }
+
     @Test func identifiersAreQuoted() {
         #expect(quoteIdentifier("a\"b") == "\"a\"\"b\"")
         #expect(SQLiteValue.text("it's").description == "'it''s'")

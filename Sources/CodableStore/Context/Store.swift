@@ -33,6 +33,11 @@ public final class Store: Sendable {
         /// Called with the SQL of every statement the store's connections run, for logging or for counting.
         /// During an import it is also called on the import's writer thread.
         public var statementObserver: (@Sendable (String) -> Void)?
+        /// Called with the SQL of every statement the store's connections run (its text with `?` placeholders)
+        /// and how long it ran, when it finishes: a statement profile, for finding where a write or an import
+        /// spends its time (the import benchmark prints one with `IMPORT_BENCH_PROFILE=1`). During an import it is
+        /// also called on the import's writer thread. Costs a callback per statement.
+        public var statementProfiler: (@Sendable (String, Duration) -> Void)?
         /// Where the store logs: statements at trace, saves and schema changes at info, failed writes at error.
         /// Silent by default.
         public var logger: Logger
@@ -56,6 +61,7 @@ public final class Store: Sendable {
             cacheSizeKiB: Int = 16 * 1024,
             maximumReaderCount: Int = 4,
             statementObserver: (@Sendable (String) -> Void)? = nil,
+            statementProfiler: (@Sendable (String, Duration) -> Void)? = nil,
             logger: Logger = Logger(label: "CodableStore", factory: { _ in SwiftLogNoOpLogHandler() }),
             vfs: String? = nil
         ) {
@@ -66,6 +72,7 @@ public final class Store: Sendable {
             self.cacheSizeKiB = cacheSizeKiB
             self.maximumReaderCount = maximumReaderCount
             self.statementObserver = statementObserver
+            self.statementProfiler = statementProfiler
         }
     }
 

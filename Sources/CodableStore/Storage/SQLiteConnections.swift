@@ -54,11 +54,15 @@ final class SQLiteConnections: Sendable {
         try connection.registerCaseFolding()
         let observer = options.statementObserver
         let logger = options.logger
-        guard observer != nil || logger.logLevel <= .trace else { return }
-        connection.trace { sql in
-            observer?(sql)
-            logger.trace("statement", metadata: ["sql": "\(sql)"])
-        }
+        let observes = observer != nil || logger.logLevel <= .trace
+        guard observes || options.statementProfiler != nil else { return }
+        connection.trace(
+            statements: observes
+                ? { sql in
+                    observer?(sql)
+                    logger.trace("statement", metadata: ["sql": "\(sql)"])
+                } : nil,
+            profile: options.statementProfiler.map { profiler in { sql, nanoseconds in profiler(sql, .nanoseconds(Int64(nanoseconds))) } })
     }
 
     /// Runs `body` with the writer connection, holding the write lock: a second caller waits.
