@@ -17,6 +17,11 @@ let package = Package(
     targets: [
         // The raw baseline talks to libsqlite3 directly, not through CodableStore's wrapper.
         .systemLibrary(name: "CSQLiteBenchmark", providers: [.apt(["libsqlite3-dev"])]),
+        // The limit baseline: a hand-written C importer on yajl's callback parser and raw sqlite3.
+        .target(
+            name: "CLimitImporter",
+            linkerSettings: [.linkedLibrary("yajl"), .linkedLibrary("sqlite3")]
+        ),
         .target(
             name: "BenchmarkSupport",
             dependencies: [.product(name: "CodableStore", package: main), .product(name: "IssuesModel", package: main)]
@@ -25,7 +30,7 @@ let package = Package(
             name: "ImportBenchmarks",
             dependencies: [
                 .product(name: "CodableStore", package: main), .product(name: "IssuesModel", package: main),
-                "BenchmarkSupport", "CSQLiteBenchmark",
+                "BenchmarkSupport", "CSQLiteBenchmark", "CLimitImporter",
             ]
         ),
         .executableTarget(

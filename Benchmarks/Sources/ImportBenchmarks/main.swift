@@ -1,3 +1,4 @@
+import CLimitImporter
 import CSQLiteBenchmark
 import BenchmarkSupport
 import CodableStore
@@ -9,7 +10,12 @@ import Synchronization
 // 10% repeated ids) into a new store, then again into the same store (re-import), and compares with a baseline
 // written here: Foundation JSONDecoder into plain structs, then raw sqlite3 prepared upserts of the same rows.
 // It also imports and re-imports a dump of the same size without repeated ids: re-importing unchanged data.
+// And it compares with the limit baseline: a hand-written C importer (Sources/CLimitImporter) on yajl's callback
+// parser and raw sqlite3 multi-row upserts into a minimal schema, whose rows are checked equal to the store's.
 // Each run is a child process, so peak RSS is measured per contender.
+//
+// IMPORT_BENCH_PROFILE=1 prints the import's statement profile (Store.Options.statementProfiler) on standard
+// error: per statement text, how often it ran and how long, slowest first.
 //
 //   swift run -c release ImportBenchmarks [--counts 100000,1000000]
 
@@ -101,6 +107,22 @@ func baseline(dump: String, store: String) throws -> Int {
     return issues.count
 }
 
+/// Prints a statement profile on standard error: per statement text, runs and time, slowest first.
+func printProfile(_ profile: [String: (count: Int, time: Duration)]) {
+    guard !profile.isEmpty else { return }
+    let total = profile.values.reduce(Duration.zero) { $0 + $1.time }
+    let milliseconds = { (time: Duration) in Double(time.components.seconds) * 1e3 + Double(time.components.attoseconds) / 1e15 }
+    var lines = ["statement profile: \(profile.values.reduce(0) { $0 + $1.count }) statements, \(String(format: "%.0f", milliseconds(total))) ms in SQLite"]
+    for (sql, entry) in profile.sorted(by: { $0.value.time > $1.value.time }).prefix(15) {
+        let text = sql.replacingOccurrences(of: "\n", with: " ")
+        lines.append(String(
+            format: "  %5.1f%%  %9.1f ms  %9d x  %7.2f us  %@", 100 * milliseconds(entry.time) / max(milliseconds(total), 1e-9),
+            milliseconds(entry.time), entry.count, milliseconds(entry.time) * 1000 / Double(entry.count),
+            String(text.prefix(110)) as NSString))
+    }
+    FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+}
+
 /// Child mode: one contender; prints "seconds peakRSS records".
 if let contender = option("--contender"), let dump = option("--dump"), let store = option("--store") {
     let clock = ContinuousClock()
@@ -125,10 +147,22 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
     switch contender {
     case "baseline":
         records = try baseline(dump: dump, store: store)
+    case "limit", "limit-rollback":
+        let imported = limit_import(dump, store, contender == "limit" ? 1 : 0)
+        guard imported >= 0 else { exit(1) }
+        records = Int(imported)
     case "import":
         // IMPORT_BENCH_CACHE_KIB=N: another SQLite page cache size than the default, to compare.
         let cacheSize = ProcessInfo.processInfo.environment["IMPORT_BENCH_CACHE_KIB"].flatMap { Int($0) } ?? Store.Options().cacheSizeKiB
-        let database = try Store(path: store, entities: referenceEntities, options: .init(cacheSizeKiB: cacheSize))
+        let profile = Mutex<[String: (count: Int, time: Duration)]>([:])
+        var storeOptions = Store.Options(cacheSizeKiB: cacheSize)
+        if ProcessInfo.processInfo.environment["IMPORT_BENCH_PROFILE"] != nil {
+            storeOptions.statementProfiler = { sql, time in
+                profile.withLock { $0[sql, default: (0, .zero)].count += 1; $0[sql, default: (0, .zero)].time += time }
+            }
+        }
+        defer { printProfile(profile.withLock { $0 }) }
+        let database = try Store(path: store, entities: referenceEntities, options: storeOptions)
         var options = ImportOptions(decoder: referenceDecoder())
         // IMPORT_BENCH_BATCH=N: another batch size than the default, to compare.
         if let size = ProcessInfo.processInfo.environment["IMPORT_BENCH_BATCH"].flatMap({ Int($0) }) { options.batchSize = size }
@@ -185,6 +219,32 @@ func digest(_ path: String) -> String {
     return parts.joined(separator: " | ")
 }
 
+/// Whether a store of the importer and one of the limit baseline hold the same issues, users, labels and links.
+func sameRows(store: String, limit: String) -> Bool {
+    var db: OpaquePointer?
+    sqlite3_open(store, &db)
+    defer { sqlite3_close(db) }
+    check(sqlite3_exec(db, "ATTACH '\(limit)' AS l", nil, nil, nil), db, "attach")
+    let pairs = [
+        ("SELECT i.id, i.number, i.title, i.state, i.createdAt, i.updatedAt, i.comments, i.score, i.body, u.id FROM Issue i LEFT JOIN User u ON u._pk = i.user",
+         "SELECT id, number, title, state, created_at, updated_at, comments, score, body, user_id FROM l.issues"),
+        ("SELECT id, login FROM User", "SELECT id, login FROM l.users"),
+        ("SELECT id, name FROM Label", "SELECT id, name FROM l.labels"),
+        ("SELECT i.id, b.id FROM Issue_labels j JOIN Issue i ON i._pk = j.source JOIN Label b ON b._pk = j.target",
+         "SELECT issue_id, label_id FROM l.issue_labels"),
+    ]
+    for (ours, theirs) in pairs {
+        for sql in ["SELECT count(*) FROM (\(ours) EXCEPT \(theirs))", "SELECT count(*) FROM (\(theirs) EXCEPT \(ours))",
+                    "SELECT (SELECT count(*) FROM (\(ours))) - (SELECT count(*) FROM (\(theirs)))"] {
+            var statement: OpaquePointer?
+            check(sqlite3_prepare_v2(db, sql, -1, &statement, nil), db, sql)
+            defer { sqlite3_finalize(statement) }
+            guard sqlite3_step(statement) == SQLITE_ROW, sqlite3_column_int64(statement, 0) == 0 else { return false }
+        }
+    }
+    return true
+}
+
 let counts = (option("--counts") ?? "100000,1000000").split(separator: ",").compactMap { Int($0) }
 let rounds = max(1, Int(option("--rounds") ?? "1") ?? 1)
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("codablestore-import-bench")
@@ -208,7 +268,7 @@ for count in counts {
     try generate(dump, count: count, duplicates: 0.1)
     try generate(uniqueDump, count: count, duplicates: 0)
     let megabytes = Double((try FileManager.default.attributesOfItem(atPath: dump)[.size] as? Int) ?? 0) / 1_048_576
-    let stores = (0..<3).map { directory.appendingPathComponent("store-\(count)-\($0).sqlite").path }
+    let stores = (0..<4).map { directory.appendingPathComponent("store-\(count)-\($0).sqlite").path }
     print("\(count) records, \(String(format: "%.1f", megabytes)) MiB")
     // Rounds alternate which contender goes first; each contender's best run is reported, and the ratio of
     // every round (same conditions for both) is listed, since these machines drift by tens of percent.
@@ -217,7 +277,10 @@ for count in counts {
     var again = base
     var uniqueFirst = base
     var uniqueAgain = base
+    var limit = base
+    var limitAgain = base
     var ratios: [Double] = []
+    var limitRatios: [Double] = []
     var uniqueRatios: [Double] = []
     for round in 0..<rounds {
         for store in stores {
@@ -233,6 +296,12 @@ for count in counts {
             roundBase = try run("baseline", dump: dump, store: stores[0])
         }
         precondition(digest(stores[0]) == digest(stores[1]), "stores differ:\n\(digest(stores[0]))\n\(digest(stores[1]))")
+        let roundLimit = try run("limit", dump: dump, store: stores[3])
+        precondition(sameRows(store: stores[1], limit: stores[3]), "the limit baseline's rows differ from the store's")
+        let roundLimitAgain = try run("limit", dump: dump, store: stores[3])
+        limitRatios.append(roundFirst.seconds / roundLimit.seconds)
+        if roundLimit.seconds < limit.seconds { limit = roundLimit }
+        if roundLimitAgain.seconds < limitAgain.seconds { limitAgain = roundLimitAgain }
         let roundAgain = try run("import", dump: dump, store: stores[1])
         let roundUniqueFirst = try run("import", dump: uniqueDump, store: stores[2])
         let roundUniqueAgain = try run("import", dump: uniqueDump, store: stores[2])
@@ -252,14 +321,17 @@ for count in counts {
     for (name, result) in [
         ("JSONDecoder + raw sqlite3", base), ("importJSON (new store)", first), ("importJSON (re-import)", again),
         ("unique dump: import", uniqueFirst), ("unique dump: re-import", uniqueAgain),
+        ("limit: C on yajl + sqlite3", limit), ("limit: re-import", limitAgain),
     ] {
         print(String(format: "  %-28@ %7.2f s  %9.0f records/s  %6.1f MB/s  peak RSS %7.1f MiB", name as NSString, result.seconds,
                      Double(count) / result.seconds, megabytes / result.seconds, result.rss))
     }
     print(String(format: "  speed-up over the baseline: %.2fx (target >= 2.5x at 1M); re-import/import: %.2fx", base.seconds / first.seconds, again.seconds / first.seconds))
     print(String(format: "  re-importing unchanged data (the unique dump): %.2fx of its import (target < 1x)", uniqueAgain.seconds / uniqueFirst.seconds))
+    print(String(format: "  against the limit baseline (same rows): import %.2fx its time, re-import %.2fx (targets <= 1.3x, <= 1.2x)",
+                 first.seconds / limit.seconds, again.seconds / limitAgain.seconds))
     if rounds > 1 {
-        print(String(format: "  speed-up per round: %.2fx to %.2fx; unique dump re-import/import per round: %.2fx to %.2fx",
-                     ratios.min()!, ratios.max()!, uniqueRatios.min()!, uniqueRatios.max()!))
+        print(String(format: "  speed-up per round: %.2fx to %.2fx; unique dump re-import/import per round: %.2fx to %.2fx; import/limit per round: %.2fx to %.2fx",
+                     ratios.min()!, ratios.max()!, uniqueRatios.min()!, uniqueRatios.max()!, limitRatios.min()!, limitRatios.max()!))
     }
 }
