@@ -233,4 +233,9 @@ extension SQLiteStorage {
     func selectByRowID(_ mapping: EntitySchema) -> String {
         selectSQL(mapping) + " WHERE \"_pk\" = ?"
     }
+
+    /// The rows of `count` row ids (bound in order; a repeated one reads its row once).
+    func selectByRowIDs(_ mapping: EntitySchema, count: Int) -> String {
+        selectSQL(mapping) + " WHERE \"_pk\" IN (" + Array(repeating: "?", count: count).joined(separator: ", ") + ")"
+    }
 }

@@ -1,30 +1,33 @@
 import CodableStore
 import Foundation
 
-/// The app's inbox: the open issues, newest first, with their authors.
+/// The app's inbox: the open issues, newest first, with their authors and labels.
 public struct Inbox: Sendable, Equatable {
     public struct Row: Sendable, Equatable {
         public let number: Int
         public let title: String
         public let author: String
+        public let labels: [String]
 
-        public init(number: Int, title: String, author: String) {
+        public init(number: Int, title: String, author: String, labels: [String]) {
             self.number = number
             self.title = title
             self.author = author
+            self.labels = labels
         }
     }
 
     public let rows: [Row]
 
-    /// Reads the inbox in two queries: the open issues, then their authors all at once. (Reading `issue.user` for
-    /// each issue without the second query would load the users one by one: a query per issue.)
+    /// Reads the inbox in three queries: the open issues, then their authors and their labels, each for all of them
+    /// at once. (Reading `issue.user` and `issue.labels` for each issue without prefetching would load them one
+    /// issue at a time: two queries per issue.)
     public static func load(from store: Store) throws -> Inbox {
         try store.read { context in
-            let issues = try context.fetch(Issue.self, where: \.state == "open", orderBy: [.descending(\.createdAt)])
-            _ = try context.fetch(User.self)  // now in the context: each issue's user resolves without a query
+            let issues = try context.fetch(
+                Issue.self, where: \.state == "open", orderBy: [.descending(\.createdAt)], prefetching: [\.user, \.labels])
             return Inbox(rows: issues.map { issue in
-                Row(number: issue.number, title: issue.title, author: issue.user?.login ?? "ghost")
+                Row(number: issue.number, title: issue.title, author: issue.user?.login ?? "ghost", labels: issue.labels.map(\.name))
             })
         }
     }
