@@ -1,0 +1,95 @@
+/// Upsert for objects made in Swift: what the decoder does for JSON, for an object built in code.
+extension Context {
+    /// Inserts `object`, or, when the store or this context already holds an object with its identity, updates that
+    /// object with `object`'s values and returns it: use the object this returns.
+    ///
+    /// ```swift
+    /// let ada = try context.upsert(Person(id: 1, name: "Ada Lovelace"))   // inserted, or person 1 renamed
+    /// ```
+    /// Updating is change tracking as usual: only attributes whose value differs are written, and an upsert that
+    /// changes nothing writes nothing. Every attribute of `object` is copied; of its relationships, those it has
+    /// (a destination, or members) replace the existing object's, and those it has not (`nil`, empty) leave the
+    /// existing object's as they are. `object` itself stays unsaved and detached when it was not inserted.
+    ///
+    /// An entity without identity has nothing to match: its objects are always inserted.
+    /// - Throws: ``StoreError`` if the context is read-only, the class is not an entity of the store, or `object`
+    ///   belongs to another context.
+    @discardableResult
+    public func upsert<T: EntityObject>(_ object: T) throws -> T {
+        if isReadOnly { throw StoreError.readOnly("upsert") }
+        let state = object.entityState
+        if state.context === self, state.status != .deleted { return object }
+        let mapping = try model.mapping(for: T.self)
+        guard !mapping.identityColumns.isEmpty, state.context == nil else {
+            try insert(object)
+            return object
+        }
+        let values = mapping.description.identity.compactMap { field -> SQLiteValue? in
+            if case .attribute(let attribute) = mapping.description.fields[field] { attribute.value(of: object) } else { nil }
+        }
+        guard let existing = try self.object(T.self, identityValues: values) else {
+            try insert(object)
+            return object
+        }
+        try copyValues(of: object, to: existing, mapping)
+        return existing
+    }
+
+    /// The object with this identity, or the one `make` creates, inserted (find-or-create).
+    ///
+    /// ```swift
+    /// let label = try context.findOrCreate(Label.self, identity: 7) { Label(id: 7, name: "bug") }
+    /// ```
+    /// `make` runs only when no object has the identity.
+    /// - Throws: ``StoreError`` (`invalidObject`) when the object `make` returns has another identity, or what
+    ///   `make` or the insert throws.
+    public func findOrCreate<T: EntityObject, V: AttributeValue>(_ type: T.Type, identity value: V, _ make: () throws -> T) throws -> T {
+        if let found = try object(type, identity: value) { return found }
+        let made = try make()
+        let mapping = try model.mapping(for: T.self)
+        let identity = mapping.description.identity.compactMap { field -> SQLiteValue? in
+            if case .attribute(let attribute) = mapping.description.fields[field] { attribute.value(of: made) } else { nil }
+        }
+        guard identity == [value.sqliteValue] else {
+            throw StoreError(
+                .invalidObject,
+                "findOrCreate was asked for \(mapping.name) \(value.sqliteValue) but made one whose identity is \(identity.map(\.description).joined(separator: ", "))",
+                entity: mapping.name)
+        }
+        try insert(made)
+        return made
+    }
+
+    /// Copies the attributes of a detached object, and the relationships it has, onto a held one, with change
+    /// tracking.
+    private func copyValues(of source: any EntityObject, to target: any EntityObject, _ mapping: EntitySchema) throws {
+        let state = target.entityState
+        for case .attribute(let attribute) in mapping.description.fields {
+            let new = attribute.value(of: source)
+            let current = attribute.value(of: target)
+            guard new != current else { continue }
+            do {
+                try attribute.writeValue(target, new)
+            } catch {
+                throw StoreError(.invalidObject, "\(mapping.name).\(attribute.name): \(error)", entity: mapping.name, field: attribute.name)
+            }
+            state.didChange(target, attribute.index, from: current)
+        }
+        for case let relationship? in mapping.relationships {
+            let description = relationship.description
+            if description.isToMany {
+                let members = description.getMany(source)
+                guard !members.isEmpty else { continue }
+                description.setMany(source, [])
+                setToMany(target, relationship, members)
+            } else if let destination = description.getOne(source) {
+                description.setOne(source, nil)
+                setToOne(target, relationship, destination)
+            }
+        }
+        if let error = deferredError {
+            deferredError = nil
+            throw error
+        }
+    }
+}

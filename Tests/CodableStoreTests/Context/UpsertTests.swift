@@ -1,0 +1,130 @@
+import CodableStore
+import CodableStoreTesting
+import Foundation
+import Testing
+
+/// Upsert and find-or-create for objects made in Swift, checked in the store's rows and its statements.
+@Suite struct UpsertTests {
+    static func store() throws -> (FixtureStore, String) {
+        let fixture = try FixtureStore(entities: TestStore.entities + [Membership.self], storage: .temporaryFile)
+        try fixture.store.write { context in
+            let person = Person(id: 1, name: "Ada")
+            person.age = 36
+            try context.insert(person)
+            person.country = Country(code: "uk", name: "United Kingdom")
+        }
+        return (fixture, fixture.store.path)
+    }
+
+    @Test func aNewIdentityIsInserted() throws {
+        let (fixture, path) = try Self.store()
+        let returned = try fixture.store.write { context in
+            let made = Person(id: 2, name: "Grace")
+            return try context.upsert(made) === made
+        }
+        #expect(returned)
+        #expect(try RawDatabase(path).rows("SELECT id, name FROM Person ORDER BY id") == [["1", "Ada"], ["2", "Grace"]])
+    }
+
+    @Test func aStoredIdentityIsUpdatedColumnByColumnAndKeepsWhatTheNewObjectDoesNotHave() throws {
+        let (fixture, path) = try Self.store()
+        let (_, statements) = try fixture.statements.statements {
+            try fixture.store.write { context in
+                let made = Person(id: 1, name: "Ada Lovelace")
+                made.age = 36  // as stored
+                let kept = try context.upsert(made)
+                #expect(kept !== made)
+                #expect(kept.name == "Ada Lovelace")
+                #expect(kept.country?.code == "uk")  // made has no country: the stored one stays
+                #expect(made.entityState.status == .transient)
+            }
+        }
+        let updates = statements.filter { StatementKind(sql: $0) == .update }
+        #expect(updates == [#"UPDATE "Person" SET "name" = ? WHERE "_pk" = ?"#])
+        #expect(try RawDatabase(path).rows("SELECT id, name, age FROM Person") == [["1", "Ada Lovelace", "36"]])
+    }
+
+    @Test func anUpsertThatChangesNothingWritesNothing() throws {
+        let (fixture, _) = try Self.store()
+        let (_, statements) = try fixture.statements.statements {
+            try fixture.store.write { context in
+                let same = Person(id: 1, name: "Ada")
+                same.age = 36
+                try context.upsert(same)
+            }
+        }
+        #expect(statements.map(StatementKind.init(sql:)).allSatisfy { $0 == .select || $0 == .transaction }, "\(statements)")
+    }
+
+    @Test func relationshipsTheNewObjectHasReplaceTheStoredOnesWithInverses() throws {
+        let (fixture, path) = try Self.store()
+        try fixture.store.write { context in
+            let france = Country(code: "fr", name: "France")
+            let made = Person(id: 1, name: "Ada")
+            made.country = france
+            made.tags = [Tag(id: 5, label: "math")]
+            let kept = try context.upsert(made)
+            #expect(kept.country === france)
+            #expect(france.people.contains { $0 === kept })
+            #expect(kept.tags.map(\.id) == [5])
+            #expect(made.country == nil && made.tags.isEmpty)
+        }
+        let raw = try RawDatabase(path)
+        #expect(try raw.rows("SELECT p.id, c.code FROM Person p JOIN Country c ON c._pk = p.country") == [["1", "fr"]])
+        #expect(try raw.rows("SELECT t.id FROM Person_tags j JOIN Tag t ON t._pk = j.target") == [["5"]])
+    }
+
+    @Test func anObjectInsertedInThisContextIsTheOneUpdated() throws {
+        let (fixture, path) = try Self.store()
+        try fixture.store.write { context in
+            let first = Person(id: 3, name: "Cy")
+            try context.insert(first)
+            let kept = try context.upsert(Person(id: 3, name: "Cyrus"))
+            #expect(kept === first)
+            #expect(first.name == "Cyrus")
+        }
+        #expect(try RawDatabase(path).rows("SELECT name FROM Person WHERE id = 3") == [["Cyrus"]])
+    }
+
+    @Test func aCompositeIdentityMatchesOnAllItsAttributes() throws {
+        let (fixture, path) = try Self.store()
+        try fixture.store.write { context in
+            try context.insert(Membership(team: "a", user: 1, role: "member"))
+            try context.insert(Membership(team: "b", user: 1, role: "member"))
+        }
+        try fixture.store.write { context in
+            try context.upsert(Membership(team: "b", user: 1, role: "owner"))
+            try context.upsert(Membership(team: "b", user: 2, role: "member"))
+        }
+        #expect(
+            try RawDatabase(path).rows("SELECT team, user, role FROM Membership ORDER BY team, user")
+                == [["a", "1", "member"], ["b", "1", "owner"], ["b", "2", "member"]])
+    }
+
+    @Test func findOrCreateMakesOnlyWhatIsMissing() throws {
+        let (fixture, path) = try Self.store()
+        try fixture.store.write { context in
+            var made = 0
+            let ada = try context.findOrCreate(Person.self, identity: 1) { made += 1; return Person(id: 1, name: "never") }
+            #expect(ada.name == "Ada")
+            let bob = try context.findOrCreate(Person.self, identity: 2) { made += 1; return Person(id: 2, name: "Bob") }
+            #expect(bob.entityState.status == .inserted)
+            #expect(try context.findOrCreate(Person.self, identity: 2) { made += 1; return Person(id: 2, name: "again") } === bob)
+            #expect(made == 1)
+            let error = try #require(throws: StoreError.self) {
+                _ = try context.findOrCreate(Person.self, identity: 9) { Person(id: 8, name: "wrong") }
+            }
+            #expect(error.code == .invalidObject)
+            #expect(error.message == "findOrCreate was asked for Person 9 but made one whose identity is 8")
+        }
+        #expect(try RawDatabase(path).rows("SELECT id FROM Person ORDER BY id") == [["1"], ["2"]])
+    }
+
+    @Test func aReadOnlyContextRefuses() throws {
+        let (fixture, _) = try Self.store()
+        let error = try #require(throws: StoreError.self) {
+            try fixture.store.read { context in _ = try context.upsert(Person(id: 1, name: "x")) }
+        }
+        #expect(error.code == .readOnly)
+    }
+}
