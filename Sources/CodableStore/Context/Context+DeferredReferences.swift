@@ -13,8 +13,8 @@ extension Context {
     /// The deferred references not resolved yet, to go back to when a batch or a decode is rolled back (the
     /// references it deferred name rows that are gone).
     struct DeferredReferences {
-        fileprivate let pending: [Int: [IdentityKey: [PendingReference]]]
-        fileprivate let count: Int
+        let pending: [Int: [IdentityKey: [PendingReference]]]
+        let count: Int
     }
 
     var deferredReferences: DeferredReferences {

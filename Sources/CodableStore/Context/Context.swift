@@ -243,30 +243,79 @@ public final class Context {
             && registries.allSatisfy(\.isEmpty) && insertedIdentities.allSatisfy { $0 == nil }
     }
 
-    /// Runs `body` in a savepoint of the write transaction. When it throws, what it wrote is rolled back, the
-    /// context forgets every object and change since it started (as ``reset()`` does) and takes back its counters
-    /// and deferred references, and the error is rethrown: the store and the context are as they were.
+    /// Runs `body` as a sub-transaction of the write: what it changes is kept when it returns, and undone when it
+    /// throws, in the store and in the context, while the write goes on. The error is rethrown.
     ///
-    /// The context must hold no objects and no unsaved changes when it starts (the reset would lose them): the
-    /// optimistic two-thread decode runs it on a pristine context, the importer (skip policy) between batches.
-    func inSavepoint<T>(_ body: () throws -> T) throws -> T {
-        precondition(
-            !hasChanges && registries.allSatisfy(\.isEmpty) && deferredWriter == nil,
-            "a context savepoint starts with no objects, no changes and no writer thread")
+    /// ```swift
+    /// try store.write { context in
+    ///     try context.insert(Person(id: 1, name: "Ada"))
+    ///     do {
+    ///         try context.inSavepoint { try importOptionalExtras(into: context) }   // may fail alone
+    ///     } catch {
+    ///         log(error)                                                            // Ada is still written
+    ///     }
+    /// }
+    /// ```
+    /// Changes made before the call are saved first, and stay. When `body` throws, the context also forgets every
+    /// object it holds (as ``Store/write(_:)-6guei`` does when it ends): objects you hold are detached, so fetch
+    /// what you need again. Savepoints nest.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/lang_savepoint.html>
+    /// - Throws: ``StoreError`` for a read-only context; what `body` throws; the store's error.
+    public func inSavepoint<T>(_ body: () throws -> T) throws -> T {
+        try inSavepoint(savingAtEnd: true, body)
+    }
+
+    /// ``inSavepoint(_:)``; without `savingAtEnd`, what `body` leaves unsaved is saved later, outside the
+    /// savepoint (the two-thread decode: its errors come at the next save, as a one-thread decode's do).
+    func inSavepoint<T>(savingAtEnd: Bool, _ body: () throws -> T) throws -> T {
+        if isReadOnly { throw StoreError.readOnly("inSavepoint") }
+        precondition(deferredWriter == nil, "a context savepoint while a writer thread writes behind")
+        try flush()
         let writeCounts = self.writeCounts
         let touchedEntities = self.touchedEntities
         let materializedCounts = self.materializedCounts
+        let insertedIdentities = self.insertedIdentities
         let deferred = deferredReferences
         do {
-            return try connection.inSavepoint(named: "codablestore_context", body)
+            return try connection.inSavepoint(named: "codablestore_context") {
+                let result = try body()
+                if savingAtEnd { try flush() }  // inside: a failure to write rolls back to the savepoint too
+                return result
+            }
         } catch {
             reset()
             self.writeCounts = writeCounts
             self.touchedEntities = touchedEntities
             self.materializedCounts = materializedCounts
+            self.insertedIdentities = insertedIdentities
             deferredReferences = deferred
             throw error
         }
+    }
+
+    /// Discards everything this write did so far, saved or not, and goes on in a new transaction: the store is as
+    /// it was when the write began (nothing of it will be committed), and the context forgets every object it holds
+    /// (those you hold are detached) and every unsaved change.
+    ///
+    /// ```swift
+    /// try store.write { context in
+    ///     try apply(batch, in: context)
+    ///     if try !isConsistent(context) { try context.rollback() }   // nothing of the batch is committed
+    /// }
+    /// ```
+    /// - Throws: ``StoreError`` for a read-only context, or the store's error when it cannot begin again.
+    public func rollback() throws {
+        if isReadOnly { throw StoreError.readOnly("rollback") }
+        precondition(deferredWriter == nil, "a rollback while a writer thread writes behind")
+        connection.rollbackIgnoringErrors()
+        reset()
+        writeCounts = [:]
+        touchedEntities = []
+        insertedIdentities = Array(repeating: nil, count: model.mappings.count)
+        deferredReferences = DeferredReferences(pending: [:], count: 0)
+        hasUnwrittenIdentityChanges = false
+        try connection.beginWriteTransaction()
     }
 
     private func detach(_ object: any EntityObject, _ mapping: EntitySchema) {

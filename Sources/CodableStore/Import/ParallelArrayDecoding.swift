@@ -61,7 +61,7 @@ struct ParallelArrayDecoding: EntityArrayDecoding {
         }
         var failure: (any Error)?
         // A syntax error undoes everything decoded so far, in the store and in the context.
-        let result = try context.inSavepoint { () throws -> [Element] in
+        let result = try context.inSavepoint(savingAtEnd: false) { () throws -> [Element] in
             var result: [Element] = []
             while true {
                 switch pipeline.pop() {
