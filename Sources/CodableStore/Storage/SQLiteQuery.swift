@@ -209,6 +209,13 @@ extension SQLiteStorage {
         try filtered("SELECT \"_pk\" FROM \(quoteIdentifier(mapping.name))", predicate, mapping)
     }
 
+    /// Sets the columns of `fields` (attributes) on the rows matching `predicate`: the new values are bound first,
+    /// in order, then the predicate's arguments.
+    func updateAll<T>(_ mapping: EntitySchema, fields: [Int], where predicate: EntityPredicate<T>?) throws -> Query {
+        let columns = fields.map { field in quoteIdentifier(mapping.columnNameOfField[field]!) + " = ?" }
+        return try filtered("UPDATE \(quoteIdentifier(mapping.name)) SET " + columns.joined(separator: ", "), predicate, mapping)
+    }
+
     /// Deletes the rows matching `predicate` (every row without one).
     func delete<T>(_ mapping: EntitySchema, where predicate: EntityPredicate<T>?) throws -> Query {
         try filtered("DELETE FROM \(quoteIdentifier(mapping.name))", predicate, mapping)
