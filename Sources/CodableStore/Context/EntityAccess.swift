@@ -93,4 +93,47 @@ public enum _$EntityAccess {
         }
         context.setToMany(owner, context.relationship(owner, field), Array(new))
     }
+
+    // MARK: Optional to-many (nil reads as no members)
+
+    public static func get<Root: EntityObject, Destination: EntityObject>(
+        _ owner: Root, _ field: Int, _ value: [Destination]?, _ store: (Root, [Destination]?) -> Void
+    ) -> [Destination]? {
+        let state = owner.entityState
+        guard state.unloadedRelationships.contains(field), let context = state.context else { return value }
+        return context.loadToMany(owner, context.relationship(owner, field)).map { unsafeDowncast($0, to: Destination.self) }
+    }
+
+    /// Assigns an optional ordered to-many relationship: `nil` removes every member, as `[]` does.
+    public static func set<Root: EntityObject, Destination: EntityObject>(
+        _ owner: Root, _ field: Int, _ old: [Destination]?, _ new: [Destination]?, _ store: (Root, [Destination]?) -> Void
+    ) {
+        let state = owner.entityState
+        guard let context = state.context, state.status == .inserted || state.status == .persistent else {
+            store(owner, new)
+            return
+        }
+        context.setToMany(owner, context.relationship(owner, field), new ?? [])
+    }
+
+    public static func get<Root: EntityObject, Destination: EntityObject>(
+        _ owner: Root, _ field: Int, _ value: Set<Destination>?, _ store: (Root, Set<Destination>?) -> Void
+    ) -> Set<Destination>? {
+        let state = owner.entityState
+        guard state.unloadedRelationships.contains(field), let context = state.context else { return value }
+        return Set(context.loadToMany(owner, context.relationship(owner, field)).map { unsafeDowncast($0, to: Destination.self) })
+    }
+
+    /// Assigns an optional unordered to-many relationship: `nil` removes every member, as `[]` does.
+    public static func set<Root: EntityObject, Destination: EntityObject>(
+        _ owner: Root, _ field: Int, _ old: Set<Destination>?, _ new: Set<Destination>?,
+        _ store: (Root, Set<Destination>?) -> Void
+    ) {
+        let state = owner.entityState
+        guard let context = state.context, state.status == .inserted || state.status == .persistent else {
+            store(owner, new)
+            return
+        }
+        context.setToMany(owner, context.relationship(owner, field), Array(new ?? []))
+    }
 }

@@ -471,6 +471,38 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
         add(.relationship(relationship), keyPath: keyPath)
     }
 
+    /// Adds an optional ordered to-many relationship (`[Tag]?`): `nil` reads as no members, and a loaded or assigned
+    /// relationship is an array (the store has no `nil` list to keep).
+    @inlinable
+    public mutating func field<D: EntityObject>(
+        _ name: String,
+        _ keyPath: KeyPath<Root, [D]?>,
+        as type: [D]?.Type,
+        default defaultValue: (@Sendable () -> [D]?)? = nil,
+        get: @escaping @Sendable (Root) -> [D]?,
+        set: @escaping @Sendable (Root, [D]?) -> Void
+    ) {
+        let relationship = RelationshipDescription(
+            ordered: name, index: nextFieldIndex, D.self, get: { get($0) ?? [] }, set: { set($0, $1) })
+        add(.relationship(relationship), keyPath: keyPath)
+    }
+
+    /// Adds an optional unordered to-many relationship (`Set<Tag>?`): `nil` reads as no members, and a loaded or
+    /// assigned relationship is a set (the store has no `nil` set to keep).
+    @inlinable
+    public mutating func field<D: EntityObject>(
+        _ name: String,
+        _ keyPath: KeyPath<Root, Set<D>?>,
+        as type: Set<D>?.Type,
+        default defaultValue: (@Sendable () -> Set<D>?)? = nil,
+        get: @escaping @Sendable (Root) -> Set<D>?,
+        set: @escaping @Sendable (Root, Set<D>?) -> Void
+    ) {
+        let relationship = RelationshipDescription(
+            unordered: name, index: nextFieldIndex, D.self, get: { get($0) ?? [] }, set: { set($0, $1) })
+        add(.relationship(relationship), keyPath: keyPath)
+    }
+
     mutating func setCodingKeyPaths(_ paths: [String: [String]]) {
         codingKeyPaths = paths
     }

@@ -17,6 +17,9 @@
 /// `init(row:)` that the store uses to create objects from rows without calling your initializers, and the
 /// ``EntityObject`` conformance. Mark stored properties the store must ignore with ``Transient()``.
 ///
+/// A to-many relationship may be optional (`[Tag]?`, `Set<Tag>?`): the store keeps no difference between `nil`
+/// and no members, so `nil` reads as empty once loaded, and assigning `nil` removes every member.
+///
 /// Three static properties, when declared, are read by name: `identity` (an ``Identity``), `indexes` (an
 /// array of ``EntityIndex``) and `inverses` (an array of ``Inverse``).
 @attached(member, names: named(entityState), named(entityDescription), named(init))

@@ -53,4 +53,8 @@ public struct EntityRow {
     @inlinable public func value<D: EntityObject>(_ field: Int, as type: [D].Type) throws -> [D] { [] }
     /// An unordered to-many relationship starts unloaded.
     @inlinable public func value<D: EntityObject>(_ field: Int, as type: Set<D>.Type) throws -> Set<D> { [] }
+    /// An optional ordered to-many relationship starts unloaded (nil until it is read).
+    @inlinable public func value<D: EntityObject>(_ field: Int, as type: [D]?.Type) throws -> [D]? { nil }
+    /// An optional unordered to-many relationship starts unloaded (nil until it is read).
+    @inlinable public func value<D: EntityObject>(_ field: Int, as type: Set<D>?.Type) throws -> Set<D>? { nil }
 }
