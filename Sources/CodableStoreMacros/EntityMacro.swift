@@ -127,6 +127,7 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         let identity = layout.declaresIdentity ? "\(className.text).identity" : "nil"
         let indexes = layout.declaresIndexes ? ", indexes: \(className.text).indexes" : ""
         let inverses = layout.declaresInverses ? ", inverses: \(className.text).inverses" : ""
+        let deleteRules = layout.declaresDeleteRules ? ", deleteRules: \(className.text).deleteRules" : ""
         var codingKeys = ""
         if let cases = layout.codingKeyCases {
             let pairs = cases.map { "(\(StringLiteralExprSyntax(content: $0)), .\($0))" }.joined(separator: ", ")
@@ -136,7 +137,7 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         return """
             \(raw: accessPrefix(layout))static let entityDescription: EntityDescription = {
                 var builder = EntityDescriptionBuilder<\(className)>(name: \(entityName))
-            \(raw: fieldStatements.joined())\(raw: codingKeys)    return builder.build(identity: \(raw: identity)\(raw: indexes)\(raw: inverses))
+            \(raw: fieldStatements.joined())\(raw: codingKeys)    return builder.build(identity: \(raw: identity)\(raw: indexes)\(raw: inverses)\(raw: deleteRules))
             }()
             """
     }

@@ -37,6 +37,8 @@ struct EntityLayout {
     let declaresIndexes: Bool
     /// Whether the class declares a `static let inverses` (or `static var`).
     let declaresInverses: Bool
+    /// Whether the class declares a `static let deleteRules` (or `static var`).
+    let declaresDeleteRules: Bool
     /// The case names of a nested `CodingKeys` enum (its JSON keys), if the class declares one.
     let codingKeyCases: [String]?
     /// Whether the class declares an initializer of its own.
@@ -89,6 +91,7 @@ struct EntityAnalysis {
             declaresIdentity: collector.declaresIdentity,
             declaresIndexes: collector.declaresIndexes,
             declaresInverses: collector.declaresInverses,
+            declaresDeleteRules: collector.declaresDeleteRules,
             codingKeyCases: collector.codingKeyCases,
             declaresInitializer: collector.declaresInitializer
         )
@@ -102,6 +105,7 @@ private struct MemberCollector {
     var declaresIdentity = false
     var declaresIndexes = false
     var declaresInverses = false
+    var declaresDeleteRules = false
     var codingKeyCases: [String]?
     var declaresInitializer = false
 
@@ -136,6 +140,9 @@ private struct MemberCollector {
             }
             if variable.singleBinding?.name.bareName == "inverses" {
                 declaresInverses = true
+            }
+            if variable.singleBinding?.name.bareName == "deleteRules" {
+                declaresDeleteRules = true
             }
             return
         }

@@ -379,7 +379,7 @@ import Testing
         )
     }
 
-    @Test func declaredIndexesAndInversesArePassedToTheBuilder() {
+    @Test func declaredIndexesInversesAndDeleteRulesArePassedToTheBuilder() {
         assertExpansion(
             """
             @Entity final class Note {
@@ -387,6 +387,7 @@ import Testing
                 static let identity = Identity(\\Note.id)
                 static let indexes = [EntityIndex(\\Note.id)]
                 static let inverses: [Inverse<Note>] = []
+                static let deleteRules: [DeleteRule<Note>] = []
                 init(id: Int) { self.id = id }
             }
             """,
@@ -409,6 +410,7 @@ import Testing
                 static let identity = Identity(\\Note.id)
                 static let indexes = [EntityIndex(\\Note.id)]
                 static let inverses: [Inverse<Note>] = []
+                static let deleteRules: [DeleteRule<Note>] = []
                 init(id: Int) { self.id = id }
 
                 let entityState = EntityState()
@@ -416,7 +418,7 @@ import Testing
                 static let entityDescription: EntityDescription = {
                     var builder = EntityDescriptionBuilder<Note>(name: "Note")
                     builder.field("id", \\Note.id, as: Int.self, get: { $0._id }, set: { $0._id = $1 })
-                    return builder.build(identity: Note.identity, indexes: Note.indexes, inverses: Note.inverses)
+                    return builder.build(identity: Note.identity, indexes: Note.indexes, inverses: Note.inverses, deleteRules: Note.deleteRules)
                 }()
 
                 required init(row: EntityRow) throws {

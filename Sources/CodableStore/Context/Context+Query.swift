@@ -126,11 +126,24 @@ extension Context {
     ///
     /// Objects in memory are deleted as ``delete(_:)`` does, so relationships to them are cleared on both
     /// sides; the other rows are deleted with one statement, and the store's foreign keys clear what points
-    /// to them (`SET NULL`, join rows `CASCADE`). The related objects themselves are kept.
+    /// to them (`SET NULL`, join rows `CASCADE`). The related objects themselves are kept. When the entity declares
+    /// ``DeleteRule``s, every matching object is read and deleted as ``delete(_:)`` deletes it, rules applied.
     @discardableResult
     public func deleteAll<T: EntityObject>(_ type: T.Type, where predicate: EntityPredicate<T>? = nil) throws -> Int {
         if isReadOnly { throw StoreError.readOnly("delete") }
         let mapping = try prepare(T.self)
+        if mapping.description.deleteRules.values.contains(where: { $0 != .nullify }) {
+            // Rules to apply: every matching object is deleted as delete(_:) deletes it.
+            let query = try storage.select(mapping, where: predicate)
+            let select = try connection.cachedStatement(sql: query.sql)
+            try select.bind(query.arguments)
+            var objects: [any EntityObject] = []
+            while try select.step() { objects.append(try object(for: mapping, statement: select)) }
+            select.reset()
+            try deleteApplyingRules(objects)
+            try flush()
+            return objects.count
+        }
         // Objects in memory first, so that their relationships are cleaned up in memory too.
         var registered: [any EntityObject] = []
         let rowIDs = try storage.rowIDs(mapping, where: predicate)

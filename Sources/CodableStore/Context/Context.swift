@@ -417,10 +417,67 @@ public final class Context {
 
     // MARK: - Delete
 
-    /// Deletes an object. Relationships that point to it are cleared (to-one set to nil, to-many without it);
-    /// the related objects themselves are kept.
+    /// Deletes an object. Relationships that point to it are cleared (to-one set to nil, to-many without it), and
+    /// the related objects themselves are kept, unless a ``DeleteRule`` of the entity says otherwise: `cascade`
+    /// deletes the destinations too (with their own rules), `deny` fails the delete while the relationship has a
+    /// destination that is not deleted with it. Everything the delete reaches is found first, so a denied delete
+    /// changes nothing.
+    /// - Throws: ``StoreError`` (`deleteDenied`, `wrongContext`, `readOnly`), or the store's error when a
+    ///   relationship the rules follow cannot be loaded.
     public func delete<T: EntityObject>(_ object: T) throws {
-        try deleteObject(object)
+        try deleteApplyingRules([object])
+    }
+
+    /// Deletes `objects` and what their cascade rules reach, after checking every deny rule on the way.
+    func deleteApplyingRules(_ objects: [any EntityObject]) throws {
+        if isReadOnly { throw StoreError.readOnly("delete") }
+        var deleting: [any EntityObject] = []
+        var reached = ObjectSet()  // every object here is held by the context or by the caller until the end
+        var denials: [(owner: any EntityObject, field: Int, members: [any EntityObject])] = []
+        var pending = objects
+        while let object = pending.popLast() {
+            guard reached.insert(object) else { continue }
+            let state = object.entityState
+            guard state.context === self else {
+                let type: any EntityObject.Type = Swift.type(of: object)
+                throw StoreError(.wrongContext, "cannot delete a \(type) object that this context does not hold", entity: "\(type)")
+            }
+            guard state.status == .inserted || state.status == .persistent else { continue }
+            deleting.append(object)
+            let mapping = model.mappings[state.entityIndex]
+            for (field, rule) in mapping.description.deleteRules where rule != .nullify {
+                guard let relationship = mapping.relationships[field] else { continue }
+                let members =
+                    relationship.description.isToMany
+                    ? loadToMany(object, relationship) : resolveToOne(object, relationship).map { [$0] } ?? []
+                if let error = deferredError {
+                    deferredError = nil
+                    throw error
+                }
+                if rule == .cascade { pending += members } else if !members.isEmpty { denials.append((object, field, members)) }
+            }
+        }
+        for denial in denials {
+            let kept = denial.members.filter { !reached.contains($0) }
+            guard !kept.isEmpty else { continue }
+            let mapping = model.mappings[denial.owner.entityState.entityIndex]
+            let field = mapping.description.fields[denial.field].name
+            let destination = model.mappings[denial.owner.entityState.entityIndex].relationships[denial.field].map { model.mappings[$0.destination].name } ?? "object"
+            throw StoreError(
+                .deleteDenied,
+                "cannot delete \(mapping.name) \(describeIdentity(of: denial.owner, mapping)): its \(field) still has \(kept.count) \(destination) object\(kept.count == 1 ? "" : "s") (delete rule deny); nothing was deleted",
+                entity: mapping.name, field: field)
+        }
+        for object in deleting { try deleteObject(object) }
+    }
+
+    /// An object's identity for a message (`id = 7`), or its row id when the entity has none.
+    func describeIdentity(of object: any EntityObject, _ mapping: EntitySchema) -> String {
+        let parts = mapping.description.identity.compactMap { field -> String? in
+            guard case .attribute(let attribute) = mapping.description.fields[field] else { return nil }
+            return "\(attribute.name) = \(attribute.value(of: object))"
+        }
+        return parts.isEmpty ? "row \(object.entityState.rowID)" : parts.joined(separator: ", ")
     }
 
     func deleteObject(_ object: any EntityObject) throws {

@@ -14,6 +14,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         private enum Wrapped: String, Sendable {
             case schemaMismatch, invalidModel, unknownEntity, identityConflict, valueMismatch
             case readOnly, wrongContext, invalidObject, invalidQuery, relationshipLoad, missingIdentity, storeBusy
+            case deleteDenied
         }
         private let wrapped: Wrapped
         private init(_ wrapped: Wrapped) { self.wrapped = wrapped }
@@ -44,6 +45,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         /// Another connection (another process, or another ``Store`` of the same file) kept the store's write
         /// lock for longer than ``Store/Options/busyTimeout``.
         public static let storeBusy = Code(.storeBusy)
+        /// A delete reached a relationship whose delete rule is ``RelationshipDeleteRule/deny`` while it had a
+        /// destination: nothing was deleted.
+        public static let deleteDenied = Code(.deleteDenied)
     }
 
     public let code: Code

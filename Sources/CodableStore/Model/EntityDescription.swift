@@ -41,6 +41,8 @@ public final class EntityDescription: Sendable {
     /// Declared inverses: a relationship's field index, and the key path of its inverse in the destination
     /// (resolved when a store links the entities).
     let declaredInverses: [DeclaredInverse]
+    /// The delete rule of each relationship that declares one (``DeleteRule``), by field index; the others nullify.
+    public let deleteRules: [Int: RelationshipDeleteRule]
 
     struct DeclaredInverse: @unchecked Sendable {
         // @unchecked: key paths are immutable once formed; `AnyKeyPath` does not declare Sendable.
@@ -58,9 +60,11 @@ public final class EntityDescription: Sendable {
         codingKeyPaths: [[String]?],
         indexes: [IndexDescription] = [],
         declaredInverses: [DeclaredInverse] = [],
+        deleteRules: [Int: RelationshipDeleteRule] = [:],
         problems: [String]
     ) {
         self.indexes = indexes
+        self.deleteRules = deleteRules
         self.declaredInverses = declaredInverses
         self.codingKeyPaths = codingKeyPaths
         self.name = name
@@ -509,9 +513,19 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
 
     /// The description, with `identity` resolved to attribute fields.
     public func build(
-        identity: Identity<Root>?, indexes: [EntityIndex<Root>] = [], inverses: [Inverse<Root>] = []
+        identity: Identity<Root>?, indexes: [EntityIndex<Root>] = [], inverses: [Inverse<Root>] = [],
+        deleteRules: [DeleteRule<Root>] = []
     ) -> EntityDescription {
         var problems = self.problems
+        var rules: [Int: RelationshipDeleteRule] = [:]
+        for rule in deleteRules {
+            guard let field = keyPaths[rule.keyPath], case .relationship(let relationship) = fields[field] else {
+                problems.append("\(name): a delete rule is declared for a key path that does not name a relationship")
+                continue
+            }
+            if rules[field] != nil { problems.append("\(name).\(relationship.name): two delete rules are declared") }
+            rules[field] = rule.rule
+        }
         var declaredInverses: [EntityDescription.DeclaredInverse] = []
         for inverse in inverses {
             guard let field = keyPaths[inverse.keyPath], case .relationship = fields[field] else {
@@ -565,6 +579,6 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
         return EntityDescription(
             name: name, type: Root.self, fields: fields, identity: identityFields, keyPaths: keyPaths,
             codingKeyPaths: keyPathsOfFields, indexes: indexFields.map { EntityDescription.IndexDescription(fields: $0.fields, isUnique: $0.unique) },
-            declaredInverses: declaredInverses, problems: problems)
+            declaredInverses: declaredInverses, deleteRules: rules, problems: problems)
     }
 }

@@ -20,8 +20,8 @@
 /// A to-many relationship may be optional (`[Tag]?`, `Set<Tag>?`): the store keeps no difference between `nil`
 /// and no members, so `nil` reads as empty once loaded, and assigning `nil` removes every member.
 ///
-/// Three static properties, when declared, are read by name: `identity` (an ``Identity``), `indexes` (an
-/// array of ``EntityIndex``) and `inverses` (an array of ``Inverse``).
+/// Four static properties, when declared, are read by name: `identity` (an ``Identity``), `indexes` (an
+/// array of ``EntityIndex``), `inverses` (an array of ``Inverse``) and `deleteRules` (an array of ``DeleteRule``).
 @attached(member, names: named(entityState), named(entityDescription), named(init))
 @attached(memberAttribute)
 @attached(extension, conformances: EntityObject, Decodable)

@@ -116,3 +116,48 @@ public struct Inverse<Root: AnyObject>: @unchecked Sendable {
         self.destination = Destination.self
     }
 }
+
+/// What deleting an object does to the objects one of its relationships reaches.
+public enum RelationshipDeleteRule: Sendable, Equatable {
+    /// The relationship is cleared on both sides, and the destinations stay (the default).
+    case nullify
+    /// The destinations are deleted too, with their own delete rules.
+    case cascade
+    /// The delete fails while the relationship has a destination: nothing is deleted.
+    case deny
+}
+
+/// Declares the delete rule of a relationship; undeclared relationships nullify. Declared in
+/// `static let deleteRules`, which ``Entity()`` reads by name:
+///
+/// ```swift
+/// @Entity final class Issue {
+///     var comments: [Comment] = []
+///     var milestone: Milestone?
+///     static let deleteRules: [DeleteRule<Issue>] = [.cascade(\.comments)]
+/// }
+/// @Entity final class Milestone {
+///     var issues: Set<Issue> = []
+///     static let deleteRules: [DeleteRule<Milestone>] = [.deny(\.issues)]   // only an empty milestone goes
+/// }
+/// ```
+/// ``Context/delete(_:)`` and ``Context/deleteAll(_:where:)`` apply the rules over chains and cycles: everything a
+/// delete would remove is found first, and a `deny` anywhere in it fails the delete before anything changes
+/// (``StoreError/Code/deleteDenied``).
+public struct DeleteRule<Root: AnyObject>: @unchecked Sendable {
+    // @unchecked: key paths are immutable once formed; `AnyKeyPath` does not declare Sendable.
+    public let keyPath: PartialKeyPath<Root>
+    public let rule: RelationshipDeleteRule
+
+    public init(_ keyPath: PartialKeyPath<Root>, _ rule: RelationshipDeleteRule) {
+        self.keyPath = keyPath
+        self.rule = rule
+    }
+
+    /// Deleting the object deletes the relationship's destinations.
+    public static func cascade(_ keyPath: PartialKeyPath<Root>) -> DeleteRule { DeleteRule(keyPath, .cascade) }
+    /// Deleting the object fails while the relationship has a destination.
+    public static func deny(_ keyPath: PartialKeyPath<Root>) -> DeleteRule { DeleteRule(keyPath, .deny) }
+    /// Deleting the object clears the relationship (what every relationship does unless declared otherwise).
+    public static func nullify(_ keyPath: PartialKeyPath<Root>) -> DeleteRule { DeleteRule(keyPath, .nullify) }
+}
