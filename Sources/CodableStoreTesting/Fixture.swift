@@ -147,22 +147,8 @@ enum FixtureLoading {
             return FixtureError(.invalidFixture, file: file, line: syntax.line, column: syntax.column, message: "invalid JSON: \(syntax.reason)")
         }
         let (reason, jsonPath) = ImportError.describe(error)
-        var path: [any CodingKey] = []
-        switch error {
-        case let error as DecodingError:
-            switch error {
-            case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
-                path = context.codingPath
-            case .keyNotFound(_, let context):
-                path = context.codingPath  // the object that lacks the key
-            @unknown default:
-                break
-            }
-        case let error as StoreError:
-            path = error.codingPath
-        default:
-            break
-        }
+        // A missing key is not in the document: the position is that of the object that lacks it.
+        let path = ImportError.codingKeys(of: error)
         let position = JSONPosition(of: path, in: data)
         return FixtureError(.invalidFixture, file: file, line: position?.line, column: position?.column, jsonPath: jsonPath, message: reason)
     }

@@ -89,9 +89,6 @@ extension Context {
         for owner in owners where owner.entityState.unloadedRelationships.contains(field) {
             _ = resolveToOne(owner, relationship)
         }
-        if let error = deferredError {
-            deferredError = nil
-            throw error
-        }
+        try throwDeferredError()
     }
 }

@@ -30,15 +30,19 @@ extension Context {
         reset()
     }
 
+    /// Throws (once) the error deferred by a relationship load that could not throw where it happened.
+    func throwDeferredError() throws {
+        guard let error = deferredError else { return }
+        deferredError = nil
+        throw error
+    }
+
     /// Writes pending changes. With `usingSavepoint`, a failure leaves nothing behind (the context's caller
     /// may catch the error and go on); without, the caller rolls back a larger scope itself (the end of a
     /// write, an import batch), and SQLite keeps no statement journal for what may be a very large save.
     func flush(usingSavepoint: Bool = true) throws {
         guard !isReadOnly else { return }
-        if let error = deferredError {
-            deferredError = nil
-            throw error
-        }
+        try throwDeferredError()
         if !readyReferences.isEmpty { try linkReadyReferences() }
         guard hasChanges else { return }
         // One read of each object's state. A writer thread is told of the objects a plan writes: it keeps them

@@ -24,10 +24,7 @@ extension Context {
             try insert(object)
             return object
         }
-        let values = mapping.description.identity.compactMap { field -> SQLiteValue? in
-            if case .attribute(let attribute) = mapping.description.fields[field] { attribute.value(of: object) } else { nil }
-        }
-        guard let existing = try self.object(T.self, identityValues: values) else {
+        guard let existing = try self.object(T.self, identityValues: identityValues(of: object, mapping)) else {
             try insert(object)
             return object
         }
@@ -47,9 +44,7 @@ extension Context {
         if let found = try object(type, identity: value) { return found }
         let made = try make()
         let mapping = try model.mapping(for: T.self)
-        let identity = mapping.description.identity.compactMap { field -> SQLiteValue? in
-            if case .attribute(let attribute) = mapping.description.fields[field] { attribute.value(of: made) } else { nil }
-        }
+        let identity = identityValues(of: made, mapping)
         guard identity == [value.sqliteValue] else {
             throw StoreError(
                 .invalidObject,
@@ -87,9 +82,6 @@ extension Context {
                 setToOne(target, relationship, destination)
             }
         }
-        if let error = deferredError {
-            deferredError = nil
-            throw error
-        }
+        try throwDeferredError()
     }
 }

@@ -450,10 +450,7 @@ public final class Context {
                 let members =
                     relationship.description.isToMany
                     ? loadToMany(object, relationship) : resolveToOne(object, relationship).map { [$0] } ?? []
-                if let error = deferredError {
-                    deferredError = nil
-                    throw error
-                }
+                try throwDeferredError()
                 if rule == .cascade { pending += members } else if !members.isEmpty { denials.append((object, field, members)) }
             }
         }
@@ -462,7 +459,7 @@ public final class Context {
             guard !kept.isEmpty else { continue }
             let mapping = model.mappings[denial.owner.entityState.entityIndex]
             let field = mapping.description.fields[denial.field].name
-            let destination = model.mappings[denial.owner.entityState.entityIndex].relationships[denial.field].map { model.mappings[$0.destination].name } ?? "object"
+            let destination = mapping.relationships[denial.field].map { model.mappings[$0.destination].name } ?? "object"
             throw StoreError(
                 .deleteDenied,
                 "cannot delete \(mapping.name) \(describeIdentity(of: denial.owner, mapping)): its \(field) still has \(kept.count) \(destination) object\(kept.count == 1 ? "" : "s") (delete rule deny); nothing was deleted",
@@ -471,13 +468,19 @@ public final class Context {
         for object in deleting { try deleteObject(object) }
     }
 
+    /// The values of an object's identity attributes, in identity order (empty for an entity without identity).
+    func identityValues(of object: any EntityObject, _ mapping: EntitySchema) -> [SQLiteValue] {
+        mapping.description.identity.compactMap { field in
+            if case .attribute(let attribute) = mapping.description.fields[field] { attribute.value(of: object) } else { nil }
+        }
+    }
+
     /// An object's identity for a message (`id = 7`), or its row id when the entity has none.
     func describeIdentity(of object: any EntityObject, _ mapping: EntitySchema) -> String {
-        let parts = mapping.description.identity.compactMap { field -> String? in
-            guard case .attribute(let attribute) = mapping.description.fields[field] else { return nil }
-            return "\(attribute.name) = \(attribute.value(of: object))"
-        }
-        return parts.isEmpty ? "row \(object.entityState.rowID)" : parts.joined(separator: ", ")
+        let names = mapping.description.identity.map { mapping.description.fields[$0].name }
+        let values = identityValues(of: object, mapping)
+        guard !values.isEmpty else { return "row \(object.entityState.rowID)" }
+        return zip(names, values).map { "\($0) = \($1)" }.joined(separator: ", ")
     }
 
     func deleteObject(_ object: any EntityObject) throws {

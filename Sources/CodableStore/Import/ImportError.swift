@@ -40,21 +40,19 @@ public struct ImportError: Error, Sendable, CustomStringConvertible {
     /// Describes an error of a record: the reason and coding path of a `DecodingError`, the location of a
     /// syntax error, the message of a store error.
     package static func describe(_ error: any Error) -> (reason: String, codingPath: String?) {
-        func render(_ path: [any CodingKey]) -> String? {
-            path.isEmpty ? nil : CodingPathNode.render(path)
-        }
+        let path = codingKeys(of: error)
+        let rendered = path.isEmpty ? nil : CodingPathNode.render(path)
         switch error {
         case let error as DecodingError:
             switch error {
-            case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
-                return (context.debugDescription, render(context.codingPath))
-            case .keyNotFound(let key, let context):
-                return (context.debugDescription, render(context.codingPath + [CodingKeys(stringValue: key.stringValue)]))
+            case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context),
+                .keyNotFound(_, let context):
+                return (context.debugDescription, rendered)
             @unknown default:
                 return ("\(error)", nil)
             }
         case let error as StoreError:
-            return (error.message, render(error.codingPath))
+            return (error.message, rendered)
         case let error as JSONSyntaxError:
             return (error.reason, nil)
         case let error as SQLiteError:
@@ -62,6 +60,26 @@ public struct ImportError: Error, Sendable, CustomStringConvertible {
             return ("\(error.message) (SQLite error \(error.resultCode.rawValue), \(error.resultCode.name))", nil)
         default:
             return ("\(error)", nil)
+        }
+    }
+
+    /// Where in the JSON an error happened: the coding path of a `DecodingError` (with the missing key of
+    /// `keyNotFound`) or of a ``StoreError``; empty for other errors.
+    package static func codingKeys(of error: any Error) -> [any CodingKey] {
+        switch error {
+        case let error as DecodingError:
+            switch error {
+            case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
+                return context.codingPath
+            case .keyNotFound(let key, let context):
+                return context.codingPath + [CodingKeys(stringValue: key.stringValue)]
+            @unknown default:
+                return []
+            }
+        case let error as StoreError:
+            return error.codingPath
+        default:
+            return []
         }
     }
 }
