@@ -42,6 +42,9 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "Commit every batch (an interrupted import keeps what was committed and can be run again; imports of one store running at once interleave their batches).")
     var commitEveryBatch = false
 
+    @Flag(help: "The dump is the whole truth: once it is written, stored records it does not have are deleted, in the same transaction (nothing is deleted when a record was skipped).")
+    var sync = false
+
     @Option(parsing: .unconditional, help: ArgumentHelp("How long to wait while another process writes the store before giving up.", valueName: "seconds"))
     var wait = 5.0
 
@@ -77,7 +80,8 @@ struct ImportCommand: ParsableCommand {
             let database = try Store(
                 path: store, entities: ReferenceModel.entities,
                 options: Store.Options(busyTimeout: Int32((wait * 1000).rounded())))
-            report = try database.importJSON(Issue.self, from: input == "-" ? .standardInput : .file(input), options: options)
+            report = try database.importJSON(
+                Issue.self, from: input == "-" ? .standardInput : .file(input), options: options, syncing: sync ? .all : nil)
         } catch {
             progress.finish()
             printError(error, waited: wait)

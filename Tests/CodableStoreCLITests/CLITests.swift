@@ -68,6 +68,32 @@ enum CLI {
         #expect(second.entities["Issue"]?.inserted == 0)
     }
 
+    @Test func syncDeletesTheIssuesADumpNoLongerHas() throws {
+        let directory = try CLI.temporaryDirectory()
+        let full = directory.appendingPathComponent("full.jsonl").path
+        #expect(try CLI.run(["generate", "issues", "--count", "200", "--seed", "5", "--jsonl", "-o", full]).status == 0)
+        let store = directory.appendingPathComponent("sync.sqlite").path
+        #expect(try CLI.run(["import", "issues", full, "--jsonl", "--store", store]).status == 0)
+        // The same dump without the records of every issue whose id is a multiple of 5.
+        let lines = try String(contentsOfFile: full, encoding: .utf8).split(separator: "\n")
+        struct Record: Decodable { let id: Int }
+        let kept = try lines.filter { try JSONDecoder().decode(Record.self, from: Data($0.utf8)).id % 5 != 0 }
+        let partial = directory.appendingPathComponent("partial.jsonl").path
+        try (kept.joined(separator: "\n") + "\n").write(toFile: partial, atomically: true, encoding: .utf8)
+        let before = try Connection(path: store).rows(sql: "SELECT id FROM Issue WHERE id % 5 <> 0 ORDER BY id")
+        let missing = try Connection(path: store).scalar(sql: "SELECT count(*) FROM Issue WHERE id % 5 = 0")
+
+        let result = try CLI.run(["import", "issues", partial, "--jsonl", "--sync", "--json", "--store", store])
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try JSONDecoder().decode(ImportReport.self, from: Data(result.stdout.utf8))
+        guard case .integer(let deleted)? = missing else { Issue.record("no count"); return }
+        #expect(deleted > 0)
+        #expect(report.sync?.deleted == Int(deleted))
+        #expect(report.entities["Issue"]?.deleted == Int(deleted))
+        #expect(try Connection(path: store).rows(sql: "SELECT id FROM Issue ORDER BY id") == before)
+        #expect(try Connection(path: store).scalar(sql: "SELECT count(*) FROM Issue_labels WHERE source NOT IN (SELECT _pk FROM Issue)") == .integer(0))
+    }
+
     @Test func generateImportFromStandardInputAndExportRoundTrip() throws {
         let directory = try CLI.temporaryDirectory()
         let dump = directory.appendingPathComponent("dump.jsonl").path

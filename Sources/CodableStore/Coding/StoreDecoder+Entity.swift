@@ -51,6 +51,7 @@ extension StoreDecoderImpl {
                 mapping, node, path, stubIdentity: nil, identity: key, leavingFieldsToHook: mapping.coding.hasCustomDecoding)
         }
         if session.isCounting { session.countDecoded(object.entityState, entity: mapping.index) }
+        session.saw(object, entity: mapping.index)
         if mapping.coding.hasCustomDecoding, let custom = object as? any EntityCustomDecoding {
             try with(node: node, path: path) { try custom.initialize(from: self) }
         } else {
@@ -452,7 +453,10 @@ extension StoreDecoderImpl {
             throw typeMismatch([String: Any].self, node, path)
         }
         let key = try referenceKey(mapping, node, path)
-        if let object = try context.object(entity: mapping.index, identity: key) { return object }
+        if let object = try context.object(entity: mapping.index, identity: key) {
+            session.saw(object, entity: mapping.index)
+            return object
+        }
         var policy = session.options.unknownReferencePolicy
         if let owner, let declared = context.model.mappings[owner.object.entityState.entityIndex].coding.referencePolicies[owner.field] {
             policy = declared

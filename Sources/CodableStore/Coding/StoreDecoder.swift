@@ -173,15 +173,50 @@ public final class StoreDecoder: @unchecked Sendable {
     public func decodeAndSave<T: Decodable>(
         _ type: T.Type, from data: Data, into context: Context
     ) throws -> (value: T, entities: [String: ImportReport.EntityCounts]) {
+        try decodeAndSave(type, from: data, into: context, sync: nil)
+    }
+
+    /// Decodes and saves as ``decodeAndSave(_:from:into:)`` does, the payload being the whole truth for `scope`:
+    /// then the objects of the scope that were stored before and whose identity the payload does not have are
+    /// deleted, with their delete rules, and saved in the same transaction (see ``SyncScope``).
+    ///
+    /// ```swift
+    /// // The page lists every open issue of the repository: the ones it no longer lists are deleted.
+    /// let (page, counts) = try decoder.decodeAndSave(
+    ///     [Issue].self, from: data, into: context, syncing: .matching(\Issue.repository == "apple/swift" && \Issue.state == "open"))
+    /// counts["Issue"]?.deleted   // 2
+    /// ```
+    /// A payload that fails to decode deletes nothing. The synced entity need not be the decoded type: a wrapper
+    /// (`Page` with `Many<Issue>`) or an entity whose relationships hold the synced objects work too.
+    public func decodeAndSave<T: Decodable, Synced: EntityObject>(
+        _ type: T.Type, from data: Data, into context: Context, syncing scope: SyncScope<Synced>
+    ) throws -> (value: T, entities: [String: ImportReport.EntityCounts]) {
+        let mapping = try context.model.mapping(for: Synced.self)
+        return try decodeAndSave(
+            type, from: data, into: context,
+            sync: (mapping, { context, tracker in try context.deleteUnseen(tracker, scope: scope, releasingObjects: false) }))
+    }
+
+    private func decodeAndSave<T: Decodable>(
+        _ type: T.Type, from data: Data, into context: Context,
+        sync: (mapping: EntitySchema, deleteUnseen: (Context, SyncTracker) throws -> [Int: Int])?
+    ) throws -> (value: T, entities: [String: ImportReport.EntityCounts]) {
         try context.save()
         let before = context.writeCounts
+        let tracker = try sync.map { try context.startSync(of: $0.mapping) }
         let session = DecodingSession(context: context, options: options)
         session.startCounting()
+        session.track(tracker)
         let value = try JSONTape.withDocumentTape(data) { tape in
             try StoreDecoderImpl(tape: tape, node: tape.root, path: .root, session: session)
                 .unwrap(tape.root, as: T.self, path: .root)
         }
         try context.save()
+        var deleted: [Int: Int] = [:]
+        if let sync, let tracker {
+            deleted = try sync.deleteUnseen(context, tracker)
+            try context.save()
+        }
         var entities: [String: ImportReport.EntityCounts] = [:]
         for mapping in context.model.mappings {
             let now = context.writeCounts[mapping.index] ?? (0, 0)
@@ -191,8 +226,10 @@ public final class StoreDecoder: @unchecked Sendable {
             let decoded = session.decodedCounts?[mapping.index] ?? 0
             // Objects decoded with nothing to write (stubs, inserted without being decoded, make it a lower bound).
             let unchanged = max(0, decoded - inserted - updated)
-            if inserted + updated + unchanged > 0 {
-                entities[mapping.name] = ImportReport.EntityCounts(inserted: inserted, updated: updated, unchanged: unchanged)
+            let removed = deleted[mapping.index] ?? 0
+            if inserted + updated + unchanged + removed > 0 {
+                entities[mapping.name] = ImportReport.EntityCounts(
+                    inserted: inserted, updated: updated, unchanged: unchanged, deleted: removed)
             }
         }
         return (value, entities)
@@ -237,6 +274,23 @@ final class DecodingSession {
         decodedCounts = Array(repeating: 0, count: model.mappings.count)
         isCounting = true
         countedObjects.removeAll()
+    }
+
+    /// The sync this session's objects count for, if any (see ``SyncScope``).
+    private(set) var sync: SyncTracker?
+    /// The entity index of ``sync``'s entity, -1 without one: tested for every decoded object.
+    private(set) var syncEntity = -1
+
+    /// Notes the objects of `tracker`'s entity that this session decodes or finds by reference.
+    func track(_ tracker: SyncTracker?) {
+        sync = tracker
+        syncEntity = tracker?.mapping.index ?? -1
+    }
+
+    /// Notes an object of the synced entity that the payload has.
+    @inline(__always)
+    func saw(_ object: any EntityObject, entity: Int) {
+        if entity == syncEntity { sync.unsafelyUnwrapped.saw(object.entityState) }
     }
 
     /// Counts a decoded object once (when ``isCounting``).

@@ -428,8 +428,10 @@ public final class Context {
         try deleteApplyingRules([object])
     }
 
-    /// Deletes `objects` and what their cascade rules reach, after checking every deny rule on the way.
-    func deleteApplyingRules(_ objects: [any EntityObject]) throws {
+    /// Deletes `objects` and what their cascade rules reach, after checking every deny rule on the way; returns the
+    /// number of objects deleted per entity index.
+    @discardableResult
+    func deleteApplyingRules(_ objects: [any EntityObject]) throws -> [Int: Int] {
         if isReadOnly { throw StoreError.readOnly("delete") }
         var deleting: [any EntityObject] = []
         var reached = ObjectSet()  // every object here is held by the context or by the caller until the end
@@ -465,7 +467,12 @@ public final class Context {
                 "cannot delete \(mapping.name) \(describeIdentity(of: denial.owner, mapping)): its \(field) still has \(kept.count) \(destination) object\(kept.count == 1 ? "" : "s") (delete rule deny); nothing was deleted",
                 entity: mapping.name, field: field)
         }
-        for object in deleting { try deleteObject(object) }
+        var counts: [Int: Int] = [:]
+        for object in deleting {
+            counts[object.entityState.entityIndex, default: 0] += 1
+            try deleteObject(object)
+        }
+        return counts
     }
 
     /// The values of an object's identity attributes, in identity order (empty for an entity without identity).

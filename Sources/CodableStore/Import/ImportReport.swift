@@ -13,11 +13,45 @@ public struct ImportReport: Sendable, Codable, Equatable {
         public var updated = 0
         /// Objects decoded whose values were all already stored: nothing written (counted once per batch).
         public var unchanged = 0
+        /// Objects deleted by a sync (see ``SyncScope``), those its delete rules cascaded to included.
+        public var deleted = 0
 
-        public init(inserted: Int = 0, updated: Int = 0, unchanged: Int = 0) {
+        public init(inserted: Int = 0, updated: Int = 0, unchanged: Int = 0, deleted: Int = 0) {
             self.inserted = inserted
             self.updated = updated
             self.unchanged = unchanged
+            self.deleted = deleted
+        }
+
+        private enum CodingKeys: String, CodingKey { case inserted, updated, unchanged, deleted }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            inserted = try container.decode(Int.self, forKey: .inserted)
+            updated = try container.decode(Int.self, forKey: .updated)
+            unchanged = try container.decode(Int.self, forKey: .unchanged)
+            // Reports written before syncs existed have no deletions.
+            deleted = try container.decodeIfPresent(Int.self, forKey: .deleted) ?? 0
+        }
+    }
+
+    /// What a sync import (``Store/importJSON(_:from:options:syncing:)``) found and deleted.
+    public struct Sync: Sendable, Codable, Equatable {
+        /// The synced entity.
+        public var entity: String
+        /// Objects of the entity stored before the import whose identity the dump has (in the scope or not).
+        public var present: Int
+        /// Objects of the scope deleted because the dump does not have them (objects their delete rules cascaded
+        /// to are counted in ``EntityCounts/deleted`` of their entity).
+        public var deleted: Int
+        /// Why nothing was deleted although the import succeeded (a record was skipped); nil when deletions ran.
+        public var withheldReason: String?
+
+        public init(entity: String, present: Int = 0, deleted: Int = 0, withheldReason: String? = nil) {
+            self.entity = entity
+            self.present = present
+            self.deleted = deleted
+            self.withheldReason = withheldReason
         }
     }
 
@@ -69,6 +103,8 @@ public struct ImportReport: Sendable, Codable, Equatable {
     /// CPU seconds per part of the import; nil in a report that was not made by an import (one decoded from
     /// JSON written before this field existed).
     public var cpu: CPUTime?
+    /// What a sync import deleted; nil for an import without a sync scope.
+    public var sync: Sync?
 
     public var recordsPerSecond: Double { duration > 0 ? Double(recordsRead) / duration : 0 }
     public var megabytesPerSecond: Double { duration > 0 ? Double(bytesRead) / 1_048_576 / duration : 0 }
@@ -88,7 +124,13 @@ public struct ImportReport: Sendable, Codable, Equatable {
         }
         for name in entities.keys.sorted() {
             let counts = entities[name]!
-            lines.append("  \(name): \(counts.inserted) inserted, \(counts.updated) updated, \(counts.unchanged) unchanged")
+            lines.append(
+                "  \(name): \(counts.inserted) inserted, \(counts.updated) updated, \(counts.unchanged) unchanged"
+                    + (counts.deleted > 0 ? ", \(counts.deleted) deleted" : ""))
+        }
+        if let sync {
+            lines.append(
+                "sync of \(sync.entity): \(sync.withheldReason ?? "\(sync.deleted) deleted that the dump no longer has")")
         }
         for (name, count) in (unresolvedReferences ?? [:]).sorted(by: { $0.key < $1.key }) {
             lines.append("  \(count) reference\(count == 1 ? "" : "s") to \(name) never found \(count == 1 ? "its" : "their") object")

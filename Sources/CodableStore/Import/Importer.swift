@@ -21,8 +21,16 @@ final class Importer {
     var writer: WriteBehind?
     /// While writing behind: the number of plans handed to the writer before the current batch.
     var plansBeforeThisBatch = 0
+    /// For a sync import: deletes what the dump did not have, once it is written (see ``SyncScope``).
+    let deleteUnseen: ((Context, SyncTracker) throws -> [Int: Int])?
+    /// For a sync import: the identities of stored objects that the dump has.
+    var syncTracker: SyncTracker?
 
-    init(connection: Connection, storage: SQLiteStorage, mapping: EntitySchema, options: ImportOptions) {
+    init(
+        connection: Connection, storage: SQLiteStorage, mapping: EntitySchema, options: ImportOptions,
+        deleteUnseen: ((Context, SyncTracker) throws -> [Int: Int])? = nil
+    ) {
+        self.deleteUnseen = deleteUnseen
         self.connection = connection
         self.storage = storage
         self.model = storage.model
@@ -57,6 +65,7 @@ final class Importer {
         }
         var readingCPU = 0.0
         do {
+            if deleteUnseen != nil { syncTracker = try context.startSync(of: mapping) }
             try startWriting()
             // Reading and parsing run on a thread of their own (see RecordPipeline); batches come back here in
             // input order, and so do the reader's errors.
@@ -70,6 +79,7 @@ final class Importer {
             writer?.finish()
             context.deferredWriter = nil
             try checkUnresolvedReferences()
+            try finishSync()
             if !options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
             reportProgress()
         } catch {
@@ -221,6 +231,29 @@ final class Importer {
             underlyingError: UnresolvedReferencesError(counts: context.unresolvedReferences, examples: examples))
     }
 
+    /// For a sync import, deletes the stored objects of the scope that the dump did not have, in the import's
+    /// transaction (in a transaction of its own after the last batch's when batches are committed), unless a record
+    /// was skipped: the dump is then not the whole truth.
+    private func finishSync() throws {
+        guard let tracker = syncTracker, let deleteUnseen else { return }
+        var sync = ImportReport.Sync(entity: mapping.name, present: tracker.seen.count)
+        defer { report.sync = sync }
+        if report.recordsSkipped > 0 {
+            let skipped = report.recordsSkipped
+            sync.withheldReason = "\(skipped) record\(skipped == 1 ? " was" : "s were") skipped, so the dump is not the whole truth: nothing was deleted"
+            options.logger.warning("sync deletions withheld", metadata: ["skipped": "\(skipped)"])
+            return
+        }
+        if options.commitEveryBatch { try connection.beginWriteTransaction() }
+        let counts = try deleteUnseen(context, tracker)
+        if options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
+        for (entity, count) in counts {
+            report.entities[model.mappings[entity].name, default: .init()].deleted += count
+        }
+        sync.deleted = counts[mapping.index] ?? 0
+        options.logger.info("sync deleted what the dump did not have", metadata: ["deleted": "\(sync.deleted)"])
+    }
+
     static func importError(_ error: any Error) -> ImportError {
         if let error = error as? ImportError { return error }
         if let syntax = error as? JSONSyntaxError {
@@ -338,6 +371,7 @@ final class Importer {
     private func decodeAndSave(_ prepared: BatchLookup?, excluding excluded: Set<Int>) throws -> [Int] {
         let session = prepared?.session ?? DecodingSession(context: context, options: options.decoder.options)
         session.startCounting()
+        session.track(syncTracker)
         let stage = BatchDecoding(mapping: mapping, session: session)
         let items: [BatchDecoding.Item]
         let positions: [Int]

@@ -31,15 +31,29 @@ extension Store {
     ///   failure of the store rather than of the input (a full disk, another process writing the store for longer
     ///   than ``Store/Options/busyTimeout``) has ``ImportError/isStoreFailure`` set, and its description starts
     ///   with `store:`.
+    ///
+    /// With `scope`, the dump is the whole truth for that scope: once it is written, the objects of the scope that
+    /// were stored before the import and whose identity the dump does not have are deleted, with their delete rules,
+    /// in the same transaction (see ``SyncScope``). ``ImportReport/sync`` and ``ImportReport/EntityCounts/deleted``
+    /// count them. An import that fails deletes nothing, and neither does one that skipped a record.
     public func importJSON<T: EntityObject>(
-        _ type: T.Type, from source: ImportSource, options: ImportOptions = ImportOptions()
+        _ type: T.Type, from source: ImportSource, options: ImportOptions = ImportOptions(), syncing scope: SyncScope<T>? = nil
     ) throws -> ImportReport {
         let mapping = try model.mapping(for: T.self)
         let storage = self.storage
-        let report = try withWriterConnection { connection in
-            try Importer(connection: connection, storage: storage, mapping: mapping, options: options).run(source)
+        let deleteUnseen: ((Context, SyncTracker) throws -> [Int: Int])? = scope.map { scope in
+            { context, tracker in try context.deleteUnseen(tracker, scope: scope, releasingObjects: true) }
         }
-        notifyObservers(Set(model.mappings.filter { report.entities[$0.name] != nil }.map(\.index)))
+        let report = try withWriterConnection { connection in
+            try Importer(connection: connection, storage: storage, mapping: mapping, options: options, deleteUnseen: deleteUnseen)
+                .run(source)
+        }
+        var touched = Set(model.mappings.filter { report.entities[$0.name] != nil }.map(\.index))
+        for mapping in model.mappings where report.entities[mapping.name].map({ $0.deleted > 0 }) == true {
+            // Deleting cleared foreign keys and join rows of related entities.
+            for case let relationship? in mapping.relationships { touched.insert(relationship.destination) }
+        }
+        notifyObservers(touched)
         return report
     }
 }

@@ -209,6 +209,24 @@ extension SQLiteStorage {
         try filtered("SELECT \"_pk\" FROM \(quoteIdentifier(mapping.name))", predicate, mapping)
     }
 
+    /// A page of the row ids matching `predicate`, in row id order: bind the row id to start after, the last row
+    /// id to read, then `arguments` (the predicate's), then the page's size.
+    func rowIDPage<T>(_ mapping: EntitySchema, where predicate: EntityPredicate<T>?) throws -> Query {
+        var sql = "SELECT \"_pk\" FROM \(quoteIdentifier(mapping.name)) WHERE \"_pk\" > ? AND \"_pk\" <= ?"
+        var arguments: [SQLiteValue] = []
+        if let predicate {
+            let (condition, predicateArguments) = try predicate.sql(for: mapping, model: model)
+            sql += " AND (\(condition))"
+            arguments = predicateArguments
+        }
+        return Query(sql: sql + " ORDER BY \"_pk\" LIMIT ?", arguments: arguments)
+    }
+
+    /// Deletes the rows of `count` row ids (bound in order).
+    func deleteByRowIDs(_ mapping: EntitySchema, count: Int) -> String {
+        "DELETE FROM \(quoteIdentifier(mapping.name)) WHERE \"_pk\" IN (" + Array(repeating: "?", count: count).joined(separator: ", ") + ")"
+    }
+
     /// Sets the columns of `fields` (attributes) on the rows matching `predicate`: the new values are bound first,
     /// in order, then the predicate's arguments.
     func updateAll<T>(_ mapping: EntitySchema, fields: [Int], where predicate: EntityPredicate<T>?) throws -> Query {

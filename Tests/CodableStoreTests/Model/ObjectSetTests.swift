@@ -45,3 +45,32 @@ import Testing
         #expect(second.contains(a) && second.contains(b))
     }
 }
+
+@Suite struct RowIDSetTests {
+    @Test func denseAndSparseRowIDsAreKeptExactly() {
+        var set = RowIDSet()
+        var reference = Set<Int64>()
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            // Mostly dense row ids, some far apart (a chunk each), a few at the ends of the range.
+            let rowID: Int64 =
+                switch Int.random(in: 0..<10, using: &generator) {
+                case 0: Int64.random(in: 1...Int64.max, using: &generator)
+                case 1: [1, 65_535, 65_536, 65_537, Int64.max][Int.random(in: 0..<5, using: &generator)]
+                default: Int64.random(in: 1...100_000, using: &generator)
+                }
+            #expect(set.insert(rowID) == reference.insert(rowID).inserted)
+        }
+        #expect(set.count == reference.count)
+        for rowID in reference { #expect(set.contains(rowID)) }
+        for rowID: Int64 in [0, 100_001, 1 << 40] where !reference.contains(rowID) { #expect(!set.contains(rowID)) }
+    }
+
+    @Test func aMillionDenseRowIDsTakeSixteenChunks() {
+        var set = RowIDSet()
+        for rowID in Int64(1)...1_000_000 { set.insert(rowID) }
+        #expect(set.count == 1_000_000)
+        #expect(set.byteCount == 16 * 8_192)
+        #expect(!set.contains(1_000_001))
+    }
+}

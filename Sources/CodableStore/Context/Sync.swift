@@ -1,0 +1,193 @@
+/// The objects a payload is the whole truth for: a sync import or decode deletes the objects of the scope that
+/// were stored before it and whose identity the payload does not have.
+///
+/// ```swift
+/// // The dump holds every issue of the repository: issues of it that the dump no longer has are deleted.
+/// let report = try store.importJSON(Issue.self, from: .file("issues.json"), syncing: .matching(\.repository == "apple/swift"))
+/// report.sync?.deleted   // 12
+/// ```
+///
+/// An identity is present when the payload has it anywhere: as a record, as a nested object, or as a reference
+/// (`"parent": 7`). Deletions apply the entity's ``DeleteRule``s and happen in the transaction that writes the
+/// payload, after it; a payload that fails, or an import that skipped a record, deletes nothing (see
+/// ``ImportReport/Sync/withheldReason``). Objects the payload itself created are never deleted.
+///
+/// The identities seen are kept as a bitmap over the entity's row ids: about one bit per row id up to the
+/// largest (125 KB for a million rows), and at most 8 KiB for each range of 65,536 row ids that holds a present
+/// object, whatever the size of the payload. Deleting reads the scope's row ids a page at a time.
+public struct SyncScope<Root: EntityObject>: Sendable {
+    let predicate: EntityPredicate<Root>?
+
+    /// Every stored object of the entity.
+    public static var all: SyncScope { SyncScope(predicate: nil) }
+
+    /// Every stored object of the entity (where the type cannot be inferred: `.all(Issue.self)`).
+    public static func all(_ type: Root.Type) -> SyncScope { SyncScope(predicate: nil) }
+
+    /// The stored objects that match `predicate`, such as the issues of one repository.
+    public static func matching(_ predicate: EntityPredicate<Root>) -> SyncScope { SyncScope(predicate: predicate) }
+}
+
+/// A set of row ids as a two-level bitmap: chunks of 65,536 bits (8 KiB), made when a row id in their range is
+/// added. Row ids are dense (the store gives each new row the next one), so a million rows take 16 chunks.
+struct RowIDSet {
+    private static let chunkShift = 16
+    private static let wordsPerChunk = (1 << chunkShift) / 64
+    private var chunks: [Int64: [UInt64]] = [:]
+    /// The number of row ids in the set.
+    private(set) var count = 0
+
+    /// Adds `rowID`; returns whether it was not in the set yet.
+    @discardableResult
+    mutating func insert(_ rowID: Int64) -> Bool {
+        let (chunk, word, bit) = Self.position(of: rowID)
+        let mask: UInt64 = 1 << bit
+        let wasAbsent = chunks[chunk, default: Array(repeating: 0, count: Self.wordsPerChunk)].withUnsafeMutableBufferPointer {
+            words in
+            let absent = words[word] & mask == 0
+            words[word] |= mask
+            return absent
+        }
+        if wasAbsent { count += 1 }
+        return wasAbsent
+    }
+
+    func contains(_ rowID: Int64) -> Bool {
+        let (chunk, word, bit) = Self.position(of: rowID)
+        guard let words = chunks[chunk] else { return false }
+        return words[word] & (1 << bit) != 0
+    }
+
+    /// Bytes held by the bitmap (the chunks' words).
+    var byteCount: Int { chunks.count * Self.wordsPerChunk * 8 }
+
+    @inline(__always)
+    private static func position(of rowID: Int64) -> (chunk: Int64, word: Int, bit: UInt64) {
+        let chunk = rowID >> Int64(chunkShift)
+        let offset = Int(rowID & Int64((1 << chunkShift) - 1))
+        return (chunk, offset >> 6, UInt64(offset & 63))
+    }
+}
+
+/// One sync's state while its payload is decoded: the synced entity, the row ids that were stored before, and
+/// the row ids the payload has (see ``SyncScope``).
+final class SyncTracker {
+    let mapping: EntitySchema
+    /// Rows up to this row id were stored before the payload; the rows after it, the payload made.
+    let existingUpTo: Int64
+    var seen = RowIDSet()
+
+    init(mapping: EntitySchema, existingUpTo: Int64) {
+        self.mapping = mapping
+        self.existingUpTo = existingUpTo
+    }
+
+    /// Notes an object of the synced entity that the payload has.
+    @inline(__always)
+    func saw(_ state: EntityState) {
+        if state.rowID <= existingUpTo { seen.insert(state.rowID) }
+    }
+}
+
+extension Context {
+    /// Starts tracking a sync of `mapping`'s entity: from now on, the row ids present in the stored table are the
+    /// ones a sync may delete.
+    func startSync(of mapping: EntitySchema) throws -> SyncTracker {
+        try flush()
+        let statement = try connection.cachedStatement(sql: storage.largestRowID(mapping))
+        defer { statement.reset() }
+        _ = try statement.step()
+        return SyncTracker(mapping: mapping, existingUpTo: statement.int64(at: 0))
+    }
+
+    /// Deletes the objects of `scope` that were stored before the sync began and that it did not see, a page of
+    /// row ids at a time, applying delete rules; returns the number of objects deleted per entity index (cascades
+    /// included). Objects in this context are deleted as ``delete(_:)`` deletes them; the others, when the entity
+    /// has no rules beyond nullify, by row id in one statement per page (the store's foreign keys clear what
+    /// points to them). Every change is flushed; `releasingObjects` forgets the objects between pages (an import,
+    /// whose context holds nothing the caller kept).
+    func deleteUnseen<T: EntityObject>(
+        _ tracker: SyncTracker, scope: SyncScope<T>, releasingObjects: Bool, pageSize: Int = 4096
+    ) throws -> [Int: Int] {
+        if isReadOnly { throw StoreError.readOnly("delete") }
+        try flush()
+        let mapping = tracker.mapping
+        let hasRules = mapping.description.deleteRules.values.contains { $0 != .nullify }
+        var deleted: [Int: Int] = [:]
+        let page = try storage.rowIDPage(mapping, where: scope.predicate)
+        var after: Int64 = 0
+        var missing: [Int64] = []
+        missing.reserveCapacity(pageSize)
+        while after < tracker.existingUpTo {
+            let select = try connection.cachedStatement(sql: page.sql)
+            try select.bind([.integer(after), .integer(tracker.existingUpTo)] + page.arguments + [.integer(Int64(pageSize))])
+            var rows = 0
+            missing.removeAll(keepingCapacity: true)
+            while try select.step() {
+                let rowID = select.int64(at: 0)
+                rows += 1
+                after = rowID
+                if !tracker.seen.contains(rowID) { missing.append(rowID) }
+            }
+            select.reset()
+            if !missing.isEmpty {
+                for (entity, count) in try deleteRows(missing, of: mapping, applyingRules: hasRules) {
+                    deleted[entity, default: 0] += count
+                }
+                if releasingObjects { reset() }
+            }
+            if rows < pageSize { break }
+        }
+        return deleted
+    }
+
+    /// Deletes the rows of `rowIDs` (stored, of `mapping`'s entity) and flushes.
+    private func deleteRows(_ rowIDs: [Int64], of mapping: EntitySchema, applyingRules: Bool) throws -> [Int: Int] {
+        if applyingRules {
+            let objects = try objects(of: mapping, rowIDs: rowIDs)
+            let counts = try deleteApplyingRules(objects)
+            try flush()
+            return counts
+        }
+        var unregistered: [Int64] = []
+        unregistered.reserveCapacity(rowIDs.count)
+        for rowID in rowIDs {
+            if let object = registries[mapping.index][rowID] { try deleteObject(object) } else { unregistered.append(rowID) }
+        }
+        try flush()
+        var start = 0
+        while start < unregistered.count {
+            let end = min(start + 500, unregistered.count)
+            let statement = try connection.cachedStatement(sql: storage.deleteByRowIDs(mapping, count: end - start))
+            try statement.bind(unregistered[start..<end].map { .integer($0) })
+            try statement.execute()
+            start = end
+        }
+        if !unregistered.isEmpty {
+            touchedEntities.insert(mapping.index)
+            // Foreign keys of other entities may have been set to NULL, join rows deleted.
+            for case let relationship? in mapping.relationships { touchedEntities.insert(relationship.destination) }
+        }
+        return [mapping.index: rowIDs.count]
+    }
+
+    /// The objects of `rowIDs` (stored rows of `mapping`'s entity), registered in this context.
+    private func objects(of mapping: EntitySchema, rowIDs: [Int64]) throws -> [any EntityObject] {
+        var objects: [any EntityObject] = []
+        objects.reserveCapacity(rowIDs.count)
+        var unregistered: [Int64] = []
+        for rowID in rowIDs {
+            if let object = registries[mapping.index][rowID] { objects.append(object) } else { unregistered.append(rowID) }
+        }
+        var start = 0
+        while start < unregistered.count {
+            let end = min(start + 500, unregistered.count)
+            let statement = try connection.cachedStatement(sql: storage.selectByRowIDs(mapping, count: end - start))
+            try statement.bind(unregistered[start..<end].map { .integer($0) })
+            while try statement.step() { objects.append(try object(for: mapping, statement: statement)) }
+            statement.reset()
+            start = end
+        }
+        return objects
+    }
+}
