@@ -151,7 +151,7 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
         let imported = limit_import(dump, store, contender == "limit" ? 1 : 0)
         guard imported >= 0 else { exit(1) }
         records = Int(imported)
-    case "import":
+    case "import", "import-sync":
         // IMPORT_BENCH_CACHE_KIB=N: another SQLite page cache size than the default, to compare.
         let cacheSize = ProcessInfo.processInfo.environment["IMPORT_BENCH_CACHE_KIB"].flatMap { Int($0) } ?? Store.Options().cacheSizeKiB
         let profile = Mutex<[String: (count: Int, time: Duration)]>([:])
@@ -166,7 +166,8 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
         var options = ImportOptions(decoder: referenceDecoder())
         // IMPORT_BENCH_BATCH=N: another batch size than the default, to compare.
         if let size = ProcessInfo.processInfo.environment["IMPORT_BENCH_BATCH"].flatMap({ Int($0) }) { options.batchSize = size }
-        let report = try database.importJSON(Issue.self, from: .file(dump), options: options)
+        let report = try database.importJSON(
+            Issue.self, from: .file(dump), options: options, syncing: contender == "import-sync" ? .all : nil)
         records = report.recordsRead
         // IMPORT_BENCH_CPU=1: each thread's CPU time (the import is bound by the cores, or by its longest thread).
         if ProcessInfo.processInfo.environment["IMPORT_BENCH_CPU"] != nil, let cpu = report.cpu {
@@ -259,6 +260,50 @@ func generate(_ dump: String, count: Int, duplicates: Double) throws {
     try handle.close()
 }
 
+/// Writes the reference dump without the records of a tenth of its identities (ids ending in 7), if it is not there
+/// yet: what a sync import of it deletes.
+func generateWithoutATenth(_ dump: String, count: Int) throws {
+    guard !FileManager.default.fileExists(atPath: dump) else { return }
+    _ = FileManager.default.createFile(atPath: dump, contents: nil)
+    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dump))
+    var generator = IssueDumpGenerator(seed: 42, duplicateFraction: 0.1)
+    var buffer = Array("[\n".utf8)
+    var first = true
+    for index in 0..<count {
+        let record = generator.record(index: index, count: count)
+        // Every record starts with {"id":N,
+        let id = record.dropFirst(6).prefix { $0 != "," }
+        if id.last == "7" { continue }
+        if !first { buffer += ",\n".utf8 }
+        first = false
+        buffer += record.utf8
+        if buffer.count >= 65_536 {
+            try handle.write(contentsOf: buffer)
+            buffer.removeAll(keepingCapacity: true)
+        }
+    }
+    buffer += "\n]\n".utf8
+    try handle.write(contentsOf: buffer)
+    try handle.close()
+}
+
+/// One value of a store, by SQL.
+func scalar(_ path: String, _ sql: String) -> Int64 {
+    var db: OpaquePointer?
+    sqlite3_open(path, &db)
+    defer { sqlite3_close(db) }
+    var statement: OpaquePointer?
+    check(sqlite3_prepare_v2(db, sql, -1, &statement, nil), db, sql)
+    defer { sqlite3_finalize(statement) }
+    guard sqlite3_step(statement) == SQLITE_ROW else { fatalError("no row: \(sql)") }
+    return sqlite3_column_int64(statement, 0)
+}
+
+func copyStore(_ from: String, _ to: String) throws {
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: to + suffix) }
+    try FileManager.default.copyItem(atPath: from, toPath: to)
+}
+
 for count in counts {
     // The reference dump repeats 10% of its ids with other values; the unique one does not, so re-importing it
     // is re-importing unchanged data (in the reference dump, every repeated id changes its row, and then changes
@@ -267,6 +312,8 @@ for count in counts {
     let uniqueDump = directory.appendingPathComponent("issues-\(count)-unique.json").path
     try generate(dump, count: count, duplicates: 0.1)
     try generate(uniqueDump, count: count, duplicates: 0)
+    let partialDump = directory.appendingPathComponent("issues-\(count)-without-a-tenth.json").path
+    try generateWithoutATenth(partialDump, count: count)
     let megabytes = Double((try FileManager.default.attributesOfItem(atPath: dump)[.size] as? Int) ?? 0) / 1_048_576
     let stores = (0..<4).map { directory.appendingPathComponent("store-\(count)-\($0).sqlite").path }
     print("\(count) records, \(String(format: "%.1f", megabytes)) MiB")
@@ -279,6 +326,9 @@ for count in counts {
     var uniqueAgain = base
     var limit = base
     var limitAgain = base
+    var plainPartial = base
+    var syncPartial = base
+    var syncRatios: [Double] = []
     var ratios: [Double] = []
     var limitRatios: [Double] = []
     var uniqueRatios: [Double] = []
@@ -305,6 +355,29 @@ for count in counts {
         let roundAgain = try run("import", dump: dump, store: stores[1])
         let roundUniqueFirst = try run("import", dump: uniqueDump, store: stores[2])
         let roundUniqueAgain = try run("import", dump: uniqueDump, store: stores[2])
+        // Scoped sync: the dump without a tenth of its identities, into copies of the store that holds the whole
+        // dump, re-imported plainly and as a sync (which deletes that tenth).
+        let syncStores = [directory.appendingPathComponent("store-\(count)-plain.sqlite").path,
+                          directory.appendingPathComponent("store-\(count)-sync.sqlite").path]
+        for store in syncStores { try copyStore(stores[1], store) }
+        var roundPlain = base
+        var roundSync = base
+        if round % 2 == 0 {
+            roundPlain = try run("import", dump: partialDump, store: syncStores[0])
+            roundSync = try run("import-sync", dump: partialDump, store: syncStores[1])
+        } else {
+            roundSync = try run("import-sync", dump: partialDump, store: syncStores[1])
+            roundPlain = try run("import", dump: partialDump, store: syncStores[0])
+        }
+        let tenth = scalar(syncStores[0], "SELECT count(*) FROM Issue WHERE id % 10 = 7")
+        precondition(tenth > 0 && scalar(syncStores[1], "SELECT count(*) FROM Issue WHERE id % 10 = 7") == 0, "the sync kept what it should delete")
+        precondition(scalar(syncStores[1], "SELECT count(*) FROM Issue") == scalar(syncStores[0], "SELECT count(*) FROM Issue") - tenth,
+                     "the sync deleted what it should keep")
+        precondition(scalar(syncStores[1], "SELECT count(*) FROM Issue_labels WHERE source NOT IN (SELECT _pk FROM Issue)") == 0)
+        syncRatios.append(roundSync.seconds / roundPlain.seconds)
+        if roundPlain.seconds < plainPartial.seconds { plainPartial = roundPlain }
+        if roundSync.seconds < syncPartial.seconds { syncPartial = roundSync }
+        for store in syncStores { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: store + suffix) } }
         ratios.append(roundBase.seconds / roundFirst.seconds)
         uniqueRatios.append(roundUniqueAgain.seconds / roundUniqueFirst.seconds)
         if rounds > 1 {
@@ -322,6 +395,7 @@ for count in counts {
         ("JSONDecoder + raw sqlite3", base), ("importJSON (new store)", first), ("importJSON (re-import)", again),
         ("unique dump: import", uniqueFirst), ("unique dump: re-import", uniqueAgain),
         ("limit: C on yajl + sqlite3", limit), ("limit: re-import", limitAgain),
+        ("a tenth gone: re-import", plainPartial), ("a tenth gone: sync import", syncPartial),
     ] {
         print(String(format: "  %-28@ %7.2f s  %9.0f records/s  %6.1f MB/s  peak RSS %7.1f MiB", name as NSString, result.seconds,
                      Double(count) / result.seconds, megabytes / result.seconds, result.rss))
@@ -330,6 +404,9 @@ for count in counts {
     print(String(format: "  re-importing unchanged data (the unique dump): %.2fx of its import (target < 1x)", uniqueAgain.seconds / uniqueFirst.seconds))
     print(String(format: "  against the limit baseline (same rows): import %.2fx its time, re-import %.2fx (targets <= 1.3x, <= 1.2x)",
                  first.seconds / limit.seconds, again.seconds / limitAgain.seconds))
+    print(String(format: "  sync import of the dump without a tenth of its identities: %.2fx its plain re-import (target <= 1.2x)%@",
+                 syncPartial.seconds / plainPartial.seconds,
+                 rounds > 1 ? String(format: "; per round %.2fx to %.2fx", syncRatios.min()!, syncRatios.max()!) as NSString : "" as NSString))
     if rounds > 1 {
         print(String(format: "  speed-up per round: %.2fx to %.2fx; unique dump re-import/import per round: %.2fx to %.2fx; import/limit per round: %.2fx to %.2fx",
                      ratios.min()!, ratios.max()!, uniqueRatios.min()!, uniqueRatios.max()!, limitRatios.min()!, limitRatios.max()!))

@@ -54,6 +54,9 @@ public final class Store: Sendable {
         ///
         /// Related SQLite documentation: <https://www.sqlite.org/vfs.html>, <https://www.sqlite.org/c3ref/vfs_find.html>
         public var vfs: String?
+        /// The model's migrations, oldest first: the changes adding tables and columns cannot make (see ``Migration``).
+        /// The ones the store has not recorded run when it opens.
+        public var migrations: [Migration]
 
         public init(
             schemaChangePolicy: SchemaChangePolicy = .fail,
@@ -63,8 +66,10 @@ public final class Store: Sendable {
             statementObserver: (@Sendable (String) -> Void)? = nil,
             statementProfiler: (@Sendable (String, Duration) -> Void)? = nil,
             logger: Logger = Logger(label: "CodableStore", factory: { _ in SwiftLogNoOpLogHandler() }),
-            vfs: String? = nil
+            vfs: String? = nil,
+            migrations: [Migration] = []
         ) {
+            self.migrations = migrations
             self.logger = logger
             self.vfs = vfs
             self.schemaChangePolicy = schemaChangePolicy
@@ -111,7 +116,8 @@ public final class Store: Sendable {
         let model = try Schema(entities: entities)
         let connections = try SQLiteConnections(path: path, inMemory: inMemory, options: options)
         try connections.withWriter { connection in
-            try SQLiteMigration.prepare(connection, model: model, policy: options.schemaChangePolicy, logger: options.logger)
+            try SQLiteMigration.prepare(
+                connection, model: model, policy: options.schemaChangePolicy, migrations: options.migrations, logger: options.logger)
         }
         self.path = path
         self.isInMemory = inMemory

@@ -14,7 +14,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         private enum Wrapped: String, Sendable {
             case schemaMismatch, invalidModel, unknownEntity, identityConflict, valueMismatch
             case readOnly, wrongContext, invalidObject, invalidQuery, relationshipLoad, missingIdentity, storeBusy
-            case deleteDenied
+            case deleteDenied, migrationFailed
         }
         private let wrapped: Wrapped
         private init(_ wrapped: Wrapped) { self.wrapped = wrapped }
@@ -48,6 +48,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         /// A delete reached a relationship whose delete rule is ``RelationshipDeleteRule/deny`` while it had a
         /// destination: nothing was deleted.
         public static let deleteDenied = Code(.deleteDenied)
+        /// A step of a ``Migration`` failed (or left rows that do not fit the model): the store was not changed.
+        public static let migrationFailed = Code(.migrationFailed)
     }
 
     public let code: Code

@@ -1,6 +1,6 @@
 import Logging
 
-/// How ``Store/importJSON(_:from:options:)`` reads and writes a dump.
+/// How ``Store/importJSON(_:from:options:syncing:)`` reads and writes a dump.
 public struct ImportOptions: @unchecked Sendable {
     // @unchecked: `decoder` is a StoreDecoder, whose options are set before the import and only read during it.
 

@@ -16,9 +16,9 @@ import Foundation
 /// |---|---|---|
 /// | `Bool` | INTEGER | 0 or 1 |
 /// | `Int`, `Int8`…`Int64`, `UInt8`…`UInt32` | INTEGER | the value |
-/// | `UInt`, `UInt64` | INTEGER | the bit pattern as a signed 64-bit integer (order above `Int64.max` is not kept) |
+/// | `UInt`, `UInt64` | INTEGER | the value up to `Int64.max`; above it, 8 bytes big-endian (a BLOB), which SQLite sorts after every integer, so order and comparisons follow the values |
 /// | `Double`, `Float` | REAL | the value |
-/// | `Decimal` | TEXT | its exact decimal text, so no precision is lost to REAL |
+/// | `Decimal` | TEXT | its exact decimal text, so no precision is lost to REAL, with the `codablestore_decimal` collation: compared and sorted by value |
 /// | `String` | TEXT | UTF-8 |
 /// | `Date` | REAL | seconds since 1970-01-01T00:00:00Z, so dates sort and compare in SQL |
 /// | `Data` | BLOB | the bytes |
@@ -101,24 +101,30 @@ public struct AttributeValueError: Error, Sendable, CustomStringConvertible {
 // MARK: - Integers
 
 extension AttributeValue where Self: FixedWidthInteger {
-    public static var attributeType: AttributeType { .integer }
+    public static var attributeType: AttributeType {
+        // Unsigned 64-bit values are stored apart from the others above Int64.max (see the table above), so the
+        // model records their type.
+        if !Self.isSigned && Self.bitWidth == 64 { return AttributeType(name: "\(Self.self)", affinity: "INTEGER") }
+        return .integer
+    }
 
     public var sqliteValue: SQLiteValue {
         if Self.isSigned || bitWidth < 64 { return .integer(Int64(self)) }
-        return .integer(Int64(truncatingIfNeeded: self))
+        if let value = Int64(exactly: self) { return .integer(value) }
+        // Above Int64.max: 8 bytes big-endian, which SQLite orders after every integer and among themselves by value.
+        return .blob(Data(withUnsafeBytes(of: UInt64(truncatingIfNeeded: self).bigEndian) { Array($0) }))
     }
 
     public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
-        guard case .integer(let value) = sqliteValue else {
-            throw AttributeValueError(expected: "\(Self.self)", found: sqliteValue)
+        switch sqliteValue {
+        case .integer(let value): try self.init(storedInteger: value)
+        case .blob(let bytes) where !Self.isSigned && Self.bitWidth == 64: try self.init(storedBytes: bytes)
+        default: throw AttributeValueError(expected: "\(Self.self)", found: sqliteValue)
         }
-        try self.init(storedInteger: value)
     }
 
     init(storedInteger value: Int64) throws(AttributeValueError) {
-        if !Self.isSigned && Self.bitWidth == 64 {
-            self.init(truncatingIfNeeded: value)
-        } else if let exact = Self(exactly: value) {
+        if let exact = Self(exactly: value) {
             self = exact
         } else {
             throw AttributeValueError(
@@ -126,11 +132,26 @@ extension AttributeValue where Self: FixedWidthInteger {
         }
     }
 
-    public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self {
-        guard statement.storageClass(at: column) == 1 /* SQLITE_INTEGER */ else {
-            throw AttributeValueError(expected: "\(Self.self)", found: statement.value(at: column))
+    /// An unsigned 64-bit value above Int64.max, from its 8 big-endian bytes.
+    init(storedBytes bytes: Data) throws(AttributeValueError) {
+        guard bytes.count == 8 else {
+            throw AttributeValueError(
+                expected: "\(Self.self)", found: .blob(bytes), reason: "a blob of \(bytes.count) bytes is not an unsigned 64-bit value (8 bytes)")
         }
-        return try Self(storedInteger: statement.int64(at: column))
+        let value = bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        guard value > UInt64(Int64.max) else {
+            throw AttributeValueError(
+                expected: "\(Self.self)", found: .blob(bytes), reason: "\(value) is stored as an integer, not as a blob")
+        }
+        self.init(truncatingIfNeeded: value)
+    }
+
+    public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self {
+        switch statement.storageClass(at: column) {
+        case 1 /* SQLITE_INTEGER */: return try Self(storedInteger: statement.int64(at: column))
+        case 4 /* SQLITE_BLOB */ where !Self.isSigned && Self.bitWidth == 64: return try Self(storedBytes: statement.data(at: column))
+        default: throw AttributeValueError(expected: "\(Self.self)", found: statement.value(at: column))
+        }
     }
 }
 

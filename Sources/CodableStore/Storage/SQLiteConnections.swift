@@ -52,6 +52,7 @@ final class SQLiteConnections: Sendable {
         // process's reader without a busy timeout gets "database is locked".
         try connection.setCheckpointsOnClose(false)
         try connection.registerCaseFolding()
+        try connection.registerDecimalCollation()
         let observer = options.statementObserver
         let logger = options.logger
         let observes = observer != nil || logger.logLevel <= .trace

@@ -34,7 +34,10 @@ struct SchemaSnapshot: Codable, Equatable, Sendable {
         var columns: [String]
         var unique: Bool
     }
-    var version = 1
+    /// The storage format: 1 stored `Decimal` as text compared as text, and `UInt64` above `Int64.max` as negative
+    /// integers; 2 compares decimals by value (a collation) and stores such `UInt64`s as 8-byte big-endian blobs,
+    /// so both sort by value. A version 1 store is brought to 2 on open.
+    var version = 2
     var entities: [Entity]
     var joinTables: [String]
 
@@ -145,22 +148,69 @@ enum SQLiteMigration {
     ///
     /// Most opens find the model as declared: a read transaction says so without waiting for another process's
     /// write (an import holds the write lock for its whole run). Anything else happens in one write transaction.
-    static func prepare(_ connection: Connection, model: Schema, policy: SchemaChangePolicy, logger: Logger) throws {
+    static func prepare(
+        _ connection: Connection, model: Schema, policy: SchemaChangePolicy, migrations: [Migration] = [], logger: Logger
+    ) throws {
         let declared = SchemaSnapshot(model)
-        if try connection.inTransaction(.deferred, { try isCurrent(declared, model: model, on: connection) }) { return }
-        try connection.inWriteTransaction {
-            try migrate(to: declared, model: model, policy: policy, on: connection, logger: logger)
-            try restoreMissingIndexes(model, on: connection, logger: logger)
+        if try connection.inTransaction(.deferred, { try isCurrent(declared, model: model, migrations: migrations, on: connection) }) {
+            return
         }
-        connection.clearStatementCache()
+        // Rebuilding a table drops it, which with foreign keys on would clear or delete what points to it. They are
+        // off for the migration (SQLite ignores the pragma inside a transaction) and checked before it commits.
+        try connection.execute(sql: "PRAGMA foreign_keys = OFF")
+        defer {
+            try? connection.execute(sql: "PRAGMA foreign_keys = ON")
+            connection.clearStatementCache()
+        }
+        try connection.inWriteTransaction {
+            try migrate(to: declared, model: model, policy: policy, migrations: migrations, on: connection, logger: logger)
+            try restoreMissingIndexes(model, on: connection, logger: logger)
+            try checkForeignKeys(on: connection)
+        }
     }
 
-    /// Whether the store holds the declared model and every index it needs.
-    private static func isCurrent(_ declared: SchemaSnapshot, model: Schema, on connection: Connection) throws -> Bool {
+    /// Whether the store holds the declared model, has run every migration and has every index it needs.
+    private static func isCurrent(
+        _ declared: SchemaSnapshot, model: Schema, migrations: [Migration], on connection: Connection
+    ) throws -> Bool {
         guard let json = try storedModelJSON(connection),
             let stored = try? JSONDecoder().decode(SchemaSnapshot.self, from: Data(json.utf8)), stored == declared
         else { return false }
+        if !migrations.isEmpty {
+            let applied = Set(try appliedMigrations(connection))
+            if migrations.contains(where: { !applied.contains($0.name) }) { return false }
+        }
         return try missingIndexes(model, on: connection).isEmpty
+    }
+
+    /// The names of the migrations the store has run.
+    private static func appliedMigrations(_ connection: Connection) throws -> [String] {
+        guard case .text(let json)? = try connection.scalar(
+            sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'migrations'")
+        else { return [] }
+        do {
+            return try JSONDecoder().decode([String].self, from: Data(json.utf8))
+        } catch {
+            throw StoreError(.schemaMismatch, "the store's list of migrations cannot be read: \(error)", cause: error)
+        }
+    }
+
+    private static func recordMigrations(_ names: [String], on connection: Connection) throws {
+        let json = String(decoding: try JSONEncoder().encode(names), as: UTF8.self)
+        try connection.execute(
+            sql: "INSERT OR REPLACE INTO \(quoteIdentifier(metadataTable)) (\"key\", \"value\") VALUES ('migrations', ?)",
+            arguments: [.text(json)])
+    }
+
+    /// Rows pointing to rows that do not exist, after a migration ran without foreign keys: an error naming one.
+    private static func checkForeignKeys(on connection: Connection) throws {
+        guard let row = try connection.rows(sql: "PRAGMA foreign_key_check").first else { return }
+        let table = text(row[0])
+        let parent = text(row[2])
+        throw StoreError(
+            .migrationFailed,
+            "after migrating, \(table) row \(row[1]) refers to a \(parent) row that does not exist; nothing was changed",
+            entity: table)
     }
 
     /// The model recorded in the store, as JSON; nil when there is none (no metadata table, or no model in it).
@@ -176,7 +226,8 @@ enum SQLiteMigration {
 
     /// Creates the schema, or brings the stored one to the declared one, in the caller's write transaction.
     private static func migrate(
-        to declared: SchemaSnapshot, model: Schema, policy: SchemaChangePolicy, on connection: Connection, logger: Logger
+        to declared: SchemaSnapshot, model: Schema, policy: SchemaChangePolicy, migrations: [Migration],
+        on connection: Connection, logger: Logger
     ) throws {
         try connection.execute(
             sql: "CREATE TABLE IF NOT EXISTS \(quoteIdentifier(metadataTable)) (\"key\" TEXT PRIMARY KEY, \"value\" TEXT NOT NULL)")
@@ -190,15 +241,37 @@ enum SQLiteMigration {
             }
             try create(model, on: connection)
             try record(declared, on: connection)
+            // A new store has the declared model: every migration is done.
+            if !migrations.isEmpty { try recordMigrations(migrations.map(\.name), on: connection) }
             return
         }
-        let stored: SchemaSnapshot
+        var stored: SchemaSnapshot
         do {
             stored = try JSONDecoder().decode(SchemaSnapshot.self, from: Data(json.utf8))
         } catch {
             throw StoreError(.schemaMismatch, "the stored model cannot be read: \(error)", cause: error)
         }
-        if stored == declared { return }
+        var plan = MigrationPlan()
+        let applied = try appliedMigrations(connection)
+        let pending = migrations.filter { !applied.contains($0.name) }
+        for migration in pending {
+            for (number, step) in migration.steps.enumerated() {
+                do {
+                    try apply(
+                        step, to: &stored, plan: &plan, model: model, on: connection,
+                        origin: "migration '\(migration.name)', step \(number + 1) (\(step))")
+                } catch {
+                    throw StoreError(
+                        .migrationFailed,
+                        "migration '\(migration.name)', step \(number + 1) (\(step)) failed: \(describe(error)); nothing was changed",
+                        cause: error)
+                }
+            }
+            logger.info("migration ran", metadata: ["migration": "\(migration.name)", "steps": "\(migration.steps.count)"])
+        }
+        if stored.version < 2 { upgradeStorage(&stored, to: declared, plan: &plan) }
+        if !pending.isEmpty { try recordMigrations(applied + pending.map(\.name), on: connection) }
+        if stored == declared && plan.isEmpty { return }
         let (additive, incompatible) = declared.differences(from: stored)
         if !incompatible.isEmpty {
             switch policy {
@@ -206,7 +279,8 @@ enum SQLiteMigration {
                 throw StoreError(
                     .schemaMismatch,
                     "the store's model differs from the declared entities: " + incompatible.joined(separator: "; ")
-                        + ". Open the store with schemaChangePolicy: .reset to drop and recreate it",
+                        + ". Add a Migration with a step for each (Store.Options.migrations), or open the store with "
+                        + "schemaChangePolicy: .reset to drop and recreate it",
                     differences: incompatible)
             case .reset(let onReset):
                 logger.info("store reset", metadata: ["differences": "\(incompatible)"])
@@ -217,11 +291,291 @@ enum SQLiteMigration {
                 return
             }
         }
-        if !additive.isEmpty || stored != declared {
-            logger.info("store schema migrated", metadata: ["changes": "\(additive)"])
-            try migrateAdditively(from: stored, to: model, on: connection)
-            try record(declared, on: connection)
+        logger.info("store schema migrated", metadata: ["changes": "\(additive)"])
+        try migrateAdditively(from: stored, to: model, on: connection)
+        try reorientJoinTables(from: stored, to: model, on: connection)
+        for (entity, transforms) in plan.rebuilds.sorted(by: { $0.key < $1.key }) {
+            guard let mapping = model.mappings.first(where: { $0.name == entity }) else { continue }
+            try rebuild(mapping, transforms: transforms, model: model, on: connection)
         }
+        for entity in plan.identityChanges.sorted() {
+            guard let mapping = model.mappings.first(where: { $0.name == entity }) else { continue }
+            try checkIdentityIsUnique(mapping, on: connection)
+        }
+        if !pending.isEmpty { try clearDanglingReferences(model, on: connection) }
+        try record(declared, on: connection)
+    }
+
+    /// Steps run with foreign keys off: what their SQL deleted leaves links and references behind. They are removed
+    /// as the store's foreign keys would have on the delete: links deleted (CASCADE), references set to NULL.
+    private static func clearDanglingReferences(_ model: Schema, on connection: Connection) throws {
+        for join in model.joinTables {
+            let source = quoteIdentifier(model.mappings[join.source].name)
+            let target = quoteIdentifier(model.mappings[join.target].name)
+            try connection.execute(
+                sql: "DELETE FROM \(quoteIdentifier(join.name)) WHERE \"source\" NOT IN (SELECT \"_pk\" FROM \(source)) "
+                    + "OR \"target\" NOT IN (SELECT \"_pk\" FROM \(target))")
+        }
+        for mapping in model.mappings {
+            for column in mapping.columns {
+                guard case .foreignKey(_, let destination) = column.kind else { continue }
+                let name = quoteIdentifier(column.name)
+                try connection.execute(
+                    sql: "UPDATE \(quoteIdentifier(mapping.name)) SET \(name) = NULL WHERE \(name) IS NOT NULL "
+                        + "AND \(name) NOT IN (SELECT \"_pk\" FROM \(quoteIdentifier(model.mappings[destination].name)))")
+            }
+        }
+    }
+
+    // MARK: - Migration steps
+
+    /// What the steps leave for after the additive changes: tables to rebuild (with the transforms of their
+    /// columns) and identities to check.
+    struct MigrationPlan {
+        /// Entity name → column → transform of its stored values (nil: copied as they are).
+        var rebuilds: [String: [String: (@Sendable (SQLiteValue) throws -> SQLiteValue)?]] = [:]
+        var identityChanges: Set<String> = []
+        var isEmpty: Bool { rebuilds.isEmpty && identityChanges.isEmpty }
+    }
+
+    /// A step's failure for a message: a store or SQLite error's own description, any other error as it prints.
+    private static func describe(_ error: any Error) -> String {
+        if let error = error as? StoreError { return error.message }
+        return "\(error)"
+    }
+
+    /// A text column's value as it is (an SQLiteValue's description quotes text).
+    private static func text(_ value: SQLiteValue) -> String {
+        if case .text(let text) = value { return text }
+        return value.description
+    }
+
+    /// A transform's error, with the step it belongs to.
+    private struct TransformError: Error {
+        let origin: String
+        let error: any Error
+    }
+
+    private struct StepError: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// Applies one step to the store and to `stored`, the model it holds at that point.
+    private static func apply(
+        _ step: Migration.Step, to stored: inout SchemaSnapshot, plan: inout MigrationPlan, model: Schema, on connection: Connection,
+        origin: String
+    ) throws {
+        func entityIndex(_ name: String) throws -> Int {
+            guard let index = stored.entities.firstIndex(where: { $0.name == name }) else {
+                throw StepError("the store has no entity \(name) (it has \(stored.entities.map(\.name).joined(separator: ", ")))")
+            }
+            return index
+        }
+        func attributeName(_ keyPath: AnyKeyPath, _ mapping: EntitySchema) throws -> String {
+            guard let field = mapping.description.fieldIndex(for: keyPath),
+                case .attribute(let attribute) = mapping.description.fields[field]
+            else { throw StepError("\(keyPath) is not an attribute of \(mapping.name)") }
+            return attribute.name
+        }
+        switch step.kind {
+        case .renameEntity(let old, let type):
+            let new = try model.mapping(for: type).name
+            let index = try entityIndex(old)
+            guard !stored.entities.contains(where: { $0.name == new }) else {
+                throw StepError("the store already has an entity \(new)")
+            }
+            // SQLite rewrites the foreign keys that refer to the table; indexes keep their names, so the ones named
+            // after the old entity are dropped and made again under the new name.
+            try connection.execute(sql: "ALTER TABLE \(quoteIdentifier(old)) RENAME TO \(quoteIdentifier(new))")
+            for (position, join) in stored.joinTables.enumerated() where join.hasPrefix(old + "_") {
+                let renamed = new + join.dropFirst(old.count)
+                try connection.execute(sql: "ALTER TABLE \(quoteIdentifier(join)) RENAME TO \(quoteIdentifier(renamed))")
+                stored.joinTables[position] = renamed
+            }
+            for row in try connection.rows(
+                sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND substr(name, 1, ?) = ?",
+                arguments: [.integer(Int64(old.utf8.count + 1)), .text(old + "_")])
+            {
+                try connection.execute(sql: "DROP INDEX \(quoteIdentifier(text(row[0])))")
+            }
+            stored.entities[index].name = new
+            stored.entities[index].indexes = nil  // dropped above (declared ones are made again with the additive changes)
+            for entity in stored.entities.indices {
+                for relationship in stored.entities[entity].relationships.indices
+                where stored.entities[entity].relationships[relationship].destination == old {
+                    stored.entities[entity].relationships[relationship].destination = new
+                }
+            }
+        case .renameAttribute(let old, let keyPath, let root):
+            let mapping = try model.mapping(for: root)
+            let new = try attributeName(keyPath.keyPath, mapping)
+            let index = try entityIndex(mapping.name)
+            guard let attribute = stored.entities[index].attributes.firstIndex(where: { $0.name == old }) else {
+                throw StepError("the store's \(mapping.name) has no attribute \(old)")
+            }
+            let table = quoteIdentifier(mapping.name)
+            try connection.execute(sql: "ALTER TABLE \(table) RENAME COLUMN \(quoteIdentifier(old)) TO \(quoteIdentifier(new))")
+            stored.entities[index].attributes[attribute].name = new
+            stored.entities[index].identity = stored.entities[index].identity.map { $0 == old ? new : $0 }
+            if let indexes = stored.entities[index].indexes {
+                stored.entities[index].indexes = indexes.map { index in
+                    var renamed = index
+                    renamed.columns = index.columns.map { $0 == old ? new : $0 }
+                    return renamed
+                }
+            }
+            // A transform planned by an earlier step follows the column.
+            if let transform = plan.rebuilds[mapping.name]?.removeValue(forKey: old) {
+                plan.rebuilds[mapping.name]![new] = transform
+            }
+        case .changeType(let keyPath, let root, let transform):
+            let mapping = try model.mapping(for: root)
+            let name = try attributeName(keyPath.keyPath, mapping)
+            let index = try entityIndex(mapping.name)
+            guard let attribute = stored.entities[index].attributes.firstIndex(where: { $0.name == name }) else {
+                throw StepError("the store's \(mapping.name) has no attribute \(name) (rename it first)")
+            }
+            let declared = mapping.description.attributes.first { $0.name == name }!
+            stored.entities[index].attributes[attribute].type = declared.type.name
+            stored.entities[index].attributes[attribute].optional = declared.isOptional
+            // The transforms run when the table is rebuilt, after the steps: their errors carry the step.
+            let transform: @Sendable (SQLiteValue) throws -> SQLiteValue = { value in
+                do {
+                    return try transform(value)
+                } catch {
+                    throw TransformError(origin: origin, error: error)
+                }
+            }
+            if let earlier = plan.rebuilds[mapping.name]?[name], let earlier {
+                plan.rebuilds[mapping.name, default: [:]][name] = { value in try transform(try earlier(value)) }
+            } else {
+                plan.rebuilds[mapping.name, default: [:]][name] = transform
+            }
+        case .changeIdentity(let type):
+            let mapping = try model.mapping(for: type)
+            let index = try entityIndex(mapping.name)
+            try connection.execute(sql: "DROP INDEX IF EXISTS \(quoteIdentifier(RequiredIndex.identity(of: mapping).name))")
+            stored.entities[index].identity = mapping.identityColumns
+            plan.identityChanges.insert(mapping.name)
+        case .sql(let sql):
+            try connection.execute(sql: sql)
+        case .custom(let body):
+            try body(connection)
+        }
+    }
+
+    /// The storage changes of version 2 (see ``SchemaSnapshot/version``), planned as rebuilds: decimal columns get
+    /// their collation, unsigned 64-bit values above `Int64.max` become blobs (their columns were recorded as `Int`).
+    private static func upgradeStorage(_ stored: inout SchemaSnapshot, to declared: SchemaSnapshot, plan: inout MigrationPlan) {
+        let declaredEntities = Dictionary(declared.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        for entity in stored.entities.indices {
+            guard let target = declaredEntities[stored.entities[entity].name] else { continue }
+            for attribute in stored.entities[entity].attributes.indices {
+                let old = stored.entities[entity].attributes[attribute]
+                guard let new = target.attributes.first(where: { $0.name == old.name }) else { continue }
+                let name = stored.entities[entity].name
+                if old.type == "Decimal" && new.type == "Decimal" {
+                    if plan.rebuilds[name]?[old.name] == nil { plan.rebuilds[name, default: [:]][old.name] = .some(nil) }
+                } else if old.type == "Int" && (new.type == "UInt64" || new.type == "UInt") {
+                    stored.entities[entity].attributes[attribute].type = new.type
+                    plan.rebuilds[name, default: [:]][old.name] = { value in
+                        guard case .integer(let bits) = value, bits < 0 else { return value }
+                        return UInt64(bitPattern: bits).sqliteValue
+                    }
+                }
+            }
+        }
+        stored.version = declared.version
+    }
+
+    /// Makes a table again as the model declares it and copies its rows, through the transforms of its changed
+    /// columns: how a column's type (its affinity, its collation) changes in SQLite. Foreign keys are off, so
+    /// dropping the old table leaves what refers to it alone; the new one takes its name, and its indexes are made
+    /// again afterwards (see ``restoreMissingIndexes``).
+    private static func rebuild(
+        _ mapping: EntitySchema, transforms: [String: (@Sendable (SQLiteValue) throws -> SQLiteValue)?], model: Schema,
+        on connection: Connection
+    ) throws {
+        let table = quoteIdentifier(mapping.name)
+        let temporary = quoteIdentifier(mapping.name + "_codablestore_migrating")
+        let definitions = ["\"_pk\" INTEGER PRIMARY KEY"] + mapping.columns.map { columnDefinition($0, model: model) }
+        try connection.execute(sql: "CREATE TABLE \(temporary) (\(definitions.joined(separator: ", ")))")
+        let names = ["_pk"] + mapping.columns.map(\.name)
+        let columns = names.map(quoteIdentifier).joined(separator: ", ")
+        let steps = names.map { transforms[$0] ?? nil }
+        let select = try connection.makeStatement(sql: "SELECT \(columns) FROM \(table)")
+        let insert = try connection.makeStatement(
+            sql: "INSERT INTO \(temporary) (\(columns)) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))")
+        while try select.step() {
+            var values: [SQLiteValue] = []
+            values.reserveCapacity(names.count)
+            for (column, transform) in steps.enumerated() {
+                let value = select.value(at: Int32(column))
+                guard let transform else {
+                    values.append(value)
+                    continue
+                }
+                do {
+                    values.append(try transform(value))
+                } catch {
+                    let failure = error as? TransformError
+                    throw StoreError(
+                        .migrationFailed,
+                        "\(failure?.origin ?? "upgrading the store's storage") failed: \(mapping.name).\(names[column]) of row \(values[0]): "
+                            + "cannot transform \(value): \(describe(failure?.error ?? error)); nothing was changed",
+                        entity: mapping.name, field: names[column], cause: failure?.error ?? error)
+                }
+            }
+            try insert.bind(values)
+            do {
+                try insert.execute()
+            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT ~= error.resultCode {
+                throw StoreError(
+                    .migrationFailed,
+                    "\(mapping.name) row \(values[0]) does not fit the declared model after its transforms (\(error.message)); nothing was changed",
+                    entity: mapping.name, cause: error)
+            }
+        }
+        try connection.execute(sql: "DROP TABLE \(table)")
+        try connection.execute(sql: "ALTER TABLE \(temporary) RENAME TO \(table)")
+    }
+
+    /// Join tables whose sides swapped (a renamed entity now sorts on the other side of its many-to-many): the
+    /// declared table is made, and the stored one's links are copied into it the other way round.
+    private static func reorientJoinTables(from stored: SchemaSnapshot, to model: Schema, on connection: Connection) throws {
+        let existing = Set(try connection.rows(sql: "SELECT name FROM sqlite_master WHERE type = 'table'").map { text($0[0]) })
+        for join in model.joinTables {
+            let source = model.mappings[join.source]
+            let target = model.mappings[join.target]
+            // The declared relationship from the source, and its inverse on the target.
+            guard let relationship = join.name.hasPrefix(source.name + "_") ? String(join.name.dropFirst(source.name.count + 1)) : nil,
+                let field = source.description.fields.firstIndex(where: { $0.name == relationship }),
+                let inverse = source.relationships[field]?.inverse
+            else { continue }
+            let swapped = "\(target.name)_\(target.description.fields[inverse].name)"
+            guard stored.joinTables.contains(swapped), existing.contains(swapped), !stored.joinTables.contains(join.name) else { continue }
+            let position = join.hasPosition ? ", \"position\"" : ""
+            try connection.execute(
+                sql: "INSERT INTO \(quoteIdentifier(join.name)) (\"source\", \"target\"\(position)) "
+                    + "SELECT \"target\", \"source\"\(position) FROM \(quoteIdentifier(swapped))")
+            try connection.execute(sql: "DROP TABLE \(quoteIdentifier(swapped))")
+        }
+    }
+
+    /// After a changed identity: stored rows that share the new identity are an error that names one.
+    private static func checkIdentityIsUnique(_ mapping: EntitySchema, on connection: Connection) throws {
+        guard !mapping.identityColumns.isEmpty else { return }
+        let columns = mapping.identityColumns.map(quoteIdentifier).joined(separator: ", ")
+        guard let row = try connection.rows(
+            sql: "SELECT \(columns), count(*) FROM \(quoteIdentifier(mapping.name)) GROUP BY \(columns) HAVING count(*) > 1 LIMIT 1"
+        ).first else { return }
+        let example = zip(mapping.identityColumns, row).map { "\($0) = \($1)" }.joined(separator: ", ")
+        throw StoreError(
+            .migrationFailed,
+            "cannot change \(mapping.name)'s identity to [\(mapping.identityColumns.joined(separator: ", "))]: "
+                + "\(row[mapping.identityColumns.count]) rows have \(example); remove the duplicates in an earlier step; nothing was changed",
+            entity: mapping.name)
     }
 
     private static func userTables(_ connection: Connection) throws -> [String] {
@@ -254,6 +608,8 @@ enum SQLiteMigration {
         switch column.kind {
         case .attribute(let attribute):
             var definition = "\(name) \(attribute.type.affinity)"
+            // Decimals are exact text compared by value (see Connection.registerDecimalCollation).
+            if attribute.type.name == AttributeType.decimal.name { definition += " COLLATE codablestore_decimal" }
             if !attribute.isOptional { definition += " NOT NULL" }
             if let value = attribute.defaultValue, value.isLiteralSafe { definition += " DEFAULT \(value)" }
             return definition

@@ -39,10 +39,10 @@ import Testing
         }
         let raw = try RawDatabase(path)
         #expect(try raw.rows("""
-            SELECT flag, int8, int16, int32, int64, uint8, uint16, uint32, uint64, uint, double, float, decimal, text, date,
+            SELECT flag, int8, int16, int32, int64, uint8, uint16, uint32, quote(uint64), uint, double, float, decimal, text, date,
               hex(data), uuid, url, priority, level, words, counts, money, optionalText FROM Sample
             """) == [[
-            "1", "-8", "-16", "-32", "-9223372036854775808", "255", "65535", "4294967295", "-1", "42", "3.25", "1.5",
+            "1", "-8", "-16", "-32", "-9223372036854775808", "255", "65535", "4294967295", "X'FFFFFFFFFFFFFFFF'", "42", "3.25", "1.5",
             "12345678901234567890.123456789", "héllo 🌍", "1700000000.25", "000102FF", "E621E1F8-C36C-495A-93FC-0C247A3E6E5F",
             "https://example.com/a?b=c", "high", "2", "[\"a\",\"b\"]", "{\"a\":2,\"z\":1}", "{\"amount\":9.99,\"currency\":\"EUR\"}", "NULL",
         ]])

@@ -57,12 +57,12 @@ import Testing
         Case(field: "uint32", json: "4294967295", stored: "4294967295"),
         Case(field: "uint32", json: "4294967296", stored: nil),
         // UInt64 is stored as its bit pattern (see AttributeValue).
-        Case(field: "uint64", json: "18446744073709551615", stored: "-1"),
+        Case(field: "uint64", json: "18446744073709551615", stored: "X'FFFFFFFFFFFFFFFF'"),
         Case(field: "uint64", json: "18446744073709551616", stored: nil),
         Case(field: "uint", json: "-1", stored: nil),
         // Other notations of integer values are integers, as JSONDecoder reads them.
         Case(field: "int64", json: "1e2", stored: "100"), Case(field: "int8", json: "100.0", stored: "100"),
-        Case(field: "int32", json: "-0", stored: "0"), Case(field: "uint64", json: "1e19", stored: "-8446744073709551616"),
+        Case(field: "int32", json: "-0", stored: "0"), Case(field: "uint64", json: "1e19", stored: "X'8AC7230489E80000'"),
         Case(field: "int64", json: "1.5e1", stored: "15"),
         // Fractions and numbers that only a Double rounding would make integers.
         Case(field: "int64", json: "1.5", stored: nil), Case(field: "int8", json: "0.1", stored: nil),
@@ -99,7 +99,9 @@ import Testing
             return
         }
         try decode()
-        #expect(try raw.value("SELECT \(testCase.field) FROM NumberBox WHERE id = 2") == stored)
+        // Unsigned values above Int64.max are 8-byte big-endian blobs (so that they sort by value).
+        let field = testCase.field
+        #expect(try raw.value("SELECT CASE typeof(\(field)) WHEN 'blob' THEN quote(\(field)) ELSE \(field) END FROM NumberBox WHERE id = 2") == stored)
     }
 
     @Test func identitiesOutOfRangeAreRejectedNotCollapsedIntoOneRow() throws {

@@ -1,0 +1,111 @@
+/// A named change of a store's model that adding tables and columns cannot make: renaming an entity or an
+/// attribute, changing an attribute's type with a transform of its values, changing an identity, or fixing data
+/// with SQL. Give the store every migration, oldest first, in ``Store/Options/migrations``.
+///
+/// ```swift
+/// let migrations = [
+///     Migration("rename Ticket to Issue", [.renameEntity("Ticket", to: Issue.self)]),
+///     Migration("score as text", [.changeType(of: \Issue.score, from: Int.self) { String($0) }]),
+///     Migration("identity is repository and number", [
+///         .sql("DELETE FROM Issue WHERE _pk NOT IN (SELECT min(_pk) FROM Issue GROUP BY repository, number)"),
+///         .changeIdentity(of: Issue.self),
+///     ]),
+/// ]
+/// let store = try Store(path: path, entities: [Issue.self], options: .init(migrations: migrations))
+/// ```
+///
+/// On open, the migrations the store has not recorded run in order, their steps in order, then the additive
+/// changes (new entities, attributes, relationships, indexes); the store records each migration's name, all in one
+/// transaction: a step that fails rolls everything back and the open throws ``StoreError/Code/migrationFailed``
+/// naming the migration and the step. A new store records every migration as done. What remains different after
+/// the steps and is not additive is a ``StoreError/Code/schemaMismatch`` that names each difference (or a reset,
+/// with ``SchemaChangePolicy/reset(onReset:)``).
+///
+/// Names are the record: never rename a migration that has run, and never reuse a name.
+public struct Migration: Sendable {
+    /// The name recorded in the store once the migration has run.
+    public let name: String
+    public let steps: [Step]
+
+    public init(_ name: String, _ steps: [Step]) {
+        self.name = name
+        self.steps = steps
+    }
+
+    /// One change of a migration. Old names are the names the store gave: an entity's type name, an attribute's
+    /// property name.
+    public struct Step: Sendable, CustomStringConvertible {
+        enum Kind: Sendable {
+            case renameEntity(from: String, to: any EntityObject.Type)
+            case renameAttribute(from: String, to: KeyPathBox, root: any EntityObject.Type)
+            case changeType(of: KeyPathBox, root: any EntityObject.Type, transform: @Sendable (SQLiteValue) throws -> SQLiteValue)
+            case changeIdentity(of: any EntityObject.Type)
+            case sql(String)
+            case custom(@Sendable (Connection) throws -> Void)
+        }
+        let kind: Kind
+
+        /// The entity stored as `oldName` is the declared entity `type` now; its rows, relationships and links are kept.
+        public static func renameEntity(_ oldName: String, to type: any EntityObject.Type) -> Step {
+            Step(kind: .renameEntity(from: oldName, to: type))
+        }
+
+        /// The attribute stored as `oldName` is the attribute at `keyPath` now; its values are kept.
+        public static func renameAttribute<Root: EntityObject, Value>(_ oldName: String, to keyPath: KeyPath<Root, Value>) -> Step {
+            Step(kind: .renameAttribute(from: oldName, to: KeyPathBox(keyPath), root: Root.self))
+        }
+
+        /// The attribute at `keyPath` has a new type: each stored value (of the old type, `Old`) becomes
+        /// `transform`'s result. A stored value that is not an `Old`, or a transform that throws, fails the migration.
+        public static func changeType<Root: EntityObject, Old: AttributeValue, New: AttributeValue>(
+            of keyPath: KeyPath<Root, New>, from old: Old.Type, _ transform: @escaping @Sendable (Old) throws -> New
+        ) -> Step {
+            Step(
+                kind: .changeType(
+                    of: KeyPathBox(keyPath), root: Root.self,
+                    transform: { value in try transform(try Old(sqliteValue: value)).sqliteValue }))
+        }
+
+        /// The attribute at `keyPath` has a new type: each stored value becomes `transform`'s result, as SQLite values.
+        public static func changeType<Root: EntityObject, Value>(
+            of keyPath: KeyPath<Root, Value>, _ transform: @escaping @Sendable (SQLiteValue) throws -> SQLiteValue
+        ) -> Step {
+            Step(kind: .changeType(of: KeyPathBox(keyPath), root: Root.self, transform: transform))
+        }
+
+        /// The entity's identity is the declared one now. Stored rows that share the new identity fail the migration,
+        /// naming one of them: remove the duplicates in an earlier step (``sql(_:)``).
+        public static func changeIdentity<Root: EntityObject>(of type: Root.Type) -> Step {
+            Step(kind: .changeIdentity(of: type))
+        }
+
+        /// SQL statements run as they are (separated by `;`), for data fixes between the other steps. Tables and
+        /// columns have their names at that point of the migration.
+        public static func sql(_ statements: String) -> Step {
+            Step(kind: .sql(statements))
+        }
+
+        /// Code run on the migrating connection, inside the migration's transaction, for data fixes.
+        public static func custom(_ body: @escaping @Sendable (Connection) throws -> Void) -> Step {
+            Step(kind: .custom(body))
+        }
+
+        /// `Entity.attribute` for a key path of the entity.
+        private static func name(of keyPath: KeyPathBox, in root: any EntityObject.Type) -> String {
+            let description = root.entityDescription
+            guard let field = description.fieldIndex(for: keyPath.keyPath) else { return "\(keyPath.keyPath)" }
+            return "\(description.name).\(description.fields[field].name)"
+        }
+
+        public var description: String {
+            switch kind {
+            case .renameEntity(let from, let to): "renameEntity(\(from) to \(to.entityDescription.name))"
+            case .renameAttribute(let from, let to, let root): "renameAttribute(\(from) to \(Self.name(of: to, in: root)))"
+            case .changeType(let keyPath, let root, _): "changeType(of: \(Self.name(of: keyPath, in: root)))"
+            case .changeIdentity(let type): "changeIdentity(of: \(type.entityDescription.name))"
+            case .sql(let sql): "sql(\(sql.count > 60 ? sql.prefix(60) + "…" : sql))"
+            case .custom: "custom"
+            }
+        }
+    }
+}

@@ -1,0 +1,233 @@
+import CodableStore
+import Foundation
+import Synchronization
+import Testing
+
+// The model before: tickets with a title and an integer score, identified by id, tagged, owned by a person.
+enum Before {
+    @Entity final class Ticket {
+        var id: Int
+        var title: String
+        var score: Int
+        var repo: String
+        var number: Int
+        var labels: Set<Tag> = []
+        var owner: Person?
+        static let identity = Identity(\Ticket.id)
+        init(id: Int, title: String, score: Int, repo: String, number: Int) {
+            self.id = id
+            self.title = title
+            self.score = score
+            self.repo = repo
+            self.number = number
+        }
+    }
+    @Entity final class Tag {
+        var id: Int
+        var tickets: Set<Ticket> = []
+        static let identity = Identity(\Tag.id)
+        init(id: Int) { self.id = id }
+    }
+    @Entity final class Person {
+        var id: Int
+        var tickets: Set<Ticket> = []
+        static let identity = Identity(\Person.id)
+        init(id: Int) { self.id = id }
+    }
+    static let entities: [any EntityObject.Type] = [Ticket.self, Tag.self, Person.self]
+}
+
+// The model after: Ticket is Bug, title is name, score is text, the identity is (repo, number). The tags' join
+// table changes sides: "Bug.labels" sorts before "Tag.tickets", where "Tag.tickets" sorted before "Ticket.labels".
+enum After {
+    @Entity final class Bug {
+        var id: Int
+        var name: String
+        var score: String
+        var repo: String
+        var number: Int
+        var labels: Set<Tag> = []
+        var owner: Person?
+        static let identity = Identity(\Bug.repo, \Bug.number)
+        init(id: Int, name: String, score: String, repo: String, number: Int) {
+            self.id = id
+            self.name = name
+            self.score = score
+            self.repo = repo
+            self.number = number
+        }
+    }
+    @Entity final class Tag {
+        var id: Int
+        var tickets: Set<Bug> = []
+        static let identity = Identity(\Tag.id)
+        init(id: Int) { self.id = id }
+    }
+    @Entity final class Person {
+        var id: Int
+        var tickets: Set<Bug> = []
+        static let identity = Identity(\Person.id)
+        init(id: Int) { self.id = id }
+    }
+    static let entities: [any EntityObject.Type] = [Bug.self, Tag.self, Person.self]
+
+    static let migrations = [
+        Migration("rename Ticket to Bug", [.renameEntity("Ticket", to: Bug.self), .renameAttribute("title", to: \Bug.name)]),
+        Migration("score as text", [.changeType(of: \Bug.score, from: Int.self) { "\($0) points" }]),
+        Migration("identity is repo and number", [.changeIdentity(of: Bug.self)]),
+    ]
+}
+
+@Suite struct MigrationStepTests {
+    /// Three tickets (two tags, one owner) in a store of the model before.
+    static func seeded() throws -> String {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: Before.entities)
+        try store.write { context in
+            let tags = [Before.Tag(id: 1), Before.Tag(id: 2)]
+            let owner = Before.Person(id: 7)
+            for id in 1...3 {
+                let ticket = Before.Ticket(id: id, title: "ticket \(id)", score: id * 10, repo: "r", number: 100 + id)
+                try context.insert(ticket)
+                ticket.labels = id == 2 ? Set(tags) : [tags[0]]
+                if id != 3 { ticket.owner = owner }
+            }
+        }
+        return path
+    }
+
+    /// The store's tables and their rows, as plain text: what a failed migration must leave untouched.
+    static func dump(_ path: String) throws -> [[String]] {
+        let raw = try RawDatabase(path)
+        var result = try raw.rows("SELECT type, name, sql FROM sqlite_master ORDER BY type, name")
+        for table in try raw.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") {
+            result += try raw.rows("SELECT * FROM \"\(table[0])\" ORDER BY 1, 2")
+        }
+        return result
+    }
+
+    @Test func stepsRenameRetypeAndReidentifyKeepingRowsAndLinks() throws {
+        let path = try Self.seeded()
+        let store = try Store(path: path, entities: After.entities, options: .init(migrations: After.migrations))
+        let raw = try RawDatabase(path)
+        #expect(try raw.rows("SELECT id, name, score, repo, number FROM Bug ORDER BY id") == [
+            ["1", "ticket 1", "10 points", "r", "101"], ["2", "ticket 2", "20 points", "r", "102"], ["3", "ticket 3", "30 points", "r", "103"],
+        ])
+        #expect(try raw.rows("SELECT typeof(score) FROM Bug GROUP BY 1") == [["text"]])
+        // The join table turned around (Bug is its source now), with the same links.
+        #expect(try raw.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") == [
+            ["Bug"], ["Bug_labels"], ["Person"], ["Tag"], ["_codablestore_metadata"],
+        ])
+        #expect(try raw.rows("SELECT b.id, t.id FROM Bug_labels j JOIN Bug b ON b._pk = j.source JOIN Tag t ON t._pk = j.target ORDER BY 1, 2") == [
+            ["1", "1"], ["2", "1"], ["2", "2"], ["3", "1"],
+        ])
+        #expect(try raw.rows("SELECT b.id, p.id FROM Bug b JOIN Person p ON p._pk = b.owner ORDER BY 1") == [["1", "7"], ["2", "7"]])
+        // The identity index is the new one; foreign keys point to the renamed table.
+        #expect(try raw.value("SELECT sql FROM sqlite_master WHERE name = 'Bug_identity'") == #"CREATE UNIQUE INDEX "Bug_identity" ON "Bug" ("repo", "number")"#)
+        #expect(try raw.value("SELECT count(*) FROM sqlite_master WHERE name LIKE 'Ticket%' OR sql LIKE '%\"Ticket\"%'") == "0")
+        #expect(try raw.value("SELECT value FROM _codablestore_metadata WHERE key = 'migrations'")
+            == #"["rename Ticket to Bug","score as text","identity is repo and number"]"#)
+        #expect(try raw.rows("PRAGMA foreign_key_check") == [])
+        // The store works on the new model: relationships from both sides, upsert by the new identity.
+        try store.write { context in
+            let tag = try #require(try context.object(After.Tag.self, identity: 1))
+            #expect(tag.tickets.map(\.id).sorted() == [1, 2, 3])
+            let person = try #require(try context.object(After.Person.self, identity: 7))
+            #expect(person.tickets.map(\.id).sorted() == [1, 2])
+            let bugs = try StoreDecoder().decode(
+                [After.Bug].self, from: Data(#"[{"id": 1, "name": "renamed", "score": "x", "repo": "r", "number": 101}]"#.utf8), into: context)
+            #expect(bugs[0].labels.map(\.id) == [1])
+        }
+        #expect(try raw.rows("SELECT count(*), max(name) FROM Bug WHERE number = 101") == [["1", "renamed"]])
+    }
+
+    @Test func migrationsRunOnceAndANewStoreRecordsThemAll() throws {
+        let path = try Self.seeded()
+        _ = try Store(path: path, entities: After.entities, options: .init(migrations: After.migrations))
+        // Opened again: nothing runs (renaming Ticket again would fail: there is none).
+        let statements = Mutex<[String]>([])
+        _ = try Store(
+            path: path, entities: After.entities,
+            options: .init(statementObserver: { sql in statements.withLock { $0.append(sql) } }, migrations: After.migrations))
+        #expect(statements.withLock { $0 }.allSatisfy { !$0.contains("ALTER") && !$0.contains("CREATE") })
+        // A new store is created as declared and records every migration as done.
+        let fresh = TestStore.temporaryPath("fresh.sqlite")
+        _ = try Store(path: fresh, entities: After.entities, options: .init(migrations: After.migrations))
+        _ = try Store(path: fresh, entities: After.entities, options: .init(migrations: After.migrations))
+        #expect(try RawDatabase(fresh).value("SELECT value FROM _codablestore_metadata WHERE key = 'migrations'")
+            == #"["rename Ticket to Bug","score as text","identity is repo and number"]"#)
+        // A migration added later runs on both.
+        let more = After.migrations + [Migration("clear scores", [.sql("UPDATE Bug SET score = ''")])]
+        _ = try Store(path: path, entities: After.entities, options: .init(migrations: more))
+        #expect(try RawDatabase(path).rows("SELECT DISTINCT score FROM Bug") == [[""]])
+    }
+
+    @Test func aFailingStepRollsEverythingBackAndNamesTheStep() throws {
+        let path = try Self.seeded()
+        let before = try Self.dump(path)
+        struct Refused: Error, CustomStringConvertible { var description: String { "20 is not allowed" } }
+        let failing = [
+            After.migrations[0],
+            Migration("score as text", [.changeType(of: \After.Bug.score, from: Int.self) { score in
+                if score == 20 { throw Refused() }
+                return "\(score)"
+            }]),
+            After.migrations[2],
+        ]
+        let error = try #require(throws: StoreError.self) {
+            try Store(path: path, entities: After.entities, options: .init(migrations: failing))
+        }
+        #expect(error.code == .migrationFailed)
+        #expect(error.message == "migration 'score as text', step 1 (changeType(of: Bug.score)) failed: Bug.score of row 2: cannot transform 20: 20 is not allowed; nothing was changed")
+        #expect(try Self.dump(path) == before)
+        // The store still opens with the model before.
+        #expect(try Store(path: path, entities: Before.entities).read { try $0.count(Before.Ticket.self) } == 3)
+    }
+
+    @Test func aStepOnSomethingTheStoreLacksFailsClearly() throws {
+        let path = try Self.seeded()
+        let wrong = [Migration("rename", [.renameEntity("Tickets", to: After.Bug.self)])]
+        let error = try #require(throws: StoreError.self) {
+            try Store(path: path, entities: After.entities, options: .init(migrations: wrong))
+        }
+        #expect(error.code == .migrationFailed)
+        #expect(error.message.contains("migration 'rename', step 1 (renameEntity(Tickets to Bug)) failed: the store has no entity Tickets (it has Ticket, Tag, Person)"))
+    }
+
+    @Test func aNewIdentityWithDuplicatesFailsUnlessAStepRemovesThem() throws {
+        let path = try Self.seeded()
+        try RawDatabase(path).execute("UPDATE Ticket SET number = 101")
+        let before = try Self.dump(path)
+        let error = try #require(throws: StoreError.self) {
+            try Store(path: path, entities: After.entities, options: .init(migrations: After.migrations))
+        }
+        #expect(error.code == .migrationFailed)
+        #expect(error.message.contains("cannot change Bug's identity to [repo, number]: 3 rows have repo = 'r', number = 101"))
+        #expect(try Self.dump(path) == before)
+
+        let deduplicating = After.migrations.dropLast() + [
+            Migration("identity is repo and number", [
+                .sql("DELETE FROM Bug WHERE _pk NOT IN (SELECT min(_pk) FROM Bug GROUP BY repo, number)"),
+                .changeIdentity(of: After.Bug.self),
+            ])
+        ]
+        let store = try Store(path: path, entities: After.entities, options: .init(migrations: Array(deduplicating)))
+        #expect(try store.read { try $0.count(After.Bug.self) } == 1)
+        // The deleted bugs' links went with them.
+        #expect(try RawDatabase(path).value("SELECT count(*) FROM Bug_labels") == "1")
+    }
+
+    @Test func aChangeWithoutAStepNamesTheDifferenceAndTheWayOut() throws {
+        let path = try Self.seeded()
+        let error = try #require(throws: StoreError.self) {
+            try Store(path: path, entities: After.entities, options: .init(migrations: [After.migrations[0]]))
+        }
+        #expect(error.code == .schemaMismatch)
+        #expect(error.differences == [
+            "Bug.score: type changed from Int to String", "Bug: identity changed from [id] to [repo, number]",
+        ])
+        #expect(error.message.contains("Add a Migration with a step for each (Store.Options.migrations)"))
+        // The renames of the first migration were rolled back with the rest.
+        #expect(try RawDatabase(path).value("SELECT count(*) FROM Ticket") == "3")
+    }
+}
