@@ -565,16 +565,13 @@ enum SQLiteMigration {
 
     /// After a changed identity: stored rows that share the new identity are an error that names one.
     private static func checkIdentityIsUnique(_ mapping: EntitySchema, on connection: Connection) throws {
-        guard !mapping.identityColumns.isEmpty else { return }
-        let columns = mapping.identityColumns.map(quoteIdentifier).joined(separator: ", ")
-        guard let row = try connection.rows(
-            sql: "SELECT \(columns), count(*) FROM \(quoteIdentifier(mapping.name)) GROUP BY \(columns) HAVING count(*) > 1 LIMIT 1"
-        ).first else { return }
-        let example = zip(mapping.identityColumns, row).map { "\($0) = \($1)" }.joined(separator: ", ")
+        guard !mapping.identityColumns.isEmpty,
+            let example = try duplicateExample(in: mapping.name, columns: mapping.identityColumns, on: connection)
+        else { return }
         throw StoreError(
             .migrationFailed,
-            "cannot change \(mapping.name)'s identity to [\(mapping.identityColumns.joined(separator: ", "))]: "
-                + "\(row[mapping.identityColumns.count]) rows have \(example); remove the duplicates in an earlier step; nothing was changed",
+            "cannot change \(mapping.name)'s identity to [\(mapping.identityColumns.joined(separator: ", "))]: rows share "
+                + "\(example); remove the duplicates in an earlier step; nothing was changed",
             entity: mapping.name)
     }
 
@@ -697,14 +694,7 @@ enum SQLiteMigration {
             do {
                 try create(index, on: connection)
             } catch let error as SQLiteError where index.isUnique && ResultCode.SQLITE_CONSTRAINT ~= error.resultCode {
-                let columns = index.columns.map(quoteIdentifier).joined(separator: ", ")
-                let duplicate = try connection.rows(
-                    sql: "SELECT \(columns), count(*) FROM \(quoteIdentifier(index.table)) GROUP BY \(columns) "
-                        + "HAVING count(*) > 1 ORDER BY count(*) DESC LIMIT 1"
-                ).first
-                let example = duplicate.map { row in
-                    zip(index.columns, row).map { "\($0) = \($1)" }.joined(separator: ", ") + " (\(row[index.columns.count]) rows)"
-                } ?? "?"
+                let example = try duplicateExample(in: index.table, columns: index.columns, on: connection) ?? "?"
                 throw StoreError(
                     .schemaMismatch,
                     "\(index.table)'s unique index \(index.name) is missing from the file and cannot be restored: "
@@ -713,6 +703,16 @@ enum SQLiteMigration {
                     entity: index.table, cause: error)
             }
         }
+    }
+
+    /// One set of values that several rows of `table` share in `columns` (`repo = 'r', number = 101 (3 rows)`),
+    /// nil when they are unique.
+    static func duplicateExample(in table: String, columns: [String], on connection: Connection) throws -> String? {
+        let list = columns.map(quoteIdentifier).joined(separator: ", ")
+        guard let row = try connection.rows(
+            sql: "SELECT \(list), count(*) FROM \(quoteIdentifier(table)) GROUP BY \(list) HAVING count(*) > 1 ORDER BY count(*) DESC LIMIT 1"
+        ).first else { return nil }
+        return zip(columns, row).map { "\($0) = \($1)" }.joined(separator: ", ") + " (\(row[columns.count]) rows)"
     }
 
     static func createJoinTable(_ join: JoinTable, model: Schema, on connection: Connection) throws {
@@ -758,6 +758,13 @@ enum SQLiteMigration {
                 try connection.execute(sql: "DROP INDEX IF EXISTS \(quoteIdentifier(index.name))")
             }
             for index in mapping.indexes where !old.contains(index) {
+                if index.unique, let example = try duplicateExample(in: mapping.name, columns: index.columns, on: connection) {
+                    throw StoreError(
+                        .schemaMismatch,
+                        "cannot add the unique index \(index.name) to \(mapping.name): rows share \(example); remove the "
+                            + "duplicates first (a Migration step); nothing was changed",
+                        entity: mapping.name)
+                }
                 try createIndex(index, of: mapping, on: connection)
             }
         }

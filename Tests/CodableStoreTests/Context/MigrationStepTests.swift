@@ -202,7 +202,7 @@ enum After {
             try Store(path: path, entities: After.entities, options: .init(migrations: After.migrations))
         }
         #expect(error.code == .migrationFailed)
-        #expect(error.message.contains("cannot change Bug's identity to [repo, number]: 3 rows have repo = 'r', number = 101"))
+        #expect(error.message.contains("cannot change Bug's identity to [repo, number]: rows share repo = 'r', number = 101 (3 rows)"))
         #expect(try Self.dump(path) == before)
 
         let deduplicating = After.migrations.dropLast() + [
@@ -229,5 +229,47 @@ enum After {
         #expect(error.message.contains("Add a Migration with a step for each (Store.Options.migrations)"))
         // The renames of the first migration were rolled back with the rest.
         #expect(try RawDatabase(path).value("SELECT count(*) FROM Ticket") == "3")
+    }
+}
+
+enum WidgetsBefore {
+    @Entity final class Widget {
+        var id: Int
+        var code: String
+        static let identity = Identity(\Widget.id)
+        init(id: Int, code: String) {
+            self.id = id
+            self.code = code
+        }
+    }
+}
+
+enum WidgetsAfter {
+    @Entity final class Widget {
+        var id: Int
+        var code: String
+        static let identity = Identity(\Widget.id)
+        static let indexes: [EntityIndex<Widget>] = [EntityIndex(\.code, unique: true)]
+        init(id: Int, code: String) {
+            self.id = id
+            self.code = code
+        }
+    }
+}
+
+@Suite struct AddedIndexTests {
+    @Test func aNewUniqueIndexOverDuplicatesNamesThemAndAStepCanRemoveThem() throws {
+        let path = TestStore.temporaryPath()
+        try Store(path: path, entities: [WidgetsBefore.Widget.self]).write { context in
+            for (id, code) in [(1, "a"), (2, "b"), (3, "a")] { try context.insert(WidgetsBefore.Widget(id: id, code: code)) }
+        }
+        let error = try #require(throws: StoreError.self) { try Store(path: path, entities: [WidgetsAfter.Widget.self]) }
+        #expect(error.code == .schemaMismatch)
+        #expect(error.message.contains("cannot add the unique index Widget_index_code to Widget: rows share code = 'a' (2 rows)"))
+        let store = try Store(
+            path: path, entities: [WidgetsAfter.Widget.self],
+            options: .init(migrations: [Migration("codes are unique", [.sql("DELETE FROM Widget WHERE id = 3")])]))
+        #expect(try store.read { try $0.count(WidgetsAfter.Widget.self) } == 2)
+        #expect(try RawDatabase(path).value("SELECT sql FROM sqlite_master WHERE name = 'Widget_index_code'") == #"CREATE UNIQUE INDEX "Widget_index_code" ON "Widget" ("code")"#)
     }
 }
