@@ -369,6 +369,24 @@ static const char *schema =
     " PRIMARY KEY (issue_id, label_id)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS issue_labels_label ON issue_labels (label_id);";
 
+// LIMIT_LAYOUT=codablestore: the same import into CodableStore's table layout (a row id apart from the identity,
+// with a unique index on it; an index on the user foreign key; join rows with a row id, a unique index and a
+// reverse index; foreign keys enforced), to measure what the layout costs apart from the rest of the importer.
+static const char *codablestore_schema =
+    "PRAGMA foreign_keys = ON;"
+    "CREATE TABLE IF NOT EXISTS users (_pk INTEGER PRIMARY KEY, id INTEGER NOT NULL, login TEXT);"
+    "CREATE UNIQUE INDEX IF NOT EXISTS users_identity ON users (id);"
+    "CREATE TABLE IF NOT EXISTS labels (_pk INTEGER PRIMARY KEY, id INTEGER NOT NULL, name TEXT);"
+    "CREATE UNIQUE INDEX IF NOT EXISTS labels_identity ON labels (id);"
+    "CREATE TABLE IF NOT EXISTS issues (_pk INTEGER PRIMARY KEY, id INTEGER NOT NULL, number INTEGER NOT NULL, title TEXT NOT NULL,"
+    " state TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, comments INTEGER NOT NULL,"
+    " score REAL NOT NULL, body TEXT, user_id INTEGER REFERENCES users (id) DEFERRABLE INITIALLY DEFERRED);"
+    "CREATE UNIQUE INDEX IF NOT EXISTS issues_identity ON issues (id);"
+    "CREATE INDEX IF NOT EXISTS issues_user ON issues (user_id);"
+    "CREATE TABLE IF NOT EXISTS issue_labels (issue_id INTEGER NOT NULL REFERENCES issues (id) DEFERRABLE INITIALLY DEFERRED,"
+    " label_id INTEGER NOT NULL REFERENCES labels (id) DEFERRABLE INITIALLY DEFERRED, position INTEGER, UNIQUE (issue_id, label_id));"
+    "CREATE INDEX IF NOT EXISTS issue_labels_label ON issue_labels (label_id);";
+
 int64_t limit_import(const char *dump_path, const char *store_path, int wal) {
     importer *im = calloc(1, sizeof(importer));
     int64_t result = -1;
@@ -388,7 +406,10 @@ int64_t limit_import(const char *dump_path, const char *store_path, int wal) {
     snprintf(pragmas, sizeof pragmas, "PRAGMA journal_mode = %s; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536;",
              wal ? "WAL" : "DELETE");
     if (sqlite3_exec(im->db, pragmas, NULL, NULL, NULL) != SQLITE_OK) { fail(im, "pragmas"); goto done; }
-    if (sqlite3_exec(im->db, schema, NULL, NULL, NULL) != SQLITE_OK) { fail(im, "schema"); goto done; }
+    const char *layout = getenv("LIMIT_LAYOUT");
+    const char *chosen = layout && strcmp(layout, "codablestore") == 0 ? codablestore_schema
+        : layout && strcmp(layout, "custom") == 0 ? getenv("LIMIT_SCHEMA") : schema;
+    if (sqlite3_exec(im->db, chosen, NULL, NULL, NULL) != SQLITE_OK) { fail(im, "schema"); goto done; }
     if (sqlite3_exec(im->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) { fail(im, "begin"); goto done; }
     size_t read;
     while ((read = fread(chunk, 1, 64 << 10, file)) > 0) {
