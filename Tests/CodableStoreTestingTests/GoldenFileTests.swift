@@ -55,6 +55,35 @@ import Testing
                 """)
     }
 
+    @Test func emptyArraysAreWrittenOnOneLineAndStringsAreLeftAsTheyAre() throws {
+        let fixture = try Self.seeded([])
+        try fixture.store.write { context in
+            try context.insert(Post(id: 1, title: "[\n\n  ]"))  // looks like an empty array once escaped: untouched
+            try context.insert(Author(id: 2, login: nil))
+        }
+        let export = String(decoding: try fixture.store.stableExport(of: [Author.self, Post.self]), as: UTF8.self)
+        #expect(
+            export == #"""
+                {
+                  "Author" : [
+                    {
+                      "id" : 2,
+                      "login" : null,
+                      "posts" : []
+                    }
+                  ],
+                  "Post" : [
+                    {
+                      "author" : null,
+                      "id" : 1,
+                      "tags" : [],
+                      "title" : "[\n\n  ]"
+                    }
+                  ]
+                }
+                """#)
+    }
+
     @Test func aMissingGoldenFileIsWrittenAndTheTestFailsOnce() throws {
         let folder = try Self.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }

@@ -17,7 +17,8 @@ extension Store {
     /// (an entity without identity: by the objects' JSON text). Each object is encoded as ``StoreEncoder`` encodes
     /// it, with its coding keys, sorted: nils as `null`, relationships as identities (destinations without identity
     /// nested), the members of unordered to-many relationships sorted by identity, dates in ISO 8601 (UTC, with
-    /// fractional seconds when they have some), data in Base64. Output is pretty-printed. The same contents give the
+    /// fractional seconds when they have some), data in Base64. Output is pretty-printed (an empty array as `[]`, an
+    /// empty object as `{}`). The same contents give the
     /// same bytes, whatever order they were written in (but for the order of nested destinations without identity,
     /// which is the order of their rows).
     ///
@@ -57,7 +58,31 @@ extension Context {
             }
             sections.append((mapping.name, objects.map { EntityEncodingBox(object: $0, via: nil) }))
         }
-        return try encoder.encode(ExportDocument(sections: sections))
+        return Self.collapsingEmptyContainers(try encoder.encode(ExportDocument(sections: sections)))
+    }
+
+    /// Pretty-printed JSON with each empty array and object written `[]` and `{}`: Foundation's pretty printer
+    /// writes them over three lines (`[`, an empty line, `]`). Strings cannot hold a raw line break (JSON escapes
+    /// it), so a bracket followed by only line breaks and spaces up to its closing bracket is an empty container.
+    static func collapsingEmptyContainers(_ json: Data) -> Data {
+        let bytes = [UInt8](json)
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            output.append(byte)
+            index += 1
+            guard byte == UInt8(ascii: "[") || byte == UInt8(ascii: "{"), index < bytes.count, bytes[index] == 0x0A else { continue }
+            let closing = byte == UInt8(ascii: "[") ? UInt8(ascii: "]") : UInt8(ascii: "}")
+            var end = index
+            while end < bytes.count, bytes[end] == 0x0A || bytes[end] == 0x20 { end += 1 }
+            if end < bytes.count, bytes[end] == closing {
+                output.append(closing)
+                index = end + 1
+            }
+        }
+        return Data(output)
     }
 
     /// `objects` of one entity with an identity, sorted by their identity values (then by row id).
