@@ -299,9 +299,26 @@ func scalar(_ path: String, _ sql: String) -> Int64 {
     return sqlite3_column_int64(statement, 0)
 }
 
+func removeStore(_ path: String) {
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+}
+
 func copyStore(_ from: String, _ to: String) throws {
-    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: to + suffix) }
+    removeStore(to)
     try FileManager.default.copyItem(atPath: from, toPath: to)
+}
+
+/// Runs two contenders one after the other, in an order that alternates with the round, so that a machine
+/// drifting during the run favours neither.
+func runPair(
+    round: Int, _ a: (contender: String, dump: String, store: String), _ b: (contender: String, dump: String, store: String)
+) throws -> (a: (seconds: Double, rss: Double), b: (seconds: Double, rss: Double)) {
+    if round % 2 == 0 {
+        let first = try run(a.contender, dump: a.dump, store: a.store)
+        return (first, try run(b.contender, dump: b.dump, store: b.store))
+    }
+    let second = try run(b.contender, dump: b.dump, store: b.store)
+    return (try run(a.contender, dump: a.dump, store: a.store), second)
 }
 
 for count in counts {
@@ -333,18 +350,8 @@ for count in counts {
     var limitRatios: [Double] = []
     var uniqueRatios: [Double] = []
     for round in 0..<rounds {
-        for store in stores {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: store + suffix) }
-        }
-        var roundBase = base
-        var roundFirst = base
-        if round % 2 == 0 {
-            roundBase = try run("baseline", dump: dump, store: stores[0])
-            roundFirst = try run("import", dump: dump, store: stores[1])
-        } else {
-            roundFirst = try run("import", dump: dump, store: stores[1])
-            roundBase = try run("baseline", dump: dump, store: stores[0])
-        }
+        for store in stores { removeStore(store) }
+        let (roundBase, roundFirst) = try runPair(round: round, ("baseline", dump, stores[0]), ("import", dump, stores[1]))
         precondition(digest(stores[0]) == digest(stores[1]), "stores differ:\n\(digest(stores[0]))\n\(digest(stores[1]))")
         let roundLimit = try run("limit", dump: dump, store: stores[3])
         precondition(sameRows(store: stores[1], limit: stores[3]), "the limit baseline's rows differ from the store's")
@@ -360,15 +367,8 @@ for count in counts {
         let syncStores = [directory.appendingPathComponent("store-\(count)-plain.sqlite").path,
                           directory.appendingPathComponent("store-\(count)-sync.sqlite").path]
         for store in syncStores { try copyStore(stores[1], store) }
-        var roundPlain = base
-        var roundSync = base
-        if round % 2 == 0 {
-            roundPlain = try run("import", dump: partialDump, store: syncStores[0])
-            roundSync = try run("import-sync", dump: partialDump, store: syncStores[1])
-        } else {
-            roundSync = try run("import-sync", dump: partialDump, store: syncStores[1])
-            roundPlain = try run("import", dump: partialDump, store: syncStores[0])
-        }
+        let (roundPlain, roundSync) = try runPair(
+            round: round, ("import", partialDump, syncStores[0]), ("import-sync", partialDump, syncStores[1]))
         let tenth = scalar(syncStores[0], "SELECT count(*) FROM Issue WHERE id % 10 = 7")
         precondition(tenth > 0 && scalar(syncStores[1], "SELECT count(*) FROM Issue WHERE id % 10 = 7") == 0, "the sync kept what it should delete")
         precondition(scalar(syncStores[1], "SELECT count(*) FROM Issue") == scalar(syncStores[0], "SELECT count(*) FROM Issue") - tenth,
@@ -377,7 +377,7 @@ for count in counts {
         syncRatios.append(roundSync.seconds / roundPlain.seconds)
         if roundPlain.seconds < plainPartial.seconds { plainPartial = roundPlain }
         if roundSync.seconds < syncPartial.seconds { syncPartial = roundSync }
-        for store in syncStores { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: store + suffix) } }
+        for store in syncStores { removeStore(store) }
         ratios.append(roundBase.seconds / roundFirst.seconds)
         uniqueRatios.append(roundUniqueAgain.seconds / roundUniqueFirst.seconds)
         if rounds > 1 {

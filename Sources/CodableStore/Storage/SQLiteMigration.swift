@@ -372,6 +372,14 @@ enum SQLiteMigration {
             }
             return index
         }
+        /// The stored entity's index and its attribute's, by name.
+        func storedAttribute(_ name: String, of entity: String) throws -> (entity: Int, attribute: Int) {
+            let index = try entityIndex(entity)
+            guard let attribute = stored.entities[index].attributes.firstIndex(where: { $0.name == name }) else {
+                throw StepError("the store's \(entity) has no attribute \(name) (it has \(stored.entities[index].attributes.map(\.name).joined(separator: ", ")))")
+            }
+            return (index, attribute)
+        }
         func attributeName(_ keyPath: AnyKeyPath, _ mapping: EntitySchema) throws -> String {
             guard let field = mapping.description.fieldIndex(for: keyPath),
                 case .attribute(let attribute) = mapping.description.fields[field]
@@ -410,10 +418,7 @@ enum SQLiteMigration {
         case .renameAttribute(let old, let keyPath, let root):
             let mapping = try model.mapping(for: root)
             let new = try attributeName(keyPath.keyPath, mapping)
-            let index = try entityIndex(mapping.name)
-            guard let attribute = stored.entities[index].attributes.firstIndex(where: { $0.name == old }) else {
-                throw StepError("the store's \(mapping.name) has no attribute \(old)")
-            }
+            let (index, attribute) = try storedAttribute(old, of: mapping.name)
             let table = quoteIdentifier(mapping.name)
             try connection.execute(sql: "ALTER TABLE \(table) RENAME COLUMN \(quoteIdentifier(old)) TO \(quoteIdentifier(new))")
             stored.entities[index].attributes[attribute].name = new
@@ -432,10 +437,7 @@ enum SQLiteMigration {
         case .changeType(let keyPath, let root, let transform):
             let mapping = try model.mapping(for: root)
             let name = try attributeName(keyPath.keyPath, mapping)
-            let index = try entityIndex(mapping.name)
-            guard let attribute = stored.entities[index].attributes.firstIndex(where: { $0.name == name }) else {
-                throw StepError("the store's \(mapping.name) has no attribute \(name) (rename it first)")
-            }
+            let (index, attribute) = try storedAttribute(name, of: mapping.name)
             let declared = mapping.description.attributes.first { $0.name == name }!
             stored.entities[index].attributes[attribute].type = declared.type.name
             stored.entities[index].attributes[attribute].optional = declared.isOptional
