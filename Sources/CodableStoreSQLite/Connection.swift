@@ -365,14 +365,12 @@ public final class Connection {
 }
 
 extension Connection {
-    /// Registers `codablestore_fold(text)`: the text lowercased with Unicode case mapping (SQLite's own
-    /// `lower()` folds ASCII letters only). Case-insensitive predicates compare folded text.
-    ///
-    /// Related SQLite documentation: <https://www.sqlite.org/c3ref/create_function.html>
     /// Registers the `codablestore_decimal` collation, which orders decimal numbers written as text (`-12.5`,
     /// `0.001`, `1E+30`) by value, exactly: `9 < 10`, `1.5 = 1.50`. Text that is not a decimal number sorts before
     /// every number, by its bytes. CodableStore declares its `Decimal` columns with it, so comparisons, `ORDER BY`,
     /// `min`/`max` and indexes of those columns follow the numbers' order.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/c3ref/create_collation.html>
     public func registerDecimalCollation() throws {
         let code = sqlite3_create_collation_v2(
             sqliteConnection, "codablestore_decimal", SQLITE_UTF8, nil,
@@ -384,6 +382,10 @@ extension Connection {
         try check(code, sqliteConnection)
     }
 
+    /// Registers `codablestore_fold(text)`: the text lowercased with Unicode case mapping (SQLite's own
+    /// `lower()` folds ASCII letters only). Case-insensitive predicates compare folded text.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/c3ref/create_function.html>
     public func registerCaseFolding() throws {
         let code = sqlite3_create_function_v2(
             sqliteConnection, "codablestore_fold", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil,

@@ -51,6 +51,8 @@ package enum DecimalText {
         return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
     }
 
+    static let largestExponent = 1_000_000_000_000
+
     /// `[+-]digits[.digits][(e|E)[+-]digits]`, with at least one digit before the exponent; nil for anything else.
     static func parse(_ text: UnsafeRawBufferPointer) -> Parts? {
         var parts = Parts()
@@ -96,7 +98,8 @@ package enum DecimalText {
             var sawExponentDigit = false
             while index < count, text[index] >= UInt8(ascii: "0"), text[index] <= UInt8(ascii: "9") {
                 sawExponentDigit = true
-                if exponent < 1_000_000_000 { exponent = exponent * 10 + Int(text[index] - UInt8(ascii: "0")) }
+                // Saturated: exponents beyond any number a store holds compare equal, never out of order.
+                exponent = min(exponent * 10 + Int(text[index] - UInt8(ascii: "0")), Self.largestExponent)
                 index += 1
             }
             guard sawExponentDigit else { return nil }

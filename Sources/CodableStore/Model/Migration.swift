@@ -21,6 +21,10 @@
 /// the steps and is not additive is a ``StoreError/Code/schemaMismatch`` that names each difference (or a reset,
 /// with ``SchemaChangePolicy/reset(onReset:)``).
 ///
+/// Steps run in order and see the store as the steps before left it: rename an entity before the steps that name
+/// its attributes (they name the entity by its declared type). A rebuilt table (a type change) has exactly the
+/// declared model's columns: a column that a `.sql` step added and the model does not declare is dropped.
+///
 /// Names are the record: never rename a migration that has run, and never reuse a name.
 public struct Migration: Sendable {
     /// The name recorded in the store once the migration has run.

@@ -251,6 +251,12 @@ enum SQLiteMigration {
         } catch {
             throw StoreError(.schemaMismatch, "the stored model cannot be read: \(error)", cause: error)
         }
+        if stored.version > declared.version {
+            throw StoreError(
+                .schemaMismatch,
+                "the store was written by a newer CodableStore (storage version \(stored.version)); this version reads versions up to \(declared.version)")
+        }
+        let original = stored
         var plan = MigrationPlan()
         let applied = try appliedMigrations(connection)
         let pending = migrations.filter { !applied.contains($0.name) }
@@ -271,7 +277,8 @@ enum SQLiteMigration {
         }
         if stored.version < 2 { upgradeStorage(&stored, to: declared, plan: &plan) }
         if !pending.isEmpty { try recordMigrations(applied + pending.map(\.name), on: connection) }
-        if stored == declared && plan.isEmpty { return }
+        // Nothing ran and nothing differs (the open came for a missing index): nothing more to do here.
+        if pending.isEmpty && plan.isEmpty && stored == original && stored == declared { return }
         let (additive, incompatible) = declared.differences(from: stored)
         if !incompatible.isEmpty {
             switch policy {
@@ -298,9 +305,9 @@ enum SQLiteMigration {
             guard let mapping = model.mappings.first(where: { $0.name == entity }) else { continue }
             try rebuild(mapping, transforms: transforms, model: model, on: connection)
         }
-        for entity in plan.identityChanges.sorted() {
+        for entity in plan.identityChanges.union(plan.rebuilds.keys).sorted() {
             guard let mapping = model.mappings.first(where: { $0.name == entity }) else { continue }
-            try checkIdentityIsUnique(mapping, on: connection)
+            try checkIdentityIsUnique(mapping, changed: plan.identityChanges.contains(entity), on: connection)
         }
         if !pending.isEmpty { try clearDanglingReferences(model, on: connection) }
         try record(declared, on: connection)
@@ -396,16 +403,20 @@ enum SQLiteMigration {
             // SQLite rewrites the foreign keys that refer to the table; indexes keep their names, so the ones named
             // after the old entity are dropped and made again under the new name.
             try connection.execute(sql: "ALTER TABLE \(quoteIdentifier(old)) RENAME TO \(quoteIdentifier(new))")
-            for (position, join) in stored.joinTables.enumerated() where join.hasPrefix(old + "_") {
-                let renamed = new + join.dropFirst(old.count)
+            var renamedTables = [new]
+            // Its own join tables are named after it and one of its relationships.
+            for relationship in stored.entities[index].relationships {
+                let join = old + "_" + relationship.name
+                guard let position = stored.joinTables.firstIndex(of: join) else { continue }
+                let renamed = new + "_" + relationship.name
                 try connection.execute(sql: "ALTER TABLE \(quoteIdentifier(join)) RENAME TO \(quoteIdentifier(renamed))")
                 stored.joinTables[position] = renamed
+                renamedTables.append(renamed)
             }
-            for row in try connection.rows(
-                sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND substr(name, 1, ?) = ?",
-                arguments: [.integer(Int64(old.utf8.count + 1)), .text(old + "_")])
-            {
-                try connection.execute(sql: "DROP INDEX \(quoteIdentifier(text(row[0])))")
+            for row in try connection.rows(sql: "SELECT name, tbl_name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL") {
+                let (name, table) = (text(row[0]), text(row[1]))
+                guard renamedTables.contains(table), name.hasPrefix(old + "_") else { continue }
+                try connection.execute(sql: "DROP INDEX \(quoteIdentifier(name))")
             }
             stored.entities[index].name = new
             stored.entities[index].indexes = nil  // dropped above (declared ones are made again with the additive changes)
@@ -565,15 +576,19 @@ enum SQLiteMigration {
         }
     }
 
-    /// After a changed identity: stored rows that share the new identity are an error that names one.
-    private static func checkIdentityIsUnique(_ mapping: EntitySchema, on connection: Connection) throws {
+    /// After a changed identity or a rebuild (whose transforms may have made identities equal): stored rows that
+    /// share an identity are an error that names one.
+    private static func checkIdentityIsUnique(_ mapping: EntitySchema, changed: Bool, on connection: Connection) throws {
         guard !mapping.identityColumns.isEmpty,
             let example = try duplicateExample(in: mapping.name, columns: mapping.identityColumns, on: connection)
         else { return }
+        let identity = mapping.identityColumns.joined(separator: ", ")
         throw StoreError(
             .migrationFailed,
-            "cannot change \(mapping.name)'s identity to [\(mapping.identityColumns.joined(separator: ", "))]: rows share "
-                + "\(example); remove the duplicates in an earlier step; nothing was changed",
+            (changed
+                ? "cannot change \(mapping.name)'s identity to [\(identity)]: rows share \(example); remove the duplicates in an earlier step"
+                : "after the type changes, \(mapping.name) rows share their identity [\(identity)]: \(example); change the transform or remove the duplicates in an earlier step")
+                + "; nothing was changed",
             entity: mapping.name)
     }
 

@@ -273,3 +273,131 @@ enum WidgetsAfter {
         #expect(try RawDatabase(path).value("SELECT sql FROM sqlite_master WHERE name = 'Widget_index_code'") == #"CREATE UNIQUE INDEX "Widget_index_code" ON "Widget" ("code")"#)
     }
 }
+
+enum PrefixBefore {
+    @Entity final class Tag {
+        var id: Int
+        var items: Set<Item> = []
+        static let identity = Identity(\Tag.id)
+        init(id: Int) { self.id = id }
+    }
+    @Entity final class Tag_Group {
+        var id: Int
+        var items: [Item] = []
+        static let identity = Identity(\Tag_Group.id)
+        init(id: Int) { self.id = id }
+    }
+    @Entity final class Item {
+        var id: Int
+        var title: String = ""
+        static let identity = Identity(\Item.id)
+        init(id: Int) { self.id = id }
+    }
+}
+
+enum PrefixAfter {
+    @Entity final class Label {
+        var id: Int
+        var items: Set<Item> = []
+        static let identity = Identity(\Label.id)
+        init(id: Int) { self.id = id }
+    }
+    @Entity final class Tag_Group {
+        var id: Int
+        var items: [Item] = []
+        static let identity = Identity(\Tag_Group.id)
+        init(id: Int) { self.id = id }
+    }
+    @Entity final class Item {
+        var id: Int
+        var name: String = ""
+        static let identity = Identity(\Item.id)
+        init(id: Int) { self.id = id }
+    }
+}
+
+@Suite struct MigrationEdgeTests {
+    static func seeded() throws -> String {
+        let path = TestStore.temporaryPath()
+        try Store(path: path, entities: [PrefixBefore.Tag.self, PrefixBefore.Tag_Group.self, PrefixBefore.Item.self]).write { context in
+            let items = [PrefixBefore.Item(id: 1), PrefixBefore.Item(id: 2)]
+            items[0].title = "one"
+            let tag = PrefixBefore.Tag(id: 1)
+            try context.insert(tag)
+            tag.items = Set(items)
+            let group = PrefixBefore.Tag_Group(id: 1)
+            try context.insert(group)
+            group.items = [items[1], items[0]]
+        }
+        return path
+    }
+
+    static let after: [any EntityObject.Type] = [PrefixAfter.Label.self, PrefixAfter.Tag_Group.self, PrefixAfter.Item.self]
+    static let renames = [
+        Migration("Tag is Label", [.renameEntity("Tag", to: PrefixAfter.Label.self)]),
+        Migration("title is name", [.renameAttribute("title", to: \PrefixAfter.Item.name)]),
+    ]
+
+    @Test func renamesAloneAreRecordedAndTheStoreOpensAgain() throws {
+        let path = try Self.seeded()
+        for _ in 0..<2 {
+            let store = try Store(path: path, entities: Self.after, options: .init(migrations: Self.renames))
+            try store.read { (context: Context) throws in
+                #expect(try context.object(PrefixAfter.Item.self, identity: 1)?.name == "one")
+                // Another entity whose name starts like the renamed one keeps its join table and its order.
+                #expect(try context.object(PrefixAfter.Tag_Group.self, identity: 1)?.items.map(\.id) == [2, 1])
+                #expect(try context.object(PrefixAfter.Label.self, identity: 1)?.items.map(\.id).sorted() == [1, 2])
+            }
+        }
+        #expect(try RawDatabase(path).rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%Group%' ORDER BY name") == [["Tag_Group"], ["Tag_Group_items"]])
+    }
+
+    @Test func aDataFixThatDeletesLinkedRowsRunsOnAnUnchangedModel() throws {
+        let path = try Self.seeded()
+        let entities: [any EntityObject.Type] = [PrefixBefore.Tag.self, PrefixBefore.Tag_Group.self, PrefixBefore.Item.self]
+        let fix = [Migration("drop item 1", [.sql("DELETE FROM Item WHERE id = 1")])]
+        let store = try Store(path: path, entities: entities, options: .init(migrations: fix))
+        try store.read { (context: Context) throws in
+            #expect(try context.object(PrefixBefore.Tag_Group.self, identity: 1)?.items.map(\.id) == [2])
+            #expect(try context.object(PrefixBefore.Tag.self, identity: 1)?.items.map(\.id) == [2])
+        }
+        #expect(try RawDatabase(path).rows("PRAGMA foreign_key_check") == [])
+        _ = try Store(path: path, entities: entities, options: .init(migrations: fix))
+    }
+
+    @Test func aTypeChangeThatMakesIdentitiesEqualFailsNamingThem() throws {
+        let path = try Self.seeded()
+        let entities: [any EntityObject.Type] = [PrefixBefore.Tag.self, PrefixBefore.Tag_Group.self, PrefixBefore.Item.self]
+        // Not a type change in fact, but a rebuild through a transform that maps every id to 7.
+        let collapse = [Migration("ids", [.changeType(of: \PrefixBefore.Item.id) { _ in .integer(7) }])]
+        let error = try #require(throws: StoreError.self) {
+            try Store(path: path, entities: entities, options: .init(migrations: collapse))
+        }
+        #expect(error.code == .migrationFailed)
+        #expect(error.message.contains("after the type changes, Item rows share their identity [id]: id = 7 (2 rows)"))
+        #expect(try RawDatabase(path).rows("SELECT id FROM Item ORDER BY id") == [["1"], ["2"]])
+    }
+
+    @Test func aStoreOfANewerVersionIsRefused() throws {
+        let path = try Self.seeded()
+        let raw = try RawDatabase(path)
+        try raw.execute(#"UPDATE _codablestore_metadata SET value = replace(value, '"version":2', '"version":3') WHERE key = 'model'"#)
+        let error = try #require(throws: StoreError.self) {
+            try Store(path: path, entities: [PrefixBefore.Tag.self, PrefixBefore.Tag_Group.self, PrefixBefore.Item.self])
+        }
+        #expect(error.message == "the store was written by a newer CodableStore (storage version 3); this version reads versions up to 2")
+    }
+
+    @Test func aVersionOneStoreWithoutDecimalsIsRecordedAsVersionTwo() throws {
+        let path = try Self.seeded()
+        let raw = try RawDatabase(path)
+        try raw.execute(#"UPDATE _codablestore_metadata SET value = replace(value, '"version":2', '"version":1') WHERE key = 'model'"#)
+        let entities: [any EntityObject.Type] = [PrefixBefore.Tag.self, PrefixBefore.Tag_Group.self, PrefixBefore.Item.self]
+        _ = try Store(path: path, entities: entities)
+        #expect(try raw.value("SELECT value FROM _codablestore_metadata WHERE key = 'model'").contains(#""version":2"#))
+        // The next open is read-only: no write statement runs.
+        let statements = Mutex<[String]>([])
+        _ = try Store(path: path, entities: entities, options: .init(statementObserver: { sql in statements.withLock { $0.append(sql) } }))
+        #expect(statements.withLock { $0 }.allSatisfy { !$0.contains("IMMEDIATE") && !$0.contains("foreign_keys = OFF") })
+    }
+}

@@ -135,6 +135,11 @@ import Testing
         #expect(compare("007", "7") == 0)
         #expect(compare("NaN", "-1000") == -1)
         #expect(compare("abc", "abd") == -1)
+        // Exponents beyond any stored number saturate: equal, never out of order.
+        #expect(compare("1e10000000000", "1e9999999999") == 1)
+        #expect(compare("1e20000000000000", "1e10000000000000") == 0)
+        #expect(compare("1e100", "1e99") == 1)
+        #expect(compare("-1e100", "-1e99") == -1)
         // Against Foundation's Decimal order, on random decimals.
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<2_000 {
