@@ -194,7 +194,7 @@ public final class StoreDecoder: @unchecked Sendable {
         let mapping = try context.model.mapping(for: Synced.self)
         return try decodeAndSave(
             type, from: data, into: context,
-            sync: (mapping, { context, tracker in try context.deleteUnseen(tracker, scope: scope, releasingObjects: false) }))
+            sync: (mapping, { context, tracker in try context.deleteUnseen(tracker, scope: scope, releasingObjects: false).deleted }))
     }
 
     private func decodeAndSave<T: Decodable>(

@@ -429,15 +429,20 @@ public final class Context {
     }
 
     /// Deletes `objects` and what their cascade rules reach, after checking every deny rule on the way; returns the
-    /// number of objects deleted per entity index.
+    /// number of objects deleted per entity index. A cascade does not reach objects `isKept` accepts (they stay, and
+    /// a deny holds for them); a deny does not hold for objects `alsoDeleted` accepts (the caller deletes them too).
     @discardableResult
-    func deleteApplyingRules(_ objects: [any EntityObject]) throws -> [Int: Int] {
+    func deleteApplyingRules(
+        _ objects: [any EntityObject], keeping isKept: (EntityState) -> Bool = { _ in false },
+        alsoDeleted: (EntityState) -> Bool = { _ in false }
+    ) throws -> [Int: Int] {
         if isReadOnly { throw StoreError.readOnly("delete") }
         var deleting: [any EntityObject] = []
         var reached = ObjectSet()  // every object here is held by the context or by the caller until the end
         var denials: [(owner: any EntityObject, field: Int, members: [any EntityObject])] = []
         var pending = objects
         while let object = pending.popLast() {
+            if isKept(object.entityState) { continue }
             guard reached.insert(object) else { continue }
             let state = object.entityState
             guard state.context === self else {
@@ -457,7 +462,7 @@ public final class Context {
             }
         }
         for denial in denials {
-            let kept = denial.members.filter { !reached.contains($0) }
+            let kept = denial.members.filter { !reached.contains($0) && !alsoDeleted($0.entityState) }
             guard !kept.isEmpty else { continue }
             let mapping = model.mappings[denial.owner.entityState.entityIndex]
             let field = mapping.description.fields[denial.field].name

@@ -8,13 +8,17 @@
 /// ```
 ///
 /// An identity is present when the payload has it anywhere: as a record, as a nested object, or as a reference
-/// (`"parent": 7`). Deletions apply the entity's ``DeleteRule``s and happen in the transaction that writes the
-/// payload, after it; a payload that fails, or an import that skipped a record, deletes nothing (see
-/// ``ImportReport/Sync/withheldReason``). Objects the payload itself created are never deleted.
+/// (`"parent": 7`), decoded by the decoder (an object your own hook looks up in the context is not seen). The scope
+/// is taken before anything is deleted. Deletions apply the entity's ``DeleteRule``s and happen in the transaction
+/// that writes the payload, after it; a cascade never deletes an object the payload has (its relationship to the
+/// deleted one is cleared instead), and a deny that would stop a deletion fails the whole sync. A payload that
+/// fails, or an import that skipped a record, deletes nothing (see ``ImportReport/Sync/withheldReason``). Objects
+/// the payload itself created are never deleted. The entity needs an identity.
 ///
 /// The identities seen are kept as a bitmap over the entity's row ids: about one bit per row id up to the
 /// largest (125 KB for a million rows), and at most 8 KiB for each range of 65,536 row ids that holds a present
-/// object, whatever the size of the payload. Deleting reads the scope's row ids a page at a time.
+/// object, whatever the size of the payload; the missing ones take a second bitmap of the same kind. Deleting reads
+/// the scope's row ids a page at a time.
 public struct SyncScope<Root: EntityObject>: Sendable {
     let predicate: EntityPredicate<Root>?
 
@@ -56,6 +60,21 @@ struct RowIDSet {
         let (chunk, word, bit) = Self.position(of: rowID)
         guard let words = chunks[chunk] else { return false }
         return words[word] & (1 << bit) != 0
+    }
+
+    /// Calls `body` with every row id in the set, in ascending order.
+    func forEach(_ body: (Int64) throws -> Void) rethrows {
+        for chunk in chunks.keys.sorted() {
+            let words = chunks[chunk]!
+            for (index, word) in words.enumerated() where word != 0 {
+                var bits = word
+                while bits != 0 {
+                    let bit = Int64(bits.trailingZeroBitCount)
+                    try body(chunk << Int64(Self.chunkShift) | Int64(index) << 6 | bit)
+                    bits &= bits &- 1
+                }
+            }
+        }
     }
 
     /// Bytes held by the bitmap (the chunks' words).
@@ -100,52 +119,89 @@ extension Context {
         return SyncTracker(mapping: mapping, existingUpTo: statement.int64(at: 0))
     }
 
-    /// Deletes the objects of `scope` that were stored before the sync began and that it did not see, a page of
-    /// row ids at a time, applying delete rules; returns the number of objects deleted per entity index (cascades
-    /// included). Objects in this context are deleted as ``delete(_:)`` deletes them; the others, when the entity
-    /// has no rules beyond nullify, by row id in one statement per page (the store's foreign keys clear what
-    /// points to them). Every change is flushed; `releasingObjects` forgets the objects between pages (an import,
-    /// whose context holds nothing the caller kept).
+    /// Deletes the objects of `scope` that were stored before the sync began and that it did not see, applying
+    /// delete rules; returns the number of objects deleted per entity index (cascades included) and how many of the
+    /// synced entity were missing.
+    ///
+    /// First the scope's row ids are read (a page at a time) into a bitmap of the missing ones, so that the scope is
+    /// what it was before any deletion (a deletion can clear a foreign key that the scope's predicate reads). Then
+    /// they are deleted a page at a time: objects in this context as ``delete(_:)`` deletes them; the others, when
+    /// the entity has no rules beyond nullify, by row id in one statement per page (the store's foreign keys clear
+    /// what points to them). Rules never reach an object of the entity that the payload has (a cascade stops there,
+    /// a deny holds), and a deny counts the missing objects of later pages as deleted. Every change is flushed;
+    /// `releasingObjects` forgets the objects between pages (an import, whose context holds nothing the caller kept).
+    /// Without `releasingObjects` (a decode into the caller's context), the deletions run in a savepoint: a denial
+    /// leaves nothing deleted.
     func deleteUnseen<T: EntityObject>(
         _ tracker: SyncTracker, scope: SyncScope<T>, releasingObjects: Bool, pageSize: Int = 4096
-    ) throws -> [Int: Int] {
+    ) throws -> (deleted: [Int: Int], missing: Int) {
         if isReadOnly { throw StoreError.readOnly("delete") }
+        guard !tracker.mapping.identityColumns.isEmpty else {
+            throw StoreError(
+                .invalidObject,
+                "cannot sync \(tracker.mapping.name): it has no identity, so no stored object can be recognized in a payload",
+                entity: tracker.mapping.name)
+        }
         try flush()
         let mapping = tracker.mapping
+        let missing = try unseenRowIDs(tracker, scope: scope, pageSize: pageSize)
+        guard missing.count > 0 else { return ([:], 0) }
         let hasRules = mapping.description.deleteRules.values.contains { $0 != .nullify }
-        var deleted: [Int: Int] = [:]
-        let page = try storage.rowIDPage(mapping, where: scope.predicate)
+        // The payload's objects stay whatever the rules say; missing ones of later pages go anyway.
+        let isPresent = { (state: EntityState) in
+            state.entityIndex == mapping.index && (state.rowID > tracker.existingUpTo || tracker.seen.contains(state.rowID))
+        }
+        let isMissing = { (state: EntityState) in state.entityIndex == mapping.index && missing.contains(state.rowID) }
+        func deleteAll() throws -> [Int: Int] {
+            var deleted: [Int: Int] = [:]
+            var page: [Int64] = []
+            page.reserveCapacity(pageSize)
+            func deletePage() throws {
+                let counts = try deleteRows(page, of: mapping, applyingRules: hasRules, keeping: isPresent, alsoDeleted: isMissing)
+                for (entity, count) in counts { deleted[entity, default: 0] += count }
+                if releasingObjects { reset() }
+                page.removeAll(keepingCapacity: true)
+            }
+            try missing.forEach { rowID in
+                page.append(rowID)
+                if page.count == pageSize { try deletePage() }
+            }
+            if !page.isEmpty { try deletePage() }
+            return deleted
+        }
+        let deleted = releasingObjects ? try deleteAll() : try inSavepoint(savingAtEnd: true) { try deleteAll() }
+        return (deleted, missing.count)
+    }
+
+    /// The row ids of `scope` stored before the sync began that it did not see.
+    private func unseenRowIDs<T: EntityObject>(_ tracker: SyncTracker, scope: SyncScope<T>, pageSize: Int) throws -> RowIDSet {
+        let page = try storage.rowIDPage(tracker.mapping, where: scope.predicate)
+        var missing = RowIDSet()
         var after: Int64 = 0
-        var missing: [Int64] = []
-        missing.reserveCapacity(pageSize)
         while after < tracker.existingUpTo {
             let select = try connection.cachedStatement(sql: page.sql)
+            defer { select.reset() }
             try select.bind([.integer(after), .integer(tracker.existingUpTo)] + page.arguments + [.integer(Int64(pageSize))])
             var rows = 0
-            missing.removeAll(keepingCapacity: true)
             while try select.step() {
                 let rowID = select.int64(at: 0)
                 rows += 1
                 after = rowID
-                if !tracker.seen.contains(rowID) { missing.append(rowID) }
-            }
-            select.reset()
-            if !missing.isEmpty {
-                for (entity, count) in try deleteRows(missing, of: mapping, applyingRules: hasRules) {
-                    deleted[entity, default: 0] += count
-                }
-                if releasingObjects { reset() }
+                if !tracker.seen.contains(rowID) { missing.insert(rowID) }
             }
             if rows < pageSize { break }
         }
-        return deleted
+        return missing
     }
 
     /// Deletes the rows of `rowIDs` (stored, of `mapping`'s entity) and flushes.
-    private func deleteRows(_ rowIDs: [Int64], of mapping: EntitySchema, applyingRules: Bool) throws -> [Int: Int] {
+    private func deleteRows(
+        _ rowIDs: [Int64], of mapping: EntitySchema, applyingRules: Bool, keeping isKept: (EntityState) -> Bool,
+        alsoDeleted: (EntityState) -> Bool
+    ) throws -> [Int: Int] {
         if applyingRules {
             let objects = try objects(of: mapping, rowIDs: rowIDs)
-            let counts = try deleteApplyingRules(objects)
+            let counts = try deleteApplyingRules(objects, keeping: isKept, alsoDeleted: alsoDeleted)
             try flush()
             return counts
         }
@@ -184,8 +240,8 @@ extension Context {
             let end = min(start + 500, unregistered.count)
             let statement = try connection.cachedStatement(sql: storage.selectByRowIDs(mapping, count: end - start))
             try statement.bind(unregistered[start..<end].map { .integer($0) })
+            defer { statement.reset() }
             while try statement.step() { objects.append(try object(for: mapping, statement: statement)) }
-            statement.reset()
             start = end
         }
         return objects

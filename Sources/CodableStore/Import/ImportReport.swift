@@ -41,8 +41,8 @@ public struct ImportReport: Sendable, Codable, Equatable {
         public var entity: String
         /// Objects of the entity stored before the import whose identity the dump has (in the scope or not).
         public var present: Int
-        /// Objects of the scope deleted because the dump does not have them (objects their delete rules cascaded
-        /// to are counted in ``EntityCounts/deleted`` of their entity).
+        /// Objects of the scope deleted because the dump does not have them (with the objects their delete rules
+        /// cascaded to, they are counted in ``EntityCounts/deleted`` of their entity).
         public var deleted: Int
         /// Why nothing was deleted although the import succeeded (a record was skipped); nil when deletions ran.
         public var withheldReason: String?

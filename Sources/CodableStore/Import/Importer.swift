@@ -22,13 +22,13 @@ final class Importer {
     /// While writing behind: the number of plans handed to the writer before the current batch.
     var plansBeforeThisBatch = 0
     /// For a sync import: deletes what the dump did not have, once it is written (see ``SyncScope``).
-    let deleteUnseen: ((Context, SyncTracker) throws -> [Int: Int])?
+    let deleteUnseen: ((Context, SyncTracker) throws -> (deleted: [Int: Int], missing: Int))?
     /// For a sync import: the identities of stored objects that the dump has.
     var syncTracker: SyncTracker?
 
     init(
         connection: Connection, storage: SQLiteStorage, mapping: EntitySchema, options: ImportOptions,
-        deleteUnseen: ((Context, SyncTracker) throws -> [Int: Int])? = nil
+        deleteUnseen: ((Context, SyncTracker) throws -> (deleted: [Int: Int], missing: Int))? = nil
     ) {
         self.deleteUnseen = deleteUnseen
         self.connection = connection
@@ -245,12 +245,12 @@ final class Importer {
             return
         }
         if options.commitEveryBatch { try connection.beginWriteTransaction() }
-        let counts = try deleteUnseen(context, tracker)
+        let (counts, missing) = try deleteUnseen(context, tracker)
         if options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
         for (entity, count) in counts {
             report.entities[model.mappings[entity].name, default: .init()].deleted += count
         }
-        sync.deleted = counts[mapping.index] ?? 0
+        sync.deleted = missing
         options.logger.info("sync deleted what the dump did not have", metadata: ["deleted": "\(sync.deleted)"])
     }
 

@@ -41,7 +41,7 @@ extension Store {
     ) throws -> ImportReport {
         let mapping = try model.mapping(for: T.self)
         let storage = self.storage
-        let deleteUnseen: ((Context, SyncTracker) throws -> [Int: Int])? = scope.map { scope in
+        let deleteUnseen: ((Context, SyncTracker) throws -> (deleted: [Int: Int], missing: Int))? = scope.map { scope in
             { context, tracker in try context.deleteUnseen(tracker, scope: scope, releasingObjects: true) }
         }
         let report = try withWriterConnection { connection in

@@ -45,8 +45,40 @@ import Testing
     init(id: Int) { self.id = id }
 }
 
+/// A tree whose children go with their parent.
+@Entity final class SyncFolder {
+    var id: Int
+    var name: String = ""
+    var parent: SyncFolder?
+    var children: Set<SyncFolder> = []
+    static let identity = Identity(\SyncFolder.id)
+    static let inverses = [Inverse(\SyncFolder.parent, \SyncFolder.children)]
+    static let deleteRules: [DeleteRule<SyncFolder>] = [.cascade(\.children)]
+    init(id: Int) { self.id = id }
+}
+
+/// A tree whose parents cannot go while they have children.
+@Entity final class SyncNode {
+    var id: Int
+    var parent: SyncNode?
+    var children: Set<SyncNode> = []
+    static let identity = Identity(\SyncNode.id)
+    static let inverses = [Inverse(\SyncNode.parent, \SyncNode.children)]
+    static let deleteRules: [DeleteRule<SyncNode>] = [.deny(\.children)]
+    init(id: Int) { self.id = id }
+}
+
+/// No identity: nothing stored can be recognized in a payload.
+@Entity final class SyncEvent {
+    var name: String = ""
+    init(name: String) { self.name = name }
+}
+
 @Suite struct SyncTests {
-    static let entities: [any EntityObject.Type] = [SyncIssue.self, SyncLabel.self, SyncComment.self, SyncBlocker.self, SyncNote.self]
+    static let entities: [any EntityObject.Type] = [
+        SyncIssue.self, SyncLabel.self, SyncComment.self, SyncBlocker.self, SyncNote.self, SyncFolder.self, SyncNode.self,
+        SyncEvent.self,
+    ]
 
     /// Issues 1–4 of repository a and 5–6 of b, each with label 1 (and 2 for even ids) and two comments.
     static func seeded() throws -> (Store, String) {
@@ -233,7 +265,79 @@ import Testing
         #expect(labelChange.rows.count == 2 && labelChange.deleted.isEmpty)
     }
 
+    @Test func theScopeIsWhatItWasBeforeAnyDeletion() throws {
+        // More objects than a page of row ids: deleting the first page's parent would put its child in the scope.
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: Self.entities)
+        try store.write { context in
+            for id in 1...4_100 { try context.insert(SyncIssue(id: id)) }
+            let child = SyncIssue(id: 5_000)
+            try context.insert(child)
+            child.parent = try context.object(SyncIssue.self, identity: 1)
+        }
+        let dump = try Self.write([])
+        let report = try store.importJSON(SyncIssue.self, from: .file(dump), options: Self.jsonLines(), syncing: .matching(\.parent == nil))
+        #expect(try Self.ids(path, "SELECT id, parent FROM SyncIssue") == ["5000 NULL"])
+        #expect(report.sync?.deleted == 4_100)
+    }
+
+    @Test func aDenyHoldsOnlyForWhatStays() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: Self.entities)
+        try store.write { context in
+            for id in 1...4_100 { try context.insert(SyncNode(id: id)) }
+            // Node 1's child is on a later page of row ids, and goes too: no denial.
+            try #require(try context.object(SyncNode.self, identity: 4_100)).parent = try context.object(SyncNode.self, identity: 1)
+        }
+        let report = try store.importJSON(SyncNode.self, from: .file(try Self.write([])), options: Self.jsonLines(), syncing: .all)
+        #expect(report.sync?.deleted == 4_100)
+        #expect(try Self.ids(path, "SELECT count(*) FROM SyncNode") == ["0"])
+    }
+
+    @Test func aCascadeStopsAtWhatThePayloadHas() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: Self.entities)
+        try store.write { context in
+            let parent = SyncFolder(id: 1)
+            try context.insert(parent)
+            for id in 2...3 { parent.children.insert(SyncFolder(id: id)) }
+        }
+        // Folder 1 is gone from the payload, folder 2 is not: the cascade takes folder 3 only.
+        let dump = try Self.write([#"{"id": 2, "name": "still here"}"#])
+        let report = try store.importJSON(SyncFolder.self, from: .file(dump), options: Self.jsonLines(), syncing: .all)
+        #expect(try Self.ids(path, "SELECT id, name, parent FROM SyncFolder") == ["2 still here NULL"])
+        #expect(report.sync?.deleted == 2)
+        #expect(report.entities["SyncFolder"]?.deleted == 2)
+    }
+
+    @Test func anEntityWithoutIdentityCannotBeSynced() throws {
+        let (store, _) = try Self.seeded()
+        let error = try #require(throws: ImportError.self) {
+            try store.importJSON(SyncEvent.self, from: .file(try Self.write([#"{"name": "x"}"#])), options: Self.jsonLines(), syncing: .all)
+        }
+        #expect(error.description.contains("cannot sync SyncEvent: it has no identity"))
+    }
+
     // MARK: - Decoder
+
+    @Test func aDenialInADecodeLeavesNothingDeletedEvenWhenCaught() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: Self.entities)
+        try store.write { context in
+            for id in 1...4_098 { try context.insert(SyncNode(id: id)) }
+            // Node 4097 (second page) keeps a child the payload has: denied after the first page was deleted.
+            try #require(try context.object(SyncNode.self, identity: 4_098)).parent = try context.object(SyncNode.self, identity: 4_097)
+        }
+        try store.write { context in
+            let error = try #require(throws: StoreError.self) {
+                try StoreDecoder().decodeAndSave(
+                    [SyncNode].self, from: Data(#"[{"id": 4098}]"#.utf8), into: context, syncing: .all(SyncNode.self))
+            }
+            #expect(error.code == .deleteDenied)
+            #expect(try context.count(SyncNode.self) == 4_098)
+        }
+        #expect(try Self.ids(path, "SELECT count(*) FROM SyncNode") == ["4098"])
+    }
 
     @Test func decodeAndSaveSyncsThePayloadInTheSameTransaction() throws {
         let (store, path) = try Self.seeded()

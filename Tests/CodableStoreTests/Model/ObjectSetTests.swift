@@ -64,6 +64,9 @@ import Testing
         #expect(set.count == reference.count)
         for rowID in reference { #expect(set.contains(rowID)) }
         for rowID: Int64 in [0, 100_001, 1 << 40] where !reference.contains(rowID) { #expect(!set.contains(rowID)) }
+        var visited: [Int64] = []
+        set.forEach { visited.append($0) }
+        #expect(visited == reference.sorted())
     }
 
     @Test func aMillionDenseRowIDsTakeSixteenChunks() {
