@@ -1,3 +1,5 @@
+import Logging
+
 /// An entity's stored values as a `Sendable` value: what reads and observations hand across tasks.
 ///
 /// ```swift
@@ -159,7 +161,9 @@ extension Store {
     ///     render(change.rows, inserted: change.inserted)
     /// }
     /// ```
-    /// If the query fails (an invalid key path), the sequence ends.
+    /// If the query fails (an invalid key path), the sequence ends, and the store's logger says why. A refresh that
+    /// fails after a transaction (a busy or failing disk) is logged at error level and sends nothing; the next
+    /// change is computed against the last results sent.
     public func observe<T: EntityObject>(
         _ type: T.Type, where predicate: EntityPredicate<T>? = nil, orderBy sort: [Sort<T>] = []
     ) -> QueryObservation<T> {
@@ -167,7 +171,13 @@ extension Store {
         let evaluate: @Sendable (Context) throws -> [Snapshot<T>] = { context in
             try context.snapshots(T.self, where: predicate, orderBy: sort)
         }
-        guard let root = try? model.mapping(for: T.self), let initial = try? read(evaluate) else {
+        let root: EntitySchema
+        let initial: [Snapshot<T>]
+        do {
+            root = try model.mapping(for: T.self)
+            initial = try read(evaluate)
+        } catch {
+            options.logger.error("observation ended: its query failed", metadata: ["entity": "\(T.self)", "error": "\(error)"])
             continuation.finish()
             return stream
         }
@@ -208,7 +218,13 @@ extension Store {
     func notifyObservers(_ entities: Set<Int>) {
         guard !entities.isEmpty, !observers.isEmpty else { return }
         for observer in observers.interested(in: entities) {
-            _ = try? read { context in try observer.refresh(context) }
+            do {
+                try read { context in try observer.refresh(context) }
+            } catch {
+                // The observation goes on: the next change it hears of is computed against the last results it sent,
+                // so it catches up then.
+                options.logger.error("observation refresh failed", metadata: ["error": "\(error)"])
+            }
         }
     }
 }

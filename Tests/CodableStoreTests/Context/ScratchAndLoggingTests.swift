@@ -49,3 +49,25 @@ private final class CollectingLogHandler: LogHandler, @unchecked Sendable {
         #expect(handler.lines.withLock { $0 }.contains { $0.hasPrefix("error write rolled back") })
     }
 }
+
+@Suite struct ObservationLoggingTests {
+    @Test func aFailingObservationIsLoggedNotSilent() async throws {
+        let handler = CollectingLogHandler()
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities, options: .init(logger: Logger(label: "test", factory: { _ in handler })))
+        // A query that cannot run ends the observation at once, with a reason in the log.
+        var broken = store.observe(Person.self, where: .sql("no_such_column = 1")).makeAsyncIterator()
+        #expect(await broken.next() == nil)
+        #expect(handler.lines.withLock { $0 }.contains { $0.hasPrefix("error observation ended: its query failed") })
+        // A refresh that fails after a transaction is logged, and the observation goes on.
+        try RawDatabase(path).execute("CREATE TABLE Allowed (id INTEGER)")
+        var changes = store.observe(Person.self, where: .sql("id NOT IN (SELECT id FROM Allowed)")).makeAsyncIterator()
+        #expect(try #require(await changes.next()).rows.isEmpty)
+        try RawDatabase(path).execute("DROP TABLE Allowed")
+        try await store.write { try $0.insert(Person(id: 1)) }
+        #expect(handler.lines.withLock { $0 }.contains { $0.hasPrefix("error observation refresh failed") })
+        try RawDatabase(path).execute("CREATE TABLE Allowed (id INTEGER)")
+        try await store.write { try $0.insert(Person(id: 2)) }
+        #expect(try #require(await changes.next()).rows.count == 2)
+    }
+}
