@@ -112,6 +112,13 @@ extension Context {
     /// Starts tracking a sync of `mapping`'s entity: from now on, the row ids present in the stored table are the
     /// ones a sync may delete.
     func startSync(of mapping: EntitySchema) throws -> SyncTracker {
+        // Checked before the payload is decoded, not once it is written.
+        guard !mapping.identityColumns.isEmpty else {
+            throw StoreError(
+                .invalidObject,
+                "cannot sync \(mapping.name): it has no identity, so no stored object can be recognized in a payload",
+                entity: mapping.name)
+        }
         try flush()
         let statement = try connection.cachedStatement(sql: storage.largestRowID(mapping))
         defer { statement.reset() }
@@ -136,12 +143,6 @@ extension Context {
         _ tracker: SyncTracker, scope: SyncScope<T>, releasingObjects: Bool, pageSize: Int = 4096
     ) throws -> (deleted: [Int: Int], missing: Int) {
         if isReadOnly { throw StoreError.readOnly("delete") }
-        guard !tracker.mapping.identityColumns.isEmpty else {
-            throw StoreError(
-                .invalidObject,
-                "cannot sync \(tracker.mapping.name): it has no identity, so no stored object can be recognized in a payload",
-                entity: tracker.mapping.name)
-        }
         try flush()
         let mapping = tracker.mapping
         let missing = try unseenRowIDs(tracker, scope: scope, pageSize: pageSize)

@@ -316,6 +316,8 @@ import Testing
             try store.importJSON(SyncEvent.self, from: .file(try Self.write([#"{"name": "x"}"#])), options: Self.jsonLines(), syncing: .all)
         }
         #expect(error.description.contains("cannot sync SyncEvent: it has no identity"))
+        #expect(error.recordIndex == nil)  // refused before any record was read
+        #expect(try store.read { try $0.count(SyncEvent.self) } == 0)
     }
 
     // MARK: - Decoder
