@@ -90,9 +90,18 @@ extension Context {
         let attributes = mapping.description.identity.compactMap { field -> AttributeDescription? in
             if case .attribute(let attribute) = mapping.description.fields[field] { attribute } else { nil }
         }
+        // Decimals (text) sort by value, as the store's collation sorts them.
+        let decimal = attributes.map { $0.type.name == AttributeType.decimal.name }
         let keyed = objects.map { object in (attributes.map { $0.value(of: object) }, object.entityState.rowID, object) }
         return keyed.sorted { left, right in
-            for (a, b) in zip(left.0, right.0) where a != b { return a.precedes(b) }
+            for (position, (a, b)) in zip(left.0, right.0).enumerated() where a != b {
+                if decimal[position], case .text(let x) = a, case .text(let y) = b {
+                    let order = Array(x.utf8).withUnsafeBytes { x in Array(y.utf8).withUnsafeBytes { y in DecimalText.compare(x, y) } }
+                    if order != 0 { return order < 0 }
+                    continue
+                }
+                return a.precedes(b)
+            }
             return left.1 < right.1
         }.map(\.2)
     }

@@ -17,6 +17,12 @@ import Testing
     }
 }
 
+@Entity final class Amount {
+    var value: Decimal
+    static let identity = Identity(\Amount.value)
+    init(value: Decimal) { self.value = value }
+}
+
 @Suite struct NumericOrderTests {
     static let prices = ["10", "9", "-1.5", "0.001", "1000", "-20", "0", "9.5", "123456789012345678901234.5"]
     static let bigs: [UInt64] = [0, 5, UInt64(Int64.max), UInt64(Int64.max) + 1, UInt64.max, 1 << 63 + 12_345]
@@ -119,6 +125,16 @@ import Testing
         #expect(try raw.value("SELECT value FROM _codablestore_metadata WHERE key = 'model'").contains(#""version":2"#))
         // Opened again, nothing more to do.
         _ = try Store(path: path, entities: [Priced.self])
+    }
+
+    @Test func theStableExportSortsDecimalIdentitiesByValue() throws {
+        let store = try Store.inMemory(entities: [Amount.self])
+        try store.write { context in
+            for text in ["10", "9", "-2.5", "100", "0.5"] { try context.insert(Amount(value: Decimal(string: text)!)) }
+        }
+        let export = String(decoding: try store.stableExport(), as: UTF8.self)
+        let values = export.split(separator: "\n").filter { $0.contains("\"value\"") }.map { $0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces) }
+        #expect(values == ["-2.5", "0.5", "9", "10", "100"])
     }
 
     @Test func decimalTextComparesByValue() {
