@@ -9,7 +9,9 @@
 ///
 /// An identity is present when the payload has it anywhere: as a record, as a nested object, or as a reference
 /// (`"parent": 7`), decoded by the decoder (an object your own hook looks up in the context is not seen). The scope
-/// is taken before anything is deleted. Deletions apply the entity's ``DeleteRule``s and happen in the transaction
+/// is evaluated once the payload is written, over the rows stored before it, and before anything is deleted: an
+/// object the payload moved out of the scope is present anyway, and one the payload changed without having it (a
+/// parent's replaced `children` clearing the child's `parent`) is judged by its new values. Deletions apply the entity's ``DeleteRule``s and happen in the transaction
 /// that writes the payload, after it; a cascade never deletes an object the payload has (its relationship to the
 /// deleted one is cleared instead), and a deny that would stop a deletion fails the whole sync. A payload that
 /// fails, or an import that skipped a record, deletes nothing (see ``ImportReport/Sync/withheldReason``). Objects
