@@ -108,6 +108,7 @@ extension Context {
         insertedObjects.removeAll(keepingCapacity: true)
         updatedObjects.removeAll(keepingCapacity: true)
         deletedObjects.removeAll()
+        discardedInsertions.removeAll()
         linkChanges.removeAll()
         hasUnwrittenIdentityChanges = false
     }
@@ -261,10 +262,25 @@ extension Context {
             let change = linkChanges[position]
             return lastChange[Link(table: change.table, source: change.source, target: change.target)] == position
         }
+        // Rows deleted in this save, and rows never written (inserted, then deleted): their links would point to
+        // nothing (the foreign keys would fail the commit), and their unlinks are done by the cascade.
+        struct Row: Hashable {
+            let entity: Int
+            let rowID: Int64
+        }
+        var gone = Set<Row>()
+        for (entity, rowID) in deletedObjects { gone.insert(Row(entity: entity, rowID: rowID)) }
+        for (entity, rowID) in discardedInsertions { gone.insert(Row(entity: entity, rowID: rowID)) }
+        func involvesGoneRow(_ change: LinkChange) -> Bool {
+            guard !gone.isEmpty else { return false }
+            let join = model.joinTables[change.table]
+            return gone.contains(Row(entity: join.source, rowID: change.source)) || gone.contains(Row(entity: join.target, rowID: change.target))
+        }
         var links: [[Int]] = Array(repeating: [], count: model.joinTables.count)
         for position in linkChanges.indices where isLast(position) {
             let change = linkChanges[position]
             if !unchanged.isEmpty, unchanged.contains(UnchangedLinkOwner(table: change.table, source: change.source)) { continue }
+            if involvesGoneRow(change) { continue }
             if change.isLink {
                 links[change.table].append(position)
             } else {

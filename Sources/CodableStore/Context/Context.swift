@@ -68,6 +68,10 @@ public final class Context {
     @exclusivity(unchecked) var insertedObjects: [any EntityObject] = []
     @exclusivity(unchecked) var updatedObjects: [any EntityObject] = []
     var deletedObjects: [(entity: Int, rowID: Int64)] = []
+    /// Objects inserted and deleted again before a save: their rows are never written, nor are links to them.
+    var discardedInsertions: [(entity: Int, rowID: Int64)] = []
+    /// How many ``inSavepoint(_:)`` calls are running (``rollback()`` cannot run inside one).
+    var savepointDepth = 0
     /// Objects deleted in this context, kept so that `invalidate()` can detach them too.
     private var detachedObjects: [any EntityObject] = []
     @exclusivity(unchecked) private var lastInsertedType: ObjectIdentifier?
@@ -145,6 +149,7 @@ public final class Context {
         invalidate()
         nextRowIDs = Array(repeating: nil, count: model.mappings.count)
         deletedObjects.removeAll()
+        discardedInsertions.removeAll()
         deferredError = nil
     }
 
@@ -234,6 +239,7 @@ public final class Context {
         updatedObjects = []
         linkChanges = []
         deletedObjects = []
+        discardedInsertions = []
     }
 
     /// Whether the context holds nothing at all, and no import runs on it: only then may a decode change it
@@ -277,6 +283,8 @@ public final class Context {
         let materializedCounts = self.materializedCounts
         let insertedIdentities = self.insertedIdentities
         let deferred = deferredReferences
+        savepointDepth += 1
+        defer { savepointDepth -= 1 }
         do {
             return try connection.inSavepoint(named: "codablestore_context") {
                 let result = try body()
@@ -307,6 +315,11 @@ public final class Context {
     /// - Throws: ``StoreError`` for a read-only context, or the store's error when it cannot begin again.
     public func rollback() throws {
         if isReadOnly { throw StoreError.readOnly("rollback") }
+        guard savepointDepth == 0 else {
+            throw StoreError(
+                .invalidObject,
+                "rollback() cannot run inside inSavepoint: throw from the savepoint's closure to undo what it did, or call rollback() after it")
+        }
         precondition(deferredWriter == nil, "a rollback while a writer thread writes behind")
         connection.rollbackIgnoringErrors()
         reset()
@@ -524,16 +537,14 @@ public final class Context {
                 }
             }
         }
+        // Left in insertedObjects and updatedObjects (a save skips objects that are no longer inserted or
+        // persistent): removing them one by one made a cascade over n objects take n² time.
         if state.status == .inserted {
-            insertedObjects.removeAll { $0 === object }
+            discardedInsertions.append((mapping.index, state.rowID))
         } else {
             deletedObjects.append((mapping.index, state.rowID))
         }
-        if state.isScheduledForUpdate {
-            updatedObjects.removeAll { $0 === object }
-            state.isScheduledForUpdate = false
-        }
-        // Link changes that involve the deleted row would only be undone by the cascade.
+        // Link changes that involve the deleted row are left out when the links are written (see planLinks).
         registries[mapping.index][state.rowID] = nil
         detachedObjects.append(object)
         state.status = .deleted
