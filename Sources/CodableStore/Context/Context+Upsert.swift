@@ -11,25 +11,61 @@ extension Context {
     /// (a destination, or members) replace the existing object's, and those it has not (`nil`, empty) leave the
     /// existing object's as they are. `object` itself stays unsaved and detached when it was not inserted.
     ///
+    /// Related objects made in Swift are upserted too, before it, as the decoder upserts nested objects: a
+    /// destination whose identity is stored becomes the stored object (updated with the destination's values).
+    /// Build the graph from one side (set `issue.labels`, not also `label.issues`): a destination whose own
+    /// relationships lead back to an object of the graph not upserted yet would insert that object as new.
+    ///
     /// An entity without identity has nothing to match: its objects are always inserted.
     /// - Throws: ``StoreError`` if the context is read-only, the class is not an entity of the store, or `object`
     ///   belongs to another context.
     @discardableResult
     public func upsert<T: EntityObject>(_ object: T) throws -> T {
+        var visiting = ObjectSet()
+        return try upsert(object, visiting: &visiting)
+    }
+
+    /// Upserts `object` and, first, the detached objects its relationships hold (but those in `visiting`: the
+    /// objects whose upsert is under way, which hold their graph alive).
+    private func upsert<T: EntityObject>(_ object: T, visiting: inout ObjectSet) throws -> T {
         if isReadOnly { throw StoreError.readOnly("upsert") }
         let state = object.entityState
         if state.context === self, state.status != .deleted { return object }
         let mapping = try model.mapping(for: T.self)
-        guard !mapping.identityColumns.isEmpty, state.context == nil else {
-            try insert(object)
+        guard state.context == nil else {
+            try insert(object)  // another context's: insert says so
             return object
         }
-        guard let existing = try self.object(T.self, identityValues: identityValues(of: object, mapping)) else {
+        visiting.insert(object)
+        try upsertDestinations(of: object, mapping, visiting: &visiting)
+        guard !mapping.identityColumns.isEmpty,
+            let existing = try self.object(T.self, identityValues: identityValues(of: object, mapping))
+        else {
             try insert(object)
             return object
         }
         try copyValues(of: object, to: existing, mapping)
         return existing
+    }
+
+    /// Replaces the detached destinations of `object`'s relationships with what upserting them returns.
+    private func upsertDestinations(of object: any EntityObject, _ mapping: EntitySchema, visiting: inout ObjectSet) throws {
+        func upserted(_ destination: any EntityObject) throws -> any EntityObject {
+            guard destination.entityState.context == nil, !visiting.contains(destination) else { return destination }
+            return try upsert(destination, visiting: &visiting)
+        }
+        for case let relationship? in mapping.relationships {
+            let description = relationship.description
+            if description.isToMany {
+                let members = description.getMany(object)
+                guard !members.isEmpty else { continue }
+                let resolved = try members.map(upserted)
+                if zip(members, resolved).contains(where: { $0 !== $1 }) { description.setMany(object, resolved) }
+            } else if let destination = description.getOne(object) {
+                let resolved = try upserted(destination)
+                if resolved !== destination { description.setOne(object, resolved) }
+            }
+        }
     }
 
     /// The object with this identity, or the one `make` creates, inserted (find-or-create).

@@ -127,4 +127,32 @@ import Testing
         }
         #expect(error.code == .readOnly)
     }
+
+    @Test func relatedObjectsMadeInSwiftAreUpsertedToo() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities)
+        try store.write { context in
+            let ada = Person(id: 1, name: "Ada")
+            try context.insert(ada)
+            ada.country = Country(code: "uk", name: "United Kingdom")
+            ada.tags = [Tag(id: 5, label: "math")]
+        }
+        try store.write { context in
+            // A new person whose country is stored, and the stored person with a stored tag and a new one.
+            let grace = Person(id: 2, name: "Grace")
+            grace.country = Country(code: "uk", name: "UK")
+            let upsertedGrace = try context.upsert(grace)
+            #expect(upsertedGrace === grace)
+            let ada = Person(id: 1, name: "Ada")
+            ada.tags = [Tag(id: 5, label: "mathematics"), Tag(id: 6, label: "logic")]
+            let upsertedAda = try context.upsert(ada)
+            #expect(upsertedAda !== ada)
+            #expect(upsertedAda.tags.map(\.id).sorted() == [5, 6])
+        }
+        let raw = try RawDatabase(path)
+        #expect(try raw.rows("SELECT code, name FROM Country") == [["uk", "UK"]])
+        #expect(try raw.rows("SELECT id, label FROM Tag ORDER BY id") == [["5", "mathematics"], ["6", "logic"]])
+        #expect(try raw.rows("SELECT p.id, c.code FROM Person p JOIN Country c ON c._pk = p.country ORDER BY p.id") == [["1", "uk"], ["2", "uk"]])
+        #expect(try raw.rows("SELECT count(*) FROM Person_tags") == [["2"]])
+    }
 }
