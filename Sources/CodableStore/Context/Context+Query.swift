@@ -122,7 +122,8 @@ extension Context {
         return result
     }
 
-    /// Deletes every object matching `predicate` (all of them when nil) and returns how many were deleted.
+    /// Deletes every object matching `predicate` (all of them when nil) and returns how many objects of the entity
+    /// were deleted (with delete rules, those their cascades reached included).
     ///
     /// Objects in memory are deleted as ``delete(_:)`` does, so relationships to them are cleared on both
     /// sides; the other rows are deleted with one statement, and the store's foreign keys clear what points
@@ -140,9 +141,9 @@ extension Context {
             var objects: [any EntityObject] = []
             while try select.step() { objects.append(try object(for: mapping, statement: select)) }
             select.reset()
-            try deleteApplyingRules(objects)
+            let deleted = try deleteApplyingRules(objects)
             try flush()
-            return objects.count
+            return deleted[mapping.index] ?? 0  // the matches, and the objects of the entity their cascades reached
         }
         // Objects in memory first, so that their relationships are cleaned up in memory too.
         var registered: [any EntityObject] = []

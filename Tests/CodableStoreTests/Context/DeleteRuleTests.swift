@@ -150,6 +150,19 @@ import Testing
         #expect(error.code == .invalidModel)
         #expect(error.message.contains("BadRule: a delete rule is declared for a key path that does not name a relationship"), "\(error)")
     }
+
+    @Test func deleteAllCountsWhatItsCascadesReachedOfTheEntity() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: Self.entities)
+        try store.write { context in
+            let notes = (1...4).map { LinkedNote(id: $0) }
+            for note in notes { try context.insert(note) }
+            for (note, next) in zip(notes, notes.dropFirst() + [notes[0]]) { note.next = next }
+        }
+        let count = try store.write { context in try context.deleteAll(LinkedNote.self, where: \.id == 3) }
+        #expect(try RawDatabase(path).rows("SELECT count(*) FROM LinkedNote") == [["0"]])
+        #expect(count == 4)
+    }
 }
 
 @Entity final class BadRule {
