@@ -453,25 +453,38 @@ public final class Context {
         var deleting: [any EntityObject] = []
         var reached = ObjectSet()  // every object here is held by the context or by the caller until the end
         var denials: [(owner: any EntityObject, field: Int, members: [any EntityObject])] = []
-        var pending = objects
-        while let object = pending.popLast() {
-            if isKept(object.entityState) { continue }
-            guard reached.insert(object) else { continue }
-            let state = object.entityState
-            guard state.context === self else {
-                let type: any EntityObject.Type = Swift.type(of: object)
-                throw StoreError(.wrongContext, "cannot delete a \(type) object that this context does not hold", entity: "\(type)")
+        // Level by level (the objects given, then what their cascades reach, …), so that the relationships the rules
+        // follow are loaded for all the objects of an entity at once: one query per relationship and 256 objects,
+        // not one per object.
+        var level = objects
+        while !level.isEmpty {
+            var byEntity: [Int: [any EntityObject]] = [:]
+            for object in level {
+                if isKept(object.entityState) { continue }
+                guard reached.insert(object) else { continue }
+                let state = object.entityState
+                guard state.context === self else {
+                    let type: any EntityObject.Type = Swift.type(of: object)
+                    throw StoreError(.wrongContext, "cannot delete a \(type) object that this context does not hold", entity: "\(type)")
+                }
+                guard state.status == .inserted || state.status == .persistent else { continue }
+                deleting.append(object)
+                byEntity[state.entityIndex, default: []].append(object)
             }
-            guard state.status == .inserted || state.status == .persistent else { continue }
-            deleting.append(object)
-            let mapping = model.mappings[state.entityIndex]
-            for (field, rule) in mapping.description.deleteRules where rule != .nullify {
-                guard let relationship = mapping.relationships[field] else { continue }
-                let members =
-                    relationship.description.isToMany
-                    ? loadToMany(object, relationship) : resolveToOne(object, relationship).map { [$0] } ?? []
-                try throwDeferredError()
-                if rule == .cascade { pending += members } else if !members.isEmpty { denials.append((object, field, members)) }
+            level = []
+            for (entity, group) in byEntity.sorted(by: { $0.key < $1.key }) {
+                let mapping = model.mappings[entity]
+                for (field, rule) in mapping.description.deleteRules.sorted(by: { $0.key < $1.key }) where rule != .nullify {
+                    guard let relationship = mapping.relationships[field] else { continue }
+                    if relationship.description.isToMany { try loadToManyBatch(group, relationship) }
+                    for object in group {
+                        let members =
+                            relationship.description.isToMany
+                            ? loadToMany(object, relationship) : resolveToOne(object, relationship).map { [$0] } ?? []
+                        try throwDeferredError()
+                        if rule == .cascade { level += members } else if !members.isEmpty { denials.append((object, field, members)) }
+                    }
+                }
             }
         }
         for denial in denials {

@@ -1,5 +1,6 @@
 import CodableStore
 import Foundation
+import Synchronization
 import Testing
 
 // A chain with cascades (board → columns → cards), a deny (a card with attachments cannot go), and a cycle of
@@ -149,6 +150,22 @@ import Testing
         let error = try #require(throws: StoreError.self) { _ = try Store.inMemory(entities: [BadRule.self]) }
         #expect(error.code == .invalidModel)
         #expect(error.message.contains("BadRule: a delete rule is declared for a key path that does not name a relationship"), "\(error)")
+    }
+
+    @Test func theRulesLoadEachRelationshipOnceForAllTheObjectsTheyReach() throws {
+        let (_, path) = try Self.seeded()
+        let statements = Mutex<[String]>([])
+        let store = try Store(
+            path: path, entities: Self.entities, options: .init(statementObserver: { sql in statements.withLock { $0.append(sql) } }))
+        try store.write { context in
+            let board = try #require(try context.object(Board.self, identity: 2))
+            statements.withLock { $0.removeAll() }
+            try context.delete(board)
+        }
+        // The board's columns, the two columns' cards, the four cards' attachments: one query each, not 1 + 2 + 4.
+        let memberships = statements.withLock { $0 }.filter { $0.hasPrefix("SELECT") && $0.contains(" IN (") }
+        #expect(memberships.count == 3, "\(memberships)")
+        #expect(try Self.counts(path) == ["Board 1", "BoardColumn 2", "Card 4", "Attachment 1", "BoardOwner 1"])
     }
 
     @Test func deleteAllCountsWhatItsCascadesReachedOfTheEntity() throws {
