@@ -38,14 +38,16 @@ extension Context {
         }
         visiting.insert(object)
         try upsertDestinations(of: object, mapping, visiting: &visiting)
+        // Looked up as the decoder looks up identities: answered from memory when this context holds the object
+        // (or knows it is not stored), without writing pending changes first.
         guard !mapping.identityColumns.isEmpty,
-            let existing = try self.object(T.self, identityValues: identityValues(of: object, mapping))
+            let existing = try self.object(entity: mapping.index, identity: identityKey(of: object, mapping))
         else {
             try insert(object)
             return object
         }
         try copyValues(of: object, to: existing, mapping)
-        return existing
+        return unsafeDowncast(existing, to: T.self)
     }
 
     /// Replaces the detached destinations of `object`'s relationships with what upserting them returns.

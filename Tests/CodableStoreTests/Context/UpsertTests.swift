@@ -1,6 +1,7 @@
 import CodableStore
 import CodableStoreTesting
 import Foundation
+import Synchronization
 import Testing
 
 /// Upsert and find-or-create for objects made in Swift, checked in the store's rows and its statements.
@@ -154,5 +155,20 @@ import Testing
         #expect(try raw.rows("SELECT id, label FROM Tag ORDER BY id") == [["5", "mathematics"], ["6", "logic"]])
         #expect(try raw.rows("SELECT p.id, c.code FROM Person p JOIN Country c ON c._pk = p.country ORDER BY p.id") == [["1", "uk"], ["2", "uk"]])
         #expect(try raw.rows("SELECT count(*) FROM Person_tags") == [["2"]])
+    }
+
+    @Test func aLoopOfUpsertsDoesNotWriteAtEveryCall() throws {
+        let statements = Mutex<[String]>([])
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities, options: .init(statementObserver: { sql in statements.withLock { $0.append(sql) } }))
+        try store.write { context in
+            for id in 1...100 { try context.upsert(Person(id: id, name: "p\(id)")) }
+            for id in 1...100 { try context.upsert(Person(id: id, name: "again \(id)")) }  // answered from memory
+        }
+        let all = statements.withLock { $0 }
+        // Inserted together at the end, 32 rows per statement; no lookups for the second loop.
+        #expect(all.filter { $0.hasPrefix("INSERT") }.count <= 8, "\(all.filter { $0.hasPrefix("INSERT") })")
+        #expect(all.filter { $0.hasPrefix("SELECT") && $0.contains("\"Person\"") }.count <= 100)
+        #expect(try RawDatabase(path).rows("SELECT count(*), min(name) FROM Person") == [["100", "again 1"]])
     }
 }
