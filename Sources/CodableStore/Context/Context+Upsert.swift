@@ -79,14 +79,27 @@ extension Context {
     /// - Throws: ``StoreError`` (`invalidObject`) when the object `make` returns has another identity, or what
     ///   `make` or the insert throws.
     public func findOrCreate<T: EntityObject, V: AttributeValue>(_ type: T.Type, identity value: V, _ make: () throws -> T) throws -> T {
-        if let found = try object(type, identity: value) { return found }
+        try findOrCreate(type, identity: [value], make)
+    }
+
+    /// The object with this composite identity (values in the order of the entity's ``Identity``), or the one
+    /// `make` creates, inserted.
+    ///
+    /// ```swift
+    /// let issue = try context.findOrCreate(Issue.self, identity: ["apple/swift", 42]) { Issue(repository: "apple/swift", number: 42) }
+    /// ```
+    /// - Throws: ``StoreError`` (`invalidObject`) when the number of values is not the identity's, or the object
+    ///   `make` returns has another identity, or what `make` or the insert throws.
+    public func findOrCreate<T: EntityObject>(_ type: T.Type, identity values: [any AttributeValue], _ make: () throws -> T) throws -> T {
+        if let found = try object(type, identity: values) { return found }
         let made = try make()
         let mapping = try model.mapping(for: T.self)
         let identity = identityValues(of: made, mapping)
-        guard identity == [value.sqliteValue] else {
+        let asked = values.map(\.sqliteValue)
+        guard identity == asked else {
             throw StoreError(
                 .invalidObject,
-                "findOrCreate was asked for \(mapping.name) \(value.sqliteValue) but made one whose identity is \(identity.map(\.description).joined(separator: ", "))",
+                "findOrCreate was asked for \(mapping.name) \(asked.map(\.description).joined(separator: ", ")) but made one whose identity is \(identity.map(\.description).joined(separator: ", "))",
                 entity: mapping.name)
         }
         try insert(made)

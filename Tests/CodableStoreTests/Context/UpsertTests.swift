@@ -171,4 +171,31 @@ import Testing
         #expect(all.filter { $0.hasPrefix("SELECT") && $0.contains("\"Person\"") }.count <= 100)
         #expect(try RawDatabase(path).rows("SELECT count(*), min(name) FROM Person") == [["100", "again 1"]])
     }
+
+    @Test func findOrCreateTakesACompositeIdentity() throws {
+        let (fixture, path) = try Self.store()
+        try fixture.store.write { context in
+            try context.insert(Membership(team: "a", user: 1, role: "owner"))
+        }
+        let made = Mutex(0)
+        try fixture.store.write { context in
+            let found = try context.findOrCreate(Membership.self, identity: ["a", 1]) {
+                made.withLock { $0 += 1 }
+                return Membership(team: "a", user: 1, role: "member")
+            }
+            #expect(found.role == "owner")
+            let created = try context.findOrCreate(Membership.self, identity: ["b", 2]) {
+                made.withLock { $0 += 1 }
+                return Membership(team: "b", user: 2, role: "member")
+            }
+            #expect(created.role == "member")
+            let error = try #require(throws: StoreError.self) {
+                try context.findOrCreate(Membership.self, identity: ["c", 3]) { Membership(team: "c", user: 4, role: "x") }
+            }
+            #expect(error.message == "findOrCreate was asked for Membership 'c', 3 but made one whose identity is 'c', 4")
+            #expect(throws: StoreError.self) { try context.findOrCreate(Membership.self, identity: ["a"]) { Membership(team: "a", user: 1, role: "x") } }
+        }
+        #expect(made.withLock { $0 } == 1)
+        #expect(try RawDatabase(path).rows("SELECT team, user, role FROM Membership ORDER BY team") == [["a", "1", "owner"], ["b", "2", "member"]])
+    }
 }
