@@ -162,12 +162,15 @@ extension Context {
         let statement = try connection.cachedStatement(sql: delete.sql)
         try statement.bind(delete.arguments)
         try statement.execute()
-        if count > 0 {
-            touchedEntities.insert(mapping.index)
-            // Foreign keys of other entities may have been set to NULL, join rows deleted.
-            for case let relationship? in mapping.relationships { touchedEntities.insert(relationship.destination) }
-        }
+        if count > 0 { noteRowsDeletedBySQL(mapping) }
         return count
+    }
+
+    /// Rows of `mapping`'s entity were deleted by a statement rather than object by object: its observers hear of
+    /// it, and so do those of the entities whose foreign keys were set to NULL or whose join rows went.
+    func noteRowsDeletedBySQL(_ mapping: EntitySchema) {
+        touchedEntities.insert(mapping.index)
+        for case let relationship? in mapping.relationships { touchedEntities.insert(relationship.destination) }
     }
 
     /// Writes pending changes (the query must see them) and returns the entity's schema.

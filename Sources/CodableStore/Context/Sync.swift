@@ -214,39 +214,24 @@ extension Context {
             if let object = registries[mapping.index][rowID] { try deleteObject(object) } else { unregistered.append(rowID) }
         }
         try flush()
-        var start = 0
-        while start < unregistered.count {
-            let end = min(start + 500, unregistered.count)
-            let statement = try connection.cachedStatement(sql: storage.deleteByRowIDs(mapping, count: end - start))
-            try statement.bind(unregistered[start..<end].map { .integer($0) })
-            try statement.execute()
-            start = end
-        }
         if !unregistered.isEmpty {
-            touchedEntities.insert(mapping.index)
-            // Foreign keys of other entities may have been set to NULL, join rows deleted.
-            for case let relationship? in mapping.relationships { touchedEntities.insert(relationship.destination) }
+            let statement = try connection.cachedStatement(sql: storage.deleteByRowIDs(mapping, count: Self.membershipChunk))
+            try statement.run(chunksOf: unregistered, slots: Self.membershipChunk, bind: Self.bindRowID) { _ in }
+            noteRowsDeletedBySQL(mapping)
         }
         return [mapping.index: rowIDs.count]
     }
 
     /// The objects of `rowIDs` (stored rows of `mapping`'s entity), registered in this context.
     private func objects(of mapping: EntitySchema, rowIDs: [Int64]) throws -> [any EntityObject] {
-        var objects: [any EntityObject] = []
-        objects.reserveCapacity(rowIDs.count)
-        var unregistered: [Int64] = []
-        for rowID in rowIDs {
-            if let object = registries[mapping.index][rowID] { objects.append(object) } else { unregistered.append(rowID) }
+        let unregistered = rowIDs.filter { registries[mapping.index][$0] == nil }
+        if !unregistered.isEmpty {
+            // Made into objects, which registers them.
+            let statement = try connection.cachedStatement(sql: storage.selectByRowIDs(mapping, count: Self.membershipChunk))
+            try statement.run(chunksOf: unregistered, slots: Self.membershipChunk, bind: Self.bindRowID) { statement in
+                _ = try object(for: mapping, statement: statement)
+            }
         }
-        var start = 0
-        while start < unregistered.count {
-            let end = min(start + 500, unregistered.count)
-            let statement = try connection.cachedStatement(sql: storage.selectByRowIDs(mapping, count: end - start))
-            try statement.bind(unregistered[start..<end].map { .integer($0) })
-            defer { statement.reset() }
-            while try statement.step() { objects.append(try object(for: mapping, statement: statement)) }
-            start = end
-        }
-        return objects
+        return rowIDs.compactMap { registries[mapping.index][$0] }
     }
 }

@@ -262,15 +262,11 @@ enum SQLiteMigration {
         let pending = migrations.filter { !applied.contains($0.name) }
         for migration in pending {
             for (number, step) in migration.steps.enumerated() {
+                let origin = "migration '\(migration.name)', step \(number + 1) (\(step))"
                 do {
-                    try apply(
-                        step, to: &stored, plan: &plan, model: model, on: connection,
-                        origin: "migration '\(migration.name)', step \(number + 1) (\(step))")
+                    try apply(step, to: &stored, plan: &plan, model: model, on: connection, origin: origin)
                 } catch {
-                    throw StoreError(
-                        .migrationFailed,
-                        "migration '\(migration.name)', step \(number + 1) (\(step)) failed: \(describe(error)); nothing was changed",
-                        cause: error)
+                    throw StoreError(.migrationFailed, "\(origin) failed: \(describe(error)); nothing was changed", cause: error)
                 }
             }
             logger.info("migration ran", metadata: ["migration": "\(migration.name)", "steps": "\(migration.steps.count)"])
@@ -301,12 +297,13 @@ enum SQLiteMigration {
         logger.info("store schema migrated", metadata: ["changes": "\(additive)"])
         try migrateAdditively(from: stored, to: model, on: connection)
         try reorientJoinTables(from: stored, to: model, on: connection)
+        let mappingNamed = Dictionary(model.mappings.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for (entity, transforms) in plan.rebuilds.sorted(by: { $0.key < $1.key }) {
-            guard let mapping = model.mappings.first(where: { $0.name == entity }) else { continue }
+            guard let mapping = mappingNamed[entity] else { continue }
             try rebuild(mapping, transforms: transforms, model: model, on: connection)
         }
         for entity in plan.identityChanges.union(plan.rebuilds.keys).sorted() {
-            guard let mapping = model.mappings.first(where: { $0.name == entity }) else { continue }
+            guard let mapping = mappingNamed[entity] else { continue }
             try checkIdentityIsUnique(mapping, changed: plan.identityChanges.contains(entity), on: connection)
         }
         if !pending.isEmpty { try clearDanglingReferences(model, on: connection) }
@@ -511,9 +508,9 @@ enum SQLiteMigration {
         on connection: Connection
     ) throws {
         let table = quoteIdentifier(mapping.name)
-        let temporary = quoteIdentifier(mapping.name + "_codablestore_migrating")
-        let definitions = ["\"_pk\" INTEGER PRIMARY KEY"] + mapping.columns.map { columnDefinition($0, model: model) }
-        try connection.execute(sql: "CREATE TABLE \(temporary) (\(definitions.joined(separator: ", ")))")
+        let temporaryName = mapping.name + "_codablestore_migrating"
+        let temporary = quoteIdentifier(temporaryName)
+        try connection.execute(sql: tableDefinition(mapping, named: temporaryName, model: model))
         let names = ["_pk"] + mapping.columns.map(\.name)
         let columns = names.map(quoteIdentifier).joined(separator: ", ")
         let steps = names.map { transforms[$0] ?? nil }
@@ -636,10 +633,14 @@ enum SQLiteMigration {
     }
 
     static func createTable(_ mapping: EntitySchema, model: Schema, on connection: Connection) throws {
-        let table = quoteIdentifier(mapping.name)
-        let definitions = ["\"_pk\" INTEGER PRIMARY KEY"] + mapping.columns.map { columnDefinition($0, model: model) }
-        try connection.execute(sql: "CREATE TABLE \(table) (\(definitions.joined(separator: ", ")))")
+        try connection.execute(sql: tableDefinition(mapping, named: mapping.name, model: model))
         for index in requiredIndexes(of: mapping) { try create(index, on: connection) }
+    }
+
+    /// `CREATE TABLE` for the entity's table as the model declares it, under `name`.
+    static func tableDefinition(_ mapping: EntitySchema, named name: String, model: Schema) -> String {
+        let definitions = ["\"_pk\" INTEGER PRIMARY KEY"] + mapping.columns.map { columnDefinition($0, model: model) }
+        return "CREATE TABLE \(quoteIdentifier(name)) (\(definitions.joined(separator: ", ")))"
     }
 
     static func createIndex(_ index: SchemaSnapshot.Index, of mapping: EntitySchema, on connection: Connection) throws {

@@ -222,7 +222,7 @@ extension SQLiteStorage {
         return Query(sql: sql + " ORDER BY \"_pk\" LIMIT ?", arguments: arguments)
     }
 
-    /// Deletes the rows of `count` row ids (bound in order).
+    /// Deletes the rows of `count` row ids (bound in order; a repeated one is deleted once).
     func deleteByRowIDs(_ mapping: EntitySchema, count: Int) -> String {
         "DELETE FROM \(quoteIdentifier(mapping.name)) WHERE \"_pk\" IN (" + Array(repeating: "?", count: count).joined(separator: ", ") + ")"
     }
