@@ -52,12 +52,7 @@ extension Context {
         }
         guard !assignments.isEmpty else { return try count(T.self, where: predicate) }
         try flush()
-        let select = try storage.rowIDs(mapping, where: predicate)
-        let rows = try connection.cachedStatement(sql: select.sql)
-        try rows.bind(select.arguments)
-        var rowIDs: [Int64] = []
-        while try rows.step() { rowIDs.append(rows.int64(at: 0)) }
-        rows.reset()
+        let rowIDs = try matchingRowIDs(mapping, where: predicate)
         guard !rowIDs.isEmpty else { return 0 }
         let update = try storage.updateAll(mapping, fields: fields, where: predicate)
         let statement = try connection.cachedStatement(sql: update.sql)

@@ -146,17 +146,11 @@ extension Context {
             return deleted[mapping.index] ?? 0  // the matches, and the objects of the entity their cascades reached
         }
         // Objects in memory first, so that their relationships are cleaned up in memory too.
-        var registered: [any EntityObject] = []
-        let rowIDs = try storage.rowIDs(mapping, where: predicate)
-        let select = try connection.cachedStatement(sql: rowIDs.sql)
-        try select.bind(rowIDs.arguments)
-        var count = 0
-        while try select.step() {
-            count += 1
-            if let object = registries[mapping.index][select.int64(at: 0)] { registered.append(object) }
+        let rowIDs = try matchingRowIDs(mapping, where: predicate)
+        let count = rowIDs.count
+        for rowID in rowIDs {
+            if let object = registries[mapping.index][rowID] { try deleteObject(object) }
         }
-        select.reset()
-        for object in registered { try deleteObject(object) }
         try flush()
         let delete = try storage.delete(mapping, where: predicate)
         let statement = try connection.cachedStatement(sql: delete.sql)
@@ -164,6 +158,17 @@ extension Context {
         try statement.execute()
         if count > 0 { noteRowsDeletedBySQL(mapping) }
         return count
+    }
+
+    /// The row ids of the rows matching `predicate` (every row without one).
+    func matchingRowIDs<T>(_ mapping: EntitySchema, where predicate: EntityPredicate<T>?) throws -> [Int64] {
+        let query = try storage.rowIDs(mapping, where: predicate)
+        let select = try connection.cachedStatement(sql: query.sql)
+        defer { select.reset() }
+        try select.bind(query.arguments)
+        var rowIDs: [Int64] = []
+        while try select.step() { rowIDs.append(select.int64(at: 0)) }
+        return rowIDs
     }
 
     /// Rows of `mapping`'s entity were deleted by a statement rather than object by object: its observers hear of

@@ -1,6 +1,5 @@
 import CodableStore
 import Foundation
-import Synchronization
 import Testing
 
 // A chain with cascades (board → columns → cards), a deny (a card with attachments cannot go), and a cycle of
@@ -154,16 +153,16 @@ import Testing
 
     @Test func theRulesLoadEachRelationshipOnceForAllTheObjectsTheyReach() throws {
         let (_, path) = try Self.seeded()
-        let statements = Mutex<[String]>([])
+        let statements = StatementLog()
         let store = try Store(
-            path: path, entities: Self.entities, options: .init(statementObserver: { sql in statements.withLock { $0.append(sql) } }))
+            path: path, entities: Self.entities, options: .init(statementObserver: statements.observer))
         try store.write { context in
             let board = try #require(try context.object(Board.self, identity: 2))
-            statements.withLock { $0.removeAll() }
+            statements.reset()
             try context.delete(board)
         }
         // The board's columns, the two columns' cards, the four cards' attachments: one query each, not 1 + 2 + 4.
-        let memberships = statements.withLock { $0 }.filter { $0.hasPrefix("SELECT") && $0.contains(" IN (") }
+        let memberships = statements.all.filter { $0.hasPrefix("SELECT") && $0.contains(" IN (") }
         #expect(memberships.count == 3, "\(memberships)")
         #expect(try Self.counts(path) == ["Board 1", "BoardColumn 2", "Card 4", "Attachment 1", "BoardOwner 1"])
     }

@@ -1,6 +1,5 @@
 import CodableStore
 import Foundation
-import Synchronization
 import Testing
 
 // The model before: tickets with a title and an integer score, identified by id, tagged, owned by a person.
@@ -145,11 +144,11 @@ enum After {
         let path = try Self.seeded()
         _ = try Store(path: path, entities: After.entities, options: .init(migrations: After.migrations))
         // Opened again: nothing runs (renaming Ticket again would fail: there is none).
-        let statements = Mutex<[String]>([])
+        let statements = StatementLog()
         _ = try Store(
             path: path, entities: After.entities,
-            options: .init(statementObserver: { sql in statements.withLock { $0.append(sql) } }, migrations: After.migrations))
-        #expect(statements.withLock { $0 }.allSatisfy { !$0.contains("ALTER") && !$0.contains("CREATE") })
+            options: .init(statementObserver: statements.observer, migrations: After.migrations))
+        #expect(statements.all.allSatisfy { !$0.contains("ALTER") && !$0.contains("CREATE") })
         // A new store is created as declared and records every migration as done.
         let fresh = TestStore.temporaryPath("fresh.sqlite")
         _ = try Store(path: fresh, entities: After.entities, options: .init(migrations: After.migrations))
@@ -396,8 +395,8 @@ enum PrefixAfter {
         _ = try Store(path: path, entities: entities)
         #expect(try raw.value("SELECT value FROM _codablestore_metadata WHERE key = 'model'").contains(#""version":2"#))
         // The next open is read-only: no write statement runs.
-        let statements = Mutex<[String]>([])
-        _ = try Store(path: path, entities: entities, options: .init(statementObserver: { sql in statements.withLock { $0.append(sql) } }))
-        #expect(statements.withLock { $0 }.allSatisfy { !$0.contains("IMMEDIATE") && !$0.contains("foreign_keys = OFF") })
+        let statements = StatementLog()
+        _ = try Store(path: path, entities: entities, options: .init(statementObserver: statements.observer))
+        #expect(statements.all.allSatisfy { !$0.contains("IMMEDIATE") && !$0.contains("foreign_keys = OFF") })
     }
 }

@@ -158,14 +158,14 @@ import Testing
     }
 
     @Test func aLoopOfUpsertsDoesNotWriteAtEveryCall() throws {
-        let statements = Mutex<[String]>([])
+        let statements = StatementLog()
         let path = TestStore.temporaryPath()
-        let store = try Store(path: path, entities: TestStore.entities, options: .init(statementObserver: { sql in statements.withLock { $0.append(sql) } }))
+        let store = try Store(path: path, entities: TestStore.entities, options: .init(statementObserver: statements.observer))
         try store.write { context in
             for id in 1...100 { try context.upsert(Person(id: id, name: "p\(id)")) }
             for id in 1...100 { try context.upsert(Person(id: id, name: "again \(id)")) }  // answered from memory
         }
-        let all = statements.withLock { $0 }
+        let all = statements.all
         // Inserted together at the end, 32 rows per statement; no lookups for the second loop.
         #expect(all.filter { $0.hasPrefix("INSERT") }.count <= 8, "\(all.filter { $0.hasPrefix("INSERT") })")
         #expect(all.filter { $0.hasPrefix("SELECT") && $0.contains("\"Person\"") }.count <= 100)
