@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "CodableStoreTesting", targets: ["CodableStoreTesting"]),
         // The reference model (issues, users, labels) the CLI ships, for the benchmarks and for trying things out.
         .library(name: "IssuesModel", targets: ["IssuesModel"]),
+        // The PostgreSQL backend: the same models, decoder and importer on a PostgreSQL server.
+        .library(name: "CodableStorePostgres", targets: ["CodableStorePostgres"]),
     ],
     dependencies: [
         // Pinned: 602.0.0 prints spurious plugin errors with the 6.3 compiler.
@@ -22,6 +24,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // `swift package generate-documentation`: the DocC catalogs (a command plugin, nothing is linked).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The PostgreSQL backend's wire protocol client (only CodableStorePostgres links it).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .systemLibrary(
@@ -60,6 +64,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The PostgreSQL backend of the storage seam, on postgres-nio.
+        .target(
+            name: "CodableStorePostgres",
+            dependencies: [
+                "CodableStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "CodableStoreTesting",
             dependencies: ["CodableStore"]
@@ -84,7 +97,7 @@ let package = Package(
         .testTarget(
             name: "CodableStoreTests",
             dependencies: [
-                "CodableStore", "CodableStoreTesting", "IssuesModel", "CSQLite", "CSQLiteFaultVFS",
+                "CodableStore", "CodableStoreTesting", "IssuesModel", "CSQLite", "CSQLiteFaultVFS", "CodableStorePostgres",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -308,7 +308,7 @@ public final class Connection {
     ///
     /// Related SQLite documentation: <https://www.sqlite.org/lang_transaction.html> ("Response To Errors
     /// Within A Transaction")
-    package func checkInsideTransaction(function: String = #function) throws {
+    public func checkInsideTransaction(function: String = #function) throws {
         guard !isInsideTransaction else { return }
         throw SQLiteError(
             resultCode: .SQLITE_ABORT_ROLLBACK,

@@ -47,7 +47,7 @@ extension Context {
         var sections: [(name: String, objects: [EntityEncodingBox])] = []
         for mapping in mappings where !sections.contains(where: { $0.name == mapping.name }) {
             var objects: [any EntityObject] = []
-            let statement = try connection.cachedStatement(sql: storage.selectSQL(mapping) + " ORDER BY _pk")
+            let statement = try connection.cached(storage.selectSQL(mapping) + " ORDER BY _pk")
             defer { statement.reset() }
             while try statement.step() { objects.append(try object(for: mapping, statement: statement)) }
             if mapping.description.identity.isEmpty {

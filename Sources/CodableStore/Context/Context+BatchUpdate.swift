@@ -55,11 +55,11 @@ extension Context {
         let rowIDs = try matchingRowIDs(mapping, where: predicate)
         guard !rowIDs.isEmpty else { return 0 }
         let update = try storage.updateAll(mapping, fields: fields, where: predicate)
-        let statement = try connection.cachedStatement(sql: update.sql)
+        let statement = try connection.cached(update.sql)
         try statement.bind(assignments.map(\.value) + update.arguments)
         do {
             try statement.execute()
-        } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= error.resultCode {
+        } catch let error where storage.dialect.isUniqueViolation(error) {
             let names = fields.map { mapping.description.fields[$0].name }.joined(separator: ", ")
             throw StoreError(
                 .identityConflict,

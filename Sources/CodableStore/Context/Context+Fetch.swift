@@ -17,7 +17,7 @@ extension Context {
         try flush()
         let mapping = try model.mapping(for: T.self)
         let query = try storage.select(mapping, where: predicate, orderBy: sort, limit: limit, offset: offset)
-        let statement = try connection.cachedStatement(sql: query.sql)
+        let statement = try connection.cached(query.sql)
         defer { statement.reset() }
         try statement.bind(query.arguments)
         var result: [T] = []
@@ -39,7 +39,7 @@ extension Context {
         try flush()
         let mapping = try model.mapping(for: T.self)
         let query = try storage.count(mapping, where: predicate)
-        let statement = try connection.cachedStatement(sql: query.sql)
+        let statement = try connection.cached(query.sql)
         defer { statement.reset() }
         try statement.bind(query.arguments)
         _ = try statement.step()
@@ -78,7 +78,7 @@ extension Context {
                 entity: mapping.name)
         }
         try flush()
-        let statement = try connection.cachedStatement(sql: storage.selectByIdentity(mapping))
+        let statement = try connection.cached(storage.selectByIdentity(mapping))
         defer { statement.reset() }
         try statement.bind(values)
         guard try statement.step() else { return nil }

@@ -185,7 +185,7 @@ extension Context {
 
     /// Whether the entity's table has no row.
     func isTableEmpty(_ entity: Int) throws -> Bool {
-        let statement = try connection.cachedStatement(sql: storage.anyRow(model.mappings[entity]))
+        let statement = try connection.cached(storage.anyRow(model.mappings[entity]))
         defer { statement.reset() }
         return try !statement.step()
     }
@@ -277,7 +277,7 @@ extension Context {
         // memory (see ``DeferredWriter``), so this query need not wait for it.
         try withSharedConnection { connection in
             try storage.lookUp(pending, entity: mapping.index, maximumVariableCount: maximumVariableCount) { sql in
-                try connection.cachedStatement(sql: sql)
+                try connection.cached(sql)
             } row: { statement in
                 let object = try object(for: mapping, statement: statement)
                 index.entries[identityKey(of: object, mapping)] = .object(object)

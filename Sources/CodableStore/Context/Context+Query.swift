@@ -108,13 +108,13 @@ extension Context {
     ) throws -> [(group: G, value: SQLiteValue)] {
         let mapping = try prepare(T.self)
         let query = try storage.aggregate(function, of: keyPath, mapping, where: predicate, groupedBy: group)
-        let statement = try connection.cachedStatement(sql: query.sql)
+        let statement = try connection.cached(query.sql)
         defer { statement.reset() }
         try statement.bind(query.arguments)
         var result: [(group: G, value: SQLiteValue)] = []
         while try statement.step() {
             do {
-                result.append((try G.read(from: statement, at: 0), statement.value(at: 1)))
+                result.append((try G(sqliteValue: statement.value(at: 0)), statement.value(at: 1)))
             } catch {
                 throw StoreError.valueMismatch(entity: mapping.name, field: "\(group)", error)
             }
@@ -136,7 +136,7 @@ extension Context {
         if mapping.description.deleteRules.values.contains(where: { $0 != .nullify }) {
             // Rules to apply: every matching object is deleted as delete(_:) deletes it.
             let query = try storage.select(mapping, where: predicate)
-            let select = try connection.cachedStatement(sql: query.sql)
+            let select = try connection.cached(query.sql)
             try select.bind(query.arguments)
             var objects: [any EntityObject] = []
             while try select.step() { objects.append(try object(for: mapping, statement: select)) }
@@ -153,7 +153,7 @@ extension Context {
         }
         try flush()
         let delete = try storage.delete(mapping, where: predicate)
-        let statement = try connection.cachedStatement(sql: delete.sql)
+        let statement = try connection.cached(delete.sql)
         try statement.bind(delete.arguments)
         try statement.execute()
         if count > 0 { noteRowsDeletedBySQL(mapping) }
@@ -163,7 +163,7 @@ extension Context {
     /// The row ids of the rows matching `predicate` (every row without one).
     func matchingRowIDs<T>(_ mapping: EntitySchema, where predicate: EntityPredicate<T>?) throws -> [Int64] {
         let query = try storage.rowIDs(mapping, where: predicate)
-        let select = try connection.cachedStatement(sql: query.sql)
+        let select = try connection.cached(query.sql)
         defer { select.reset() }
         try select.bind(query.arguments)
         var rowIDs: [Int64] = []
@@ -184,8 +184,8 @@ extension Context {
         return try model.mapping(for: T.self)
     }
 
-    private func scalar(_ query: SQLiteStorage.Query) throws -> SQLiteValue? {
-        let statement = try connection.cachedStatement(sql: query.sql)
+    private func scalar(_ query: SQLStorage.Query) throws -> SQLiteValue? {
+        let statement = try connection.cached(query.sql)
         defer { statement.reset() }
         try statement.bind(query.arguments)
         guard try statement.step() else { return nil }
@@ -201,7 +201,7 @@ extension Context {
     ) throws -> [Snapshot<T>] {
         let mapping = try prepare(T.self)
         let query = try storage.select(mapping, where: predicate, orderBy: sort, limit: limit)
-        let statement = try connection.cachedStatement(sql: query.sql)
+        let statement = try connection.cached(query.sql)
         defer { statement.reset() }
         try statement.bind(query.arguments)
         var rows: [Snapshot<T>] = []

@@ -46,7 +46,7 @@ extension Context {
             let destination = model.mappings[relationship.destination]
             let sql = storage.membershipSQL(relationship, owners: 1)
             try withMembershipConnection(relationship, owners: CollectionOfOne(owner)) { connection in
-                let statement = try connection.cachedStatement(sql: sql)
+                let statement = try connection.cached(sql)
                 defer { statement.reset() }
                 try statement.bind(state.rowID, at: 1)
                 while try statement.step() {
@@ -263,7 +263,7 @@ extension Context {
         let rowIDs = pending.map(\.entityState.rowID).filter { seen.insert($0).inserted }
         var members: [Int64: [any EntityObject]] = [:]
         try withMembershipConnection(relationship, owners: pending) { connection in
-            let statement = try connection.cachedStatement(sql: sql)
+            let statement = try connection.cached(sql)
             try statement.run(chunksOf: rowIDs, slots: Self.membershipChunk, bind: Self.bindRowID) { statement in
                 members[statement.int64(at: 0), default: []].append(try object(for: destination, statement: statement, columnOffset: 1))
             }
@@ -288,7 +288,7 @@ extension Context {
     static let membershipChunk = 256
 
     /// Binds a row id, for `Statement/run(chunksOf:slots:bind:row:)`.
-    static func bindRowID(_ statement: Statement, _ rowID: Int64, _ parameter: inout Int32) throws {
+    static func bindRowID(_ statement: any DatabaseStatement, _ rowID: Int64, _ parameter: inout Int32) throws {
         try statement.bind(rowID, at: parameter)
         parameter += 1
     }
@@ -301,7 +301,7 @@ extension Context {
     /// memberships stored as the members' foreign keys: a member moved from an owner the context does not hold
     /// changes that owner's memberships.
     private func withMembershipConnection(
-        _ relationship: ResolvedRelationship, owners: some Sequence<any EntityObject>, _ body: (Connection) throws -> Void
+        _ relationship: ResolvedRelationship, owners: some Sequence<any EntityObject>, _ body: (any DatabaseConnection) throws -> Void
     ) throws {
         let joinRows: Bool
         if case .joinTable = relationship.storage { joinRows = true } else { joinRows = false }

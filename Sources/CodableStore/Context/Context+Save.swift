@@ -75,11 +75,11 @@ extension Context {
             // delete: only a decoding hook can).
             if !deletedObjects.isEmpty { deferredWriter.waitUntilIdle() }
         } else if usingSavepoint {
-            try connection.checkInsideTransaction()
+            try connection.checkInsideTransaction(function: #function)
             // A savepoint makes a failed flush leave nothing behind, so the caller may fix things and retry.
             try connection.inSavepoint(named: "codablestore_save") { try writeNow() }
         } else {
-            try connection.checkInsideTransaction()
+            try connection.checkInsideTransaction(function: #function)
             try writeNow()
         }
         // Only now that everything is written (or handed to the writer) does the in-memory state move on.
@@ -117,7 +117,7 @@ extension Context {
     /// values at once.
     private func writeNow() throws {
         try writeSteps { step in
-            try storage.run(step) { sql in try self.connection.cachedStatement(sql: sql) }
+            try storage.run(step) { sql in try self.connection.cached(sql) }
         }
     }
 

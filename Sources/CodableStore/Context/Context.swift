@@ -17,7 +17,7 @@
 /// visible to other connections before the transaction commits.
 public final class Context {
     /// The connection. Use ``connection`` instead, or ``withSharedConnection(_:)`` for lookups and loads.
-    let storeConnection: Connection
+    let storeConnection: any DatabaseConnection
     /// While set (an import under the stop policy), saves hand their plans to this writer thread instead of
     /// writing them, and it is told of every object the context uses (see ``DeferredWriter``).
     var deferredWriter: (any DeferredWriter)?
@@ -26,7 +26,7 @@ public final class Context {
 
     /// The connection, for queries: while a writer thread runs, only once it has written every plan handed to
     /// it, so that the query sees all the context's changes. (Its error, if any, is thrown by the next save.)
-    var connection: Connection {
+    var connection: any DatabaseConnection {
         if let deferredWriter {
             precondition(!isSharingConnection, "waiting for the writer thread while holding the shared connection")
             deferredWriter.waitUntilIdle()
@@ -37,7 +37,7 @@ public final class Context {
     /// Runs a lookup or a load on the connection without waiting for the plans handed to a writer thread (which
     /// then runs it between two of its statements): correct only for rows no waiting plan writes, see
     /// ``DeferredWriter``.
-    func withSharedConnection<T>(_ body: (Connection) throws -> T) throws -> T {
+    func withSharedConnection<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
         guard let deferredWriter, !isSharingConnection else { return try body(storeConnection) }
         isSharingConnection = true
         defer { isSharingConnection = false }
@@ -54,7 +54,7 @@ public final class Context {
     private(set) var isSharingConnection = false
     let model: Schema
     /// The backend that runs the context's write plans, lookups and queries.
-    let storage: SQLiteStorage
+    let storage: SQLStorage
     /// Whether inserts, deletes and saves are refused.
     public let isReadOnly: Bool
 
@@ -114,7 +114,7 @@ public final class Context {
     }
 
 
-    init(connection: Connection, storage: SQLiteStorage, isReadOnly: Bool) {
+    init(connection: any DatabaseConnection, storage: SQLStorage, isReadOnly: Bool) {
         self.storeConnection = connection
         self.maximumVariableCount = connection.maximumVariableCount
         self.storage = storage
@@ -420,7 +420,7 @@ public final class Context {
             return next
         }
         // The write transaction holds the write lock, so no one else inserts until it ends.
-        let statement = try connection.cachedStatement(sql: storage.largestRowID(model.mappings[entity]))
+        let statement = try connection.cached(storage.largestRowID(model.mappings[entity]))
         _ = try statement.step()
         let next = statement.int64(at: 0) + 1
         statement.reset()
@@ -589,14 +589,24 @@ public final class Context {
 
     /// The object for the current row of `statement`: the registered one if the row is already in memory
     /// (its in-memory state wins), or a new one created with `init(row:)`.
-    func object(for mapping: EntitySchema, statement: Statement, columnOffset: Int32 = 0) throws -> any EntityObject {
+    func object(for mapping: EntitySchema, statement: any DatabaseStatement, columnOffset: Int32 = 0) throws -> any EntityObject {
         let rowID = statement.int64(at: columnOffset)
         if let existing = registries[mapping.index][rowID] {
             noteUse(existing.entityState)
             return existing
         }
-        let object = try mapping.description.type.init(
-            row: EntityRow(statement: statement, mapping: mapping, columnOffset: columnOffset))
+        let row: EntityRow
+        if let statement = statement as? Statement {
+            // SQLite: `init(row:)` reads the columns it needs straight from the statement.
+            row = EntityRow(statement: statement, mapping: mapping, columnOffset: columnOffset)
+        } else {
+            var values = Array(repeating: SQLiteValue.null, count: mapping.description.fields.count)
+            for field in values.indices where mapping.columnOfField[field] > 0 {
+                values[field] = statement.value(at: mapping.columnOfField[field] + columnOffset)
+            }
+            row = EntityRow(values: values, mapping: mapping)
+        }
+        let object = try mapping.description.type.init(row: row)
         registerStored(object, mapping, rowID: rowID) { column in
             statement.isNull(at: column + columnOffset) ? nil : statement.int64(at: column + columnOffset)
         }
@@ -604,7 +614,7 @@ public final class Context {
     }
 
     /// The registered object for a stored row given as values (the row id, then the columns of
-    /// ``SQLiteStorage/selectSQL(_:)``), making it from them if it is not in memory.
+    /// ``SQLStorage/selectSQL(_:)``), making it from them if it is not in memory.
     func object(for mapping: EntitySchema, row: ArraySlice<SQLiteValue>) throws -> any EntityObject {
         guard case .integer(let rowID) = row.first else {
             throw StoreError(.invalidObject, "a stored row of \(mapping.name) without its row id", entity: mapping.name)
@@ -664,7 +674,7 @@ public final class Context {
         let mapping = model.mappings[entity]
         // An object not in memory: no plan waiting for a writer thread writes its row (see ``DeferredWriter``).
         return try withSharedConnection { connection in
-            let statement = try connection.cachedStatement(sql: storage.selectByRowID(mapping))
+            let statement = try connection.cached(storage.selectByRowID(mapping))
             defer { statement.reset() }
             try statement.bind(rowID, at: 1)
             guard try statement.step() else { return nil }

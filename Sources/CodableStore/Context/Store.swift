@@ -87,10 +87,12 @@ public final class Store: Sendable {
     public let isInMemory: Bool
     let model: Schema
     /// How the model's rows are written in SQLite: the backend side of the context's write plans.
-    let storage: SQLiteStorage
+    let storage: SQLStorage
     let options: Options
     /// The writer connection and the readers' pool.
-    private let connections: SQLiteConnections
+    private let connections: any StoreBackend
+    /// The SQLite connections, for a SQLite store (``withWriterConnection(_:)``).
+    private let sqlite: SQLiteConnections?
     let observers = ObserverRegistry()
 
     /// Opens the store at `path`, creating the file and the schema if needed and applying additive changes
@@ -122,9 +124,30 @@ public final class Store: Sendable {
         self.path = path
         self.isInMemory = inMemory
         self.model = model
-        self.storage = SQLiteStorage(model: model)
+        self.storage = SQLStorage(model: model)
         self.options = options
         self.connections = connections
+        self.sqlite = connections
+    }
+
+    /// A store on a PostgreSQL server, reached through `backend`: what CodableStorePostgres opens. Creates the
+    /// schema, or checks the stored one and applies additive changes.
+    package init(
+        postgres backend: any StoreBackend, dialect: SQLDialect, entities: [any EntityObject.Type], options: Options,
+        description: String
+    ) throws {
+        let model = try Schema(entities: entities)
+        try backend.withWriter { connection in
+            try PostgresSchema.prepare(
+                connection, model: model, policy: options.schemaChangePolicy, migrations: options.migrations, logger: options.logger)
+        }
+        self.path = description
+        self.isInMemory = false
+        self.model = model
+        self.storage = SQLStorage(model: model, dialect: dialect)
+        self.options = options
+        self.connections = backend
+        self.sqlite = nil
     }
 
     deinit {
@@ -202,7 +225,7 @@ public final class Store: Sendable {
     /// write has not committed. Reads run concurrently with each other and with a write.
     public func read<T: Sendable>(_ body: (Context) throws -> T) throws -> T {
         try connections.withReader { connection in
-            try connection.inTransaction(.deferred) {
+            try connection.inReadTransaction {
                 let context = Context(connection: connection, storage: storage, isReadOnly: true)
                 defer { context.invalidate() }
                 return try body(context)
@@ -222,7 +245,17 @@ public final class Store: Sendable {
     // MARK: - Maintenance
 
     /// Runs `body` with the writer connection, outside any transaction: for maintenance and tests.
+    ///
+    /// - Throws: ``StoreError/Code/unsupported`` for a store on another backend than SQLite.
     public func withWriterConnection<T: Sendable>(_ body: (Connection) throws -> T) throws -> T {
+        guard let sqlite else {
+            throw StoreError(.unsupported, "withWriterConnection(_:) gives a SQLite connection; this store is \(path)")
+        }
+        return try sqlite.withWriter(body)
+    }
+
+    /// Runs `body` with the writer connection of any backend, outside any transaction.
+    package func withWriter<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
         try connections.withWriter(body)
     }
 }

@@ -14,7 +14,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         private enum Wrapped: String, Sendable {
             case schemaMismatch, invalidModel, unknownEntity, identityConflict, valueMismatch
             case readOnly, wrongContext, invalidObject, invalidQuery, relationshipLoad, missingIdentity, storeBusy
-            case deleteDenied, migrationFailed
+            case deleteDenied, migrationFailed, unsupported, connectionFailed
         }
         private let wrapped: Wrapped
         private init(_ wrapped: Wrapped) { self.wrapped = wrapped }
@@ -37,6 +37,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         /// An object or value cannot be used this way (a deleted object, an identity of the wrong arity).
         public static let invalidObject = Code(.invalidObject)
         /// A fetch that cannot be turned into SQL (a key path that is not a stored field).
+        /// What this store's backend does not offer (a SQLite connection of a PostgreSQL store, say).
+        public static let unsupported = Code(.unsupported)
+        /// The database server cannot be reached, or refused the connection (PostgreSQL).
+        public static let connectionFailed = Code(.connectionFailed)
         public static let invalidQuery = Code(.invalidQuery)
         /// A relationship could not be loaded when it was accessed.
         public static let relationshipLoad = Code(.relationshipLoad)
@@ -72,7 +76,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     /// For ``Code/missingIdentity``: the identity keys whose value is `null` (or lies under a `null`).
     public internal(set) var nullKeys: [String] = []
 
-    init(
+    package init(
         _ code: Code,
         _ message: String,
         entity: String? = nil,
@@ -121,7 +125,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             entity: "\(type)")
     }
 
-    static func storeBusy(waitedMilliseconds: Int32, cause: SQLiteError) -> StoreError {
+    package static func storeBusy(waitedMilliseconds: Int32, cause: any Error) -> StoreError {
         let seconds = Double(waitedMilliseconds) / 1000
         let waited = seconds == seconds.rounded() ? "\(Int(seconds))" : "\(seconds)"
         return StoreError(

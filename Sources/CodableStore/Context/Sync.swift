@@ -122,7 +122,7 @@ extension Context {
                 entity: mapping.name)
         }
         try flush()
-        let statement = try connection.cachedStatement(sql: storage.largestRowID(mapping))
+        let statement = try connection.cached(storage.largestRowID(mapping))
         defer { statement.reset() }
         _ = try statement.step()
         return SyncTracker(mapping: mapping, existingUpTo: statement.int64(at: 0))
@@ -182,7 +182,7 @@ extension Context {
         var missing = RowIDSet()
         var after: Int64 = 0
         while after < tracker.existingUpTo {
-            let select = try connection.cachedStatement(sql: page.sql)
+            let select = try connection.cached(page.sql)
             defer { select.reset() }
             try select.bind([.integer(after), .integer(tracker.existingUpTo)] + page.arguments + [.integer(Int64(pageSize))])
             var rows = 0
@@ -215,7 +215,7 @@ extension Context {
         }
         try flush()
         if !unregistered.isEmpty {
-            let statement = try connection.cachedStatement(sql: storage.deleteByRowIDs(mapping, count: Self.membershipChunk))
+            let statement = try connection.cached(storage.deleteByRowIDs(mapping, count: Self.membershipChunk))
             try statement.run(chunksOf: unregistered, slots: Self.membershipChunk, bind: Self.bindRowID) { _ in }
             noteRowsDeletedBySQL(mapping)
         }
@@ -227,7 +227,7 @@ extension Context {
         let unregistered = rowIDs.filter { registries[mapping.index][$0] == nil }
         if !unregistered.isEmpty {
             // Made into objects, which registers them.
-            let statement = try connection.cachedStatement(sql: storage.selectByRowIDs(mapping, count: Self.membershipChunk))
+            let statement = try connection.cached(storage.selectByRowIDs(mapping, count: Self.membershipChunk))
             try statement.run(chunksOf: unregistered, slots: Self.membershipChunk, bind: Self.bindRowID) { statement in
                 _ = try object(for: mapping, statement: statement)
             }

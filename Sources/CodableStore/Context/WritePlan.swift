@@ -1,7 +1,7 @@
 /// What one save writes, as steps a storage backend executes: the seam between the context and the store's
 /// database. Steps name entities, fields and join tables by index and carry row ids and values, never SQL and
 /// never the context's objects, so they can cross threads and a backend says them in its own dialect
-/// (``SQLiteStorage`` for SQLite).
+/// (``SQLStorage`` for SQLite).
 ///
 /// The context turns its pending changes into steps, reading its objects on its own thread
 /// (`Context.writeSteps(_:)`). A plain save runs each step as soon as it is made, so a large save never holds
@@ -63,13 +63,13 @@ protocol DeferredWriter: AnyObject {
 /// thread and let go on the context's, and many small blocks freed across threads fragment the heap).
 struct StoredRows: Sendable {
     var values: [SQLiteValue] = []
-    let width: Int
+    var width: Int
     var count: Int { width == 0 ? 0 : values.count / width }
     subscript(row: Int) -> ArraySlice<SQLiteValue> { values[(row * width)..<((row + 1) * width)] }
 }
 
 /// Identity lookups run for a context ahead of time, by its ``DeferredWriter`` between two plans: per entity, the
-/// keys, and once ``isDone``, the stored rows found (the row id then the columns of ``SQLiteStorage/selectSQL(_:)``).
+/// keys, and once ``isDone``, the stored rows found (the row id then the columns of ``SQLStorage/selectSQL(_:)``).
 /// ``Context/adoptLookup(_:)`` takes them.
 final class Lookahead: @unchecked Sendable {
     // @unchecked: `rows`, `membershipRows` and `isDone` are written by the writer thread under its monitor, and

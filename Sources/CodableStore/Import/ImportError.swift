@@ -31,7 +31,7 @@ public struct ImportError: Error, Sendable, CustomStringConvertible {
     /// store itself, outside the decoding of a record.
     public var isStoreFailure: Bool {
         switch underlyingError {
-        case is SQLiteError: true
+        case is SQLiteError, is any DatabaseError: true
         case let error as StoreError: error.codingPath.isEmpty
         default: false
         }
@@ -58,6 +58,8 @@ public struct ImportError: Error, Sendable, CustomStringConvertible {
         case let error as SQLiteError:
             // The statement can be hundreds of characters of SQL: the log has it (see `Importer.run`).
             return ("\(error.message) (SQLite error \(error.resultCode.rawValue), \(error.resultCode.name))", nil)
+        case let error as any DatabaseError:
+            return (error.description, nil)
         default:
             return ("\(error)", nil)
         }

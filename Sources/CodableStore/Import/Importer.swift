@@ -2,8 +2,8 @@ import Logging
 
 /// One import run: the read loop, batches, transactions and the report.
 final class Importer {
-    let connection: Connection
-    let storage: SQLiteStorage
+    let connection: any DatabaseConnection
+    let storage: SQLStorage
     let model: Schema
     let mapping: EntitySchema
     let options: ImportOptions
@@ -27,7 +27,7 @@ final class Importer {
     var syncTracker: SyncTracker?
 
     init(
-        connection: Connection, storage: SQLiteStorage, mapping: EntitySchema, options: ImportOptions,
+        connection: any DatabaseConnection, storage: SQLStorage, mapping: EntitySchema, options: ImportOptions,
         deleteUnseen: ((Context, SyncTracker) throws -> (deleted: [Int: Int], missing: Int))? = nil
     ) {
         self.deleteUnseen = deleteUnseen
@@ -80,7 +80,7 @@ final class Importer {
             context.deferredWriter = nil
             try checkUnresolvedReferences()
             try finishSync()
-            if !options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
+            if !options.commitEveryBatch { try connection.commit() }
             reportProgress()
         } catch {
             writer?.finish()  // before the rollback: the connection is then this thread's alone
@@ -246,7 +246,7 @@ final class Importer {
         }
         if options.commitEveryBatch { try connection.beginWriteTransaction() }
         let (counts, missing) = try deleteUnseen(context, tracker)
-        if options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
+        if options.commitEveryBatch { try connection.commit() }
         for (entity, count) in counts {
             report.entities[model.mappings[entity].name, default: .init()].deleted += count
         }
@@ -360,7 +360,7 @@ final class Importer {
         }
         batch.removeAll(keepingCapacity: true)
         try checkSkipLimit()
-        if options.commitEveryBatch { try connection.execute(sql: "COMMIT TRANSACTION") }
+        if options.commitEveryBatch { try connection.commit() }
         options.logger.debug("batch saved", metadata: ["records": "\(report.recordsRead)", "bytes": "\(bytesRead)"])
         reportProgress()
     }

@@ -44,7 +44,7 @@ extension Store {
         let deleteUnseen: ((Context, SyncTracker) throws -> (deleted: [Int: Int], missing: Int))? = scope.map { scope in
             { context, tracker in try context.deleteUnseen(tracker, scope: scope, releasingObjects: true) }
         }
-        let report = try withWriterConnection { connection in
+        let report = try withWriter { connection in
             try Importer(connection: connection, storage: storage, mapping: mapping, options: options, deleteUnseen: deleteUnseen)
                 .run(source)
         }

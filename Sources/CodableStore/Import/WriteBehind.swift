@@ -17,8 +17,8 @@
 final class WriteBehind: DeferredWriter, @unchecked Sendable {
     // @unchecked: `queue`, `request`, `running`, `written` and `failure` are used under the worker's monitor; the
     // connection and `statements` only by the writer thread (and by `finish()` after it ended).
-    private let connection: Connection
-    private let storage: SQLiteStorage
+    private let connection: any DatabaseConnection
+    private let storage: SQLStorage
     private let model: Schema
     private let worker = Worker()
     private var monitor: Monitor { worker.monitor }
@@ -27,7 +27,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     private var request: Request?
     private var running = false
     private var failure: (any Error)?
-    private var statements: [String: Statement] = [:]
+    private var statements: [String: any DatabaseStatement] = [:]
     /// Plans handed over so far, and plans written (by the writer) so far.
     private(set) var enqueued = 0
     private var written = 0
@@ -53,7 +53,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
         init(_ body: @escaping () -> Void) { self.body = body }
     }
 
-    init(connection: Connection, storage: SQLiteStorage) {
+    init(connection: any DatabaseConnection, storage: SQLStorage) {
         self.connection = connection
         self.storage = storage
         self.model = storage.model
@@ -241,7 +241,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
         }
     }
 
-    /// The stored rows of these identities, as values: the row id, then the columns of `SQLiteStorage.selectSQL(_:)`.
+    /// The stored rows of these identities, as values: the row id, then the columns of `SQLStorage.selectSQL(_:)`.
     private func lookUp(_ keys: [Context.IdentityKey], entity: Int) throws -> StoredRows {
         let width = Int32(model.mappings[entity].insertColumnCount + 1)
         var rows = StoredRows(width: Int(width))
@@ -254,11 +254,13 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
 
     /// Rows of a membership query for these owners.
     private static func loadMemberships(
-        _ owners: [Int64], sql: String, statements: (String) throws -> Statement
+        _ owners: [Int64], sql: String, statements: (String) throws -> any DatabaseStatement
     ) throws -> StoredRows {
         let statement = try statements(sql)
-        var rows = StoredRows(width: Int(statement.columnCount))
+        // The width is known once a row is (a PostgreSQL statement has no columns before it ran).
+        var rows = StoredRows(width: 0)
         try statement.run(chunksOf: owners, slots: Context.membershipChunk, bind: Context.bindRowID) { statement in
+            rows.width = Int(statement.columnCount)
             for column in 0..<Int32(rows.width) { rows.values.append(statement.value(at: column)) }
         }
         return rows
@@ -266,12 +268,12 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
 
 
     /// The writer's own prepared statement for `sql` (the context's cache is the context's thread's).
-    private func statement(_ sql: String) throws -> Statement {
+    private func statement(_ sql: String) throws -> any DatabaseStatement {
         if let statement = statements[sql] {
             statement.reset()
             return statement
         }
-        let statement = try connection.makeStatement(sql: sql, persistent: true)
+        let statement = try connection.prepare(sql)
         statements[sql] = statement
         return statement
     }

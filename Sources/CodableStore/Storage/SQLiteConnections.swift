@@ -8,7 +8,7 @@ import Logging
 /// writer also switches the file to WAL mode, and refuses a file it can only read.
 ///
 /// Related SQLite documentation: <https://www.sqlite.org/wal.html>, <https://www.sqlite.org/pragma.html>
-final class SQLiteConnections: Sendable {
+final class SQLiteConnections: StoreBackend {
     let path: String
     let isInMemory: Bool
     private let options: Store.Options
@@ -46,6 +46,14 @@ final class SQLiteConnections: Sendable {
     }
 
     /// What every connection gets.
+    func withWriter<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
+        try writer.withConnection { try body($0) }
+    }
+
+    func withReader<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
+        try withReader { (connection: Connection) in try body(connection) }
+    }
+
     private static func configure(_ connection: Connection, cacheSizeKiB: Int, options: Store.Options) throws {
         try connection.execute(sql: "PRAGMA cache_size = -\(max(cacheSizeKiB, 64))")
         // Closing the last connection would otherwise checkpoint under an EXCLUSIVE lock, during which another
@@ -133,18 +141,11 @@ extension Connection {
     /// Begins a transaction that holds the store's write lock from the start (`BEGIN IMMEDIATE`), so that it
     /// never fails halfway for another writer. Waits up to the busy timeout for another connection's write to
     /// end, then throws ``StoreError/Code/storeBusy``.
-    func beginWriteTransaction() throws {
+    package func beginWriteTransaction() throws {
         do {
             try execute(sql: "BEGIN IMMEDIATE TRANSACTION")
         } catch let error as SQLiteError where ResultCode.SQLITE_BUSY ~= error.resultCode {
             throw StoreError.storeBusy(waitedMilliseconds: busyTimeout, cause: error)
         }
-    }
-
-    /// Runs `body` in a write transaction (``beginWriteTransaction()``): commits when it returns, rolls back when
-    /// it throws.
-    func inWriteTransaction<T>(_ body: () throws -> T) throws -> T {
-        try beginWriteTransaction()
-        return try inBegunTransaction(body)
     }
 }

@@ -31,14 +31,14 @@ import Testing
 
 /// The storage seam on its own: write plans, which name entities, fields and row ids and never SQL, run by the
 /// SQLite backend against plain tables, checked with plain SQL. What a second backend must do the same.
-@Suite struct SQLiteStorageTests {
+@Suite struct SQLStorageTests {
     let schema: Schema
-    let storage: SQLiteStorage
+    let storage: SQLStorage
     let connection: Connection
 
     init() throws {
         schema = try Schema(entities: [StoragePlaylist.self, StorageSong.self, StorageTake.self])
-        storage = SQLiteStorage(model: schema)
+        storage = SQLStorage(model: schema)
         connection = try Connection(path: ":memory:")
         try SQLiteMigration.create(schema, on: connection)
     }

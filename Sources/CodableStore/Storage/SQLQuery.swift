@@ -2,9 +2,9 @@
 /// Values are always bound, never spliced into the SQL; names are always quoted.
 extension EntityPredicate {
     /// The SQL and arguments of the condition.
-    func sql(for mapping: EntitySchema, model: Schema) throws -> (String, [SQLiteValue]) {
+    func sql(for mapping: EntitySchema, model: Schema, dialect: SQLDialect) throws -> (String, [SQLiteValue]) {
         var arguments: [SQLiteValue] = []
-        let text = try Self.render(node, mapping, model, &arguments)
+        let text = try Self.render(node, mapping, model, dialect, &arguments)
         return (text, arguments)
     }
 
@@ -13,7 +13,7 @@ extension EntityPredicate {
     }
 
     private static func render(
-        _ node: Node, _ mapping: EntitySchema, _ model: Schema, _ arguments: inout [SQLiteValue]
+        _ node: Node, _ mapping: EntitySchema, _ model: Schema, _ dialect: SQLDialect, _ arguments: inout [SQLiteValue]
     ) throws -> String {
         switch node {
         case .comparison(let keyPath, let op, let value):
@@ -22,23 +22,23 @@ extension EntityPredicate {
                 switch op {
                 case .equal: return "\(column) IS NULL"
                 case .notEqual: return "\(column) IS NOT NULL"
-                default: return "0"  // like SQL: an ordering comparison with NULL is never true
+                default: return dialect.falseCondition  // like SQL: an ordering comparison with NULL is never true
                 }
             }
             arguments.append(value)
-            if op == .notEqual { return "\(column) IS NOT ?" }
+            if op == .notEqual { return "\(column) \(dialect.isDistinctFrom) ?" }
             return "\(column) \(op.rawValue) ?"
         case .membership(let keyPath, let values):
             let column = try column(keyPath, mapping)
-            if values.isEmpty { return "0" }
+            if values.isEmpty { return dialect.falseCondition }
             arguments.append(contentsOf: values)
             return "\(column) IN (" + Array(repeating: "?", count: values.count).joined(separator: ", ") + ")"
         case .and(let lhs, let rhs):
-            return "(\(try render(lhs, mapping, model, &arguments)) AND \(try render(rhs, mapping, model, &arguments)))"
+            return "(\(try render(lhs, mapping, model, dialect, &arguments)) AND \(try render(rhs, mapping, model, dialect, &arguments)))"
         case .or(let lhs, let rhs):
-            return "(\(try render(lhs, mapping, model, &arguments)) OR \(try render(rhs, mapping, model, &arguments)))"
+            return "(\(try render(lhs, mapping, model, dialect, &arguments)) OR \(try render(rhs, mapping, model, dialect, &arguments)))"
         case .not(let inner):
-            return "NOT (\(try render(inner, mapping, model, &arguments)))"
+            return "NOT (\(try render(inner, mapping, model, dialect, &arguments)))"
         case .sql(let sql, let values):
             arguments.append(contentsOf: values)
             return "(\(sql))"
@@ -47,34 +47,34 @@ extension EntityPredicate {
             if text.isEmpty { return "\(column) IS NOT NULL" }
             var parameter = "?"
             if caseInsensitive {
-                column = "codablestore_fold(\(column))"
-                parameter = "codablestore_fold(?)"
+                column = "\(dialect.caseFold)(\(column))"
+                parameter = "\(dialect.caseFold)(\(dialect.textParameter))"
             }
             arguments.append(.text(text))
             switch match {
-            case .contains: return "instr(\(column), \(parameter)) > 0"
+            case .contains: return "\(dialect.position)(\(column), \(parameter)) > 0"
             case .prefix:
                 arguments.append(.text(text))
                 // The text is bound twice: for `length(?)`, then for the comparison.
-                return "substr(\(column), 1, length(?)) = \(parameter)"
+                return "\(dialect.part(dialect.prefix, of: column)) = \(parameter)"
             case .suffix:
                 arguments.append(.text(text))
-                return "substr(\(column), -length(?)) = \(parameter)"
+                return "\(dialect.part(dialect.suffix, of: column)) = \(parameter)"
             }
         case .through(let keyPath, let destinationType, let subquery):
             let foreignKey = try column(keyPath, mapping)
             let destination = try model.mapping(for: destinationType)
-            let (condition, values) = try subquery.render(destination, model)
+            let (condition, values) = try subquery.render(destination, model, dialect)
             arguments.append(contentsOf: values)
             return "\(foreignKey) IN (SELECT \"_pk\" FROM \(quoteIdentifier(destination.name)) WHERE \(condition))"
         case .members(let keyPath, let destinationType, let subquery, let any):
             // The owners of matching members, as a subquery that does not refer to the outer row (so that a
             // relationship of an entity to itself needs no aliases).
-            let owners = try ownersOfMembers(keyPath, destinationType, subquery, mapping, model, &arguments)
+            let owners = try ownersOfMembers(keyPath, destinationType, subquery, mapping, model, dialect, &arguments)
             return "\"_pk\" \(any ? "IN" : "NOT IN") (\(owners))"
         case .memberCount(let keyPath, let destinationType, let subquery, let op, let number):
-            let owners = try ownersOfMembers(keyPath, destinationType, subquery, mapping, model, &arguments)
-            let counted = "(SELECT count(*) FROM (\(owners)) WHERE \"owner\" = \(quoteIdentifier(mapping.name)).\"_pk\")"
+            let owners = try ownersOfMembers(keyPath, destinationType, subquery, mapping, model, dialect, &arguments)
+            let counted = "(SELECT count(*) FROM (\(owners)) AS \"owners\" WHERE \"owner\" = \(quoteIdentifier(mapping.name)).\"_pk\")"
             arguments.append(.integer(Int64(number)))
             return "\(counted) \(op.rawValue) ?"
         }
@@ -84,7 +84,7 @@ extension EntityPredicate {
     /// relationship that matches the condition (one row per membership; never NULL).
     private static func ownersOfMembers(
         _ keyPath: KeyPathBox, _ destinationType: any EntityObject.Type, _ subquery: SubqueryBox?, _ mapping: EntitySchema,
-        _ model: Schema, _ arguments: inout [SQLiteValue]
+        _ model: Schema, _ dialect: SQLDialect, _ arguments: inout [SQLiteValue]
     ) throws -> String {
         guard let field = mapping.description.fieldIndex(for: keyPath.keyPath), let relationship = mapping.relationships[field],
             relationship.description.isToMany
@@ -94,7 +94,7 @@ extension EntityPredicate {
         let destination = model.mappings[relationship.destination]
         var members = "SELECT \"_pk\" FROM \(quoteIdentifier(destination.name))"
         if let subquery {
-            let (condition, values) = try subquery.render(destination, model)
+            let (condition, values) = try subquery.render(destination, model, dialect)
             arguments.append(contentsOf: values)
             members += " WHERE \(condition)"
         }
@@ -119,7 +119,7 @@ extension EntityPredicate {
 
 extension Sort {
     /// The ORDER BY clause of the keys (then the row id, so that the order is stable).
-    static func orderBy(_ keys: [Sort], _ mapping: EntitySchema, model: Schema) throws(StoreError) -> String {
+    static func orderBy(_ keys: [Sort], _ mapping: EntitySchema, model: Schema, dialect: SQLDialect) throws(StoreError) -> String {
         var terms: [String] = []
         for key in keys {
             var term = try mapping.column(for: key.keyPath.keyPath)
@@ -131,7 +131,7 @@ extension Sort {
                 term = "(SELECT \(column) FROM \(quoteIdentifier(destination.name)) AS \"codablestore_sort\" "
                     + "WHERE \"codablestore_sort\".\"_pk\" = \(quoteIdentifier(mapping.name)).\(term))"
             }
-            terms.append(term + (key.ascending ? " ASC" : " DESC"))
+            terms.append(dialect.order(term, ascending: key.ascending))
         }
         terms.append("\"_pk\"")
         return " ORDER BY " + terms.joined(separator: ", ")
@@ -149,7 +149,7 @@ extension EntitySchema {
     }
 }
 
-extension SQLiteStorage {
+extension SQLStorage {
     /// A statement over an entity's rows: its SQL and the values it binds.
     struct Query {
         var sql: String
@@ -161,20 +161,20 @@ extension SQLiteStorage {
         _ prefix: String, _ predicate: EntityPredicate<T>?, _ mapping: EntitySchema, suffix: String = ""
     ) throws -> Query {
         guard let predicate else { return Query(sql: prefix + suffix, arguments: []) }
-        let (condition, arguments) = try predicate.sql(for: mapping, model: model)
+        let (condition, arguments) = try predicate.sql(for: mapping, model: model, dialect: dialect)
         return Query(sql: prefix + " WHERE " + condition + suffix, arguments: arguments)
     }
 
-    /// The entity's rows (row id first, then the columns of ``SQLiteStorage/selectSQL(_:)``) matching `predicate`, in
+    /// The entity's rows (row id first, then the columns of ``SQLStorage/selectSQL(_:)``) matching `predicate`, in
     /// `sort` order then by row id; `LIMIT`/`OFFSET` when either is given.
     func select<T>(
         _ mapping: EntitySchema, where predicate: EntityPredicate<T>?, orderBy sort: [Sort<T>] = [], limit: Int? = nil,
         offset: Int? = nil
     ) throws -> Query {
-        var query = try filtered(selectSQL(mapping), predicate, mapping, suffix: try Sort.orderBy(sort, mapping, model: model))
+        var query = try filtered(selectSQL(mapping), predicate, mapping, suffix: try Sort.orderBy(sort, mapping, model: model, dialect: dialect))
         if limit != nil || offset != nil {
             query.sql += " LIMIT ? OFFSET ?"
-            query.arguments.append(.integer(Int64(limit ?? -1)))
+            query.arguments.append(limit.map { .integer(Int64($0)) } ?? dialect.noLimit)
             query.arguments.append(.integer(Int64(offset ?? 0)))
         }
         return query
@@ -197,10 +197,15 @@ extension SQLiteStorage {
     ) throws -> Query {
         let column = try mapping.column(for: keyPath)
         let table = quoteIdentifier(mapping.name)
-        guard let group else { return try filtered("SELECT \(function.rawValue)(\(column)) FROM \(table)", predicate, mapping) }
+        var affinity: String?
+        if let field = mapping.description.fieldIndex(for: keyPath), case .attribute(let attribute) = mapping.description.fields[field] {
+            affinity = attribute.type.affinity
+        }
+        let call = dialect.aggregate(function.rawValue, column, affinity: affinity)
+        guard let group else { return try filtered("SELECT \(call) FROM \(table)", predicate, mapping) }
         let groupColumn = try mapping.column(for: group)
         return try filtered(
-            "SELECT \(groupColumn), \(function.rawValue)(\(column)) FROM \(table)", predicate, mapping,
+            "SELECT \(groupColumn), \(call) FROM \(table)", predicate, mapping,
             suffix: " GROUP BY \(groupColumn) ORDER BY \(groupColumn)")
     }
 
@@ -215,7 +220,7 @@ extension SQLiteStorage {
         var sql = "SELECT \"_pk\" FROM \(quoteIdentifier(mapping.name)) WHERE \"_pk\" > ? AND \"_pk\" <= ?"
         var arguments: [SQLiteValue] = []
         if let predicate {
-            let (condition, predicateArguments) = try predicate.sql(for: mapping, model: model)
+            let (condition, predicateArguments) = try predicate.sql(for: mapping, model: model, dialect: dialect)
             sql += " AND (\(condition))"
             arguments = predicateArguments
         }

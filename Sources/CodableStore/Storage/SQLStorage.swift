@@ -2,8 +2,9 @@
 /// from its model — how each step of a ``WritePlan`` runs, identity lookups and membership loads (here), queries
 /// (SQLiteQuery.swift). The context decides what changes and what to read (entities, fields, row ids, values,
 /// predicates); only this type knows how SQLite says it. A PostgreSQL backend would do the same in its dialect.
-final class SQLiteStorage: Sendable {
+final class SQLStorage: Sendable {
     let model: Schema
+    let dialect: SQLDialect
     private let entities: [EntityStatements]
     private let joinTables: [JoinStatements]
     /// UPDATE statements by entity and changed fields, made on first use.
@@ -48,8 +49,9 @@ final class SQLiteStorage: Sendable {
         let fields: [Int]
     }
 
-    init(model: Schema) {
+    init(model: Schema, dialect: SQLDialect = .sqlite) {
         self.model = model
+        self.dialect = dialect
         entities = model.mappings.map { mapping in
             let table = quoteIdentifier(mapping.name)
             let columns = ["_pk"] + mapping.columns[..<mapping.insertColumnCount].map(\.name)
@@ -57,7 +59,7 @@ final class SQLiteStorage: Sendable {
             // SQLite needs no statement journal (a copy of every page each statement touches, spilled to a
             // temporary file past 64 KiB). Every flush runs in a savepoint or in a transaction that a failure rolls
             // back, so nothing partial survives.
-            let prefix = "INSERT OR FAIL INTO \(table) (" + columns.map(quoteIdentifier).joined(separator: ", ") + ") VALUES "
+            let prefix = dialect.insertInto + " \(table) (" + columns.map(quoteIdentifier).joined(separator: ", ") + ") VALUES "
             let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
             return EntityStatements(
                 select: "SELECT " + columns.map(quoteIdentifier).joined(separator: ", ") + " FROM " + table,
@@ -68,7 +70,7 @@ final class SQLiteStorage: Sendable {
         }
         joinTables = model.joinTables.map { join in
             let table = quoteIdentifier(join.name)
-            let prefix = "INSERT OR FAIL INTO \(table) (\"source\", \"target\", \"position\") VALUES "
+            let prefix = dialect.insertInto + " \(table) (\"source\", \"target\", \"position\") VALUES "
             let upsert = " ON CONFLICT (\"source\", \"target\") DO UPDATE SET \"position\" = excluded.\"position\""
             return JoinStatements(
                 link: prefix + "(?, ?, ?)" + upsert,
@@ -85,7 +87,7 @@ final class SQLiteStorage: Sendable {
     func selectSQL(_ mapping: EntitySchema) -> String { entities[mapping.index].select }
 
     /// Runs one step, with statements from `statements` (cached for the connection they belong to).
-    func run(_ step: WritePlan.Step, statements: (String) throws -> Statement) throws {
+    func run(_ step: WritePlan.Step, statements: (String) throws -> any DatabaseStatement) throws {
         switch step {
         case .delete(let entity, let rowID):
             let statement = try statements(entities[entity].delete)
@@ -96,7 +98,7 @@ final class SQLiteStorage: Sendable {
             try Self.bind(values[...], to: statement)
             do {
                 try statement.execute()
-            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= error.resultCode {
+            } catch let error where dialect.isUniqueViolation(error) {
                 throw try insertConflict(model.mappings[entity], rows: rows, values: values, error, statements: statements)
             }
         case .update(let entity, let fields, let values):
@@ -104,7 +106,7 @@ final class SQLiteStorage: Sendable {
             try Self.bind(values[...], to: statement)
             do {
                 try statement.execute()
-            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= error.resultCode {
+            } catch let error where dialect.isUniqueViolation(error) {
                 throw try updateConflict(model.mappings[entity], fields: fields, values: values, error, statements: statements)
             }
         case .setOrder(let entity, let orderColumn, let rowID, let position):
@@ -139,12 +141,12 @@ final class SQLiteStorage: Sendable {
     }
 
     /// Binds and runs a statement of the rare steps (positions).
-    private func execute(_ statement: Statement, _ values: SQLiteValue...) throws {
+    private func execute(_ statement: any DatabaseStatement, _ values: SQLiteValue...) throws {
         try Self.bind(values[...], to: statement)
         try statement.execute()
     }
 
-    private static func bind(_ values: ArraySlice<SQLiteValue>, to statement: Statement) throws {
+    private static func bind(_ values: ArraySlice<SQLiteValue>, to statement: any DatabaseStatement) throws {
         var parameter: Int32 = 1
         for value in values {
             try statement.bind(value, at: parameter)
@@ -167,7 +169,7 @@ final class SQLiteStorage: Sendable {
         return min(size, limit)
     }
 
-    /// The entity's `SQLiteStorage.selectSQL(_:)` for the rows of `rows` identities (cached: a composite lookup of 4,096 is 40 KB
+    /// The entity's `SQLStorage.selectSQL(_:)` for the rows of `rows` identities (cached: a composite lookup of 4,096 is 40 KB
     /// of SQL).
     func lookupSQL(rows: Int, entity: Int) -> String {
         let key = LookupKey(entity: entity, rows: rows)
@@ -188,10 +190,10 @@ final class SQLiteStorage: Sendable {
     }
 
     /// Looks up the stored rows of `keys` with the statement of their size, calling `row` on each row found (the
-    /// row id, then the columns of ``SQLiteStorage/selectSQL(_:)``).
+    /// row id, then the columns of ``SQLStorage/selectSQL(_:)``).
     func lookUp(
         _ keys: [Context.IdentityKey], entity: Int, maximumVariableCount: Int,
-        statements: (String) throws -> Statement, row: (Statement) throws -> Void
+        statements: (String) throws -> any DatabaseStatement, row: (any DatabaseStatement) throws -> Void
     ) throws {
         guard !keys.isEmpty else { return }
         let rows = lookupRowsPerStatement(for: keys.count, entity: entity, maximumVariableCount: maximumVariableCount)
@@ -223,7 +225,7 @@ final class SQLiteStorage: Sendable {
             let order = ownerIsSource && join.hasPosition ? "j.\"position\" IS NULL, j.\"position\", " : ""
             return "SELECT j.\"\(mine)\", \(entities[destination.index].qualifiedColumns) FROM \(table) "
                 + "JOIN \(quoteIdentifier(join.name)) AS j ON j.\"\(theirs)\" = \(table).\"_pk\" "
-                + "WHERE j.\"\(mine)\" IN (\(placeholders)) ORDER BY \(order)j.rowid"
+                + "WHERE j.\"\(mine)\" IN (\(placeholders)) ORDER BY \(order)j.\(dialect.joinRowOrder)"
         }
     }
 
@@ -233,9 +235,10 @@ final class SQLiteStorage: Sendable {
     /// FAIL kept the rows before the failing one: those fail again on their row id (ours, so only they can),
     /// and are skipped.
     private func insertConflict(
-        _ mapping: EntitySchema, rows: Int, values: [SQLiteValue], _ error: SQLiteError,
-        statements: (String) throws -> Statement
+        _ mapping: EntitySchema, rows: Int, values: [SQLiteValue], _ error: any Error,
+        statements: (String) throws -> any DatabaseStatement
     ) throws -> StoreError {
+        guard dialect.continuesAfterError else { return identityConflict(mapping, error, values: dialect.conflictingValues(error)) }
         let width = mapping.insertColumnCount + 1
         let single = try statements(entities[mapping.index].insert)
         for row in 0..<rows {
@@ -243,9 +246,9 @@ final class SQLiteStorage: Sendable {
             try Self.bind(rowValues, to: single)
             do {
                 try single.execute()
-            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= error.resultCode {
+            } catch let error where dialect.isUniqueViolation(error) {
                 return identityConflict(mapping, error) { field in rowValues[rowValues.startIndex + Int(mapping.columnOfField[field])] }
-            } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT_PRIMARYKEY ~= error.resultCode {
+            } catch let error where dialect.isPrimaryKeyViolation(error) {
                 continue
             }
         }
@@ -255,9 +258,10 @@ final class SQLiteStorage: Sendable {
     /// The identity conflict of an UPDATE: the identity is the new value of each identity attribute the update
     /// changes, and the stored value of the others (the failed statement changed nothing).
     private func updateConflict(
-        _ mapping: EntitySchema, fields: [Int], values: [SQLiteValue], _ error: SQLiteError,
-        statements: (String) throws -> Statement
+        _ mapping: EntitySchema, fields: [Int], values: [SQLiteValue], _ error: any Error,
+        statements: (String) throws -> any DatabaseStatement
     ) throws -> StoreError {
+        guard dialect.continuesAfterError else { return identityConflict(mapping, error, values: dialect.conflictingValues(error)) }
         guard case .integer(let rowID) = values.last else { return identityConflict(mapping, error) { _ in .null } }
         let select = try statements(selectByRowID(mapping))
         defer { select.reset() }
@@ -270,15 +274,19 @@ final class SQLiteStorage: Sendable {
     }
 
     private func identityConflict(
-        _ mapping: EntitySchema, _ error: SQLiteError, value: (Int) -> SQLiteValue
+        _ mapping: EntitySchema, _ error: any Error, value: (Int) -> SQLiteValue
     ) -> StoreError {
         let values = mapping.description.identity.map { field -> String in
             guard case .attribute(let attribute) = mapping.description.fields[field] else { return "?" }
             return "\(attribute.name) = \(value(field))"
         }
-        return StoreError(
+        return identityConflict(mapping, error, values: values.joined(separator: ", "))
+    }
+
+    private func identityConflict(_ mapping: EntitySchema, _ error: any Error, values: String?) -> StoreError {
+        StoreError(
             .identityConflict,
-            "\(mapping.name) with identity \(values.joined(separator: ", ")) already exists; fetch it and update it instead of inserting a new object",
+            "\(mapping.name) with identity \(values ?? "(unknown)") already exists; fetch it and update it instead of inserting a new object",
             entity: mapping.name, cause: error)
     }
 }

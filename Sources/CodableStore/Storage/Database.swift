@@ -1,0 +1,160 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+// The storage seam: what the context, the coding layer and the importer need of a database connection. SQLite's
+// `Connection` and `Statement` (CodableStoreSQLite) are the first backend; CodableStorePostgres is the second. The
+// SQL text itself is built by `SQLStorage` in the backend's `SQLDialect`; the context decides what to write and
+// read, never how a database says it.
+//
+// Values cross the seam as `SQLiteValue` (integer, real, text, blob, null): the storage shape of every attribute
+// type (``AttributeValue``). A backend converts them to and from its own column types.
+
+/// A prepared statement: bind values, step through rows, read columns of the current row.
+package protocol DatabaseStatement: AnyObject {
+    /// The SQL it was prepared from, with `?` placeholders.
+    var sql: String { get }
+    var columnCount: Int32 { get }
+    func bind(_ value: SQLiteValue, at index: Int32) throws
+    func bind(_ value: Int64, at index: Int32) throws
+    /// Advances to the next row; false when the statement is done.
+    @discardableResult func step() throws -> Bool
+    /// Runs the statement to completion and resets it.
+    func execute() throws
+    /// Makes the statement ready to run again; bindings are kept.
+    func reset()
+    func isNull(at column: Int32) -> Bool
+    func int64(at column: Int32) -> Int64
+    func value(at column: Int32) -> SQLiteValue
+    /// SQLite's storage class codes: 1 integer, 2 real, 3 text, 4 blob, 5 null.
+    func storageClass(at column: Int32) -> Int32
+}
+
+extension DatabaseStatement {
+    /// Binds values to parameters 1, 2, … in order.
+    package func bind(_ values: [SQLiteValue]) throws {
+        var parameter: Int32 = 1
+        for value in values {
+            try bind(value, at: parameter)
+            parameter += 1
+        }
+    }
+
+    /// Runs the statement with these arguments to completion, then resets it.
+    package func execute(_ arguments: [SQLiteValue]) throws {
+        try bind(arguments)
+        try execute()
+    }
+
+    /// Runs a statement written for `slots` items (an `IN` list of `slots` groups of parameters) over `items`,
+    /// `slots` at a time, calling `row` on each result row. `bind` binds one item from a parameter index, which it
+    /// advances. The last chunk repeats its last item to fill the slots, so the SQL stays the same and is prepared
+    /// once.
+    package func run<Item>(
+        chunksOf items: [Item], slots: Int, bind: (any DatabaseStatement, Item, inout Int32) throws -> Void,
+        row: (any DatabaseStatement) throws -> Void
+    ) throws {
+        var start = 0
+        while start < items.count {
+            let chunk = items[start..<min(start + slots, items.count)]
+            var parameter: Int32 = 1
+            for slot in 0..<slots {
+                try bind(self, slot < chunk.count ? chunk[chunk.startIndex + slot] : chunk[chunk.endIndex - 1], &parameter)
+            }
+            defer { reset() }
+            while try step() { try row(self) }
+            start += slots
+        }
+    }
+}
+
+/// A connection of a store: statements, transactions and savepoints. Used by one thread at a time.
+package protocol DatabaseConnection: AnyObject {
+    /// A statement prepared once per connection and reused (reset before it is returned).
+    func cached(_ sql: String) throws -> any DatabaseStatement
+    /// A statement owned by the caller.
+    func prepare(_ sql: String) throws -> any DatabaseStatement
+    /// Runs statements without arguments (several, separated by semicolons).
+    func execute(sql: String) throws
+    /// The most values one statement may bind.
+    var maximumVariableCount: Int { get }
+    var isInsideTransaction: Bool { get }
+    /// Begins a transaction that writes, holding the store's write lock from the start.
+    func beginWriteTransaction() throws
+    /// Begins a transaction that only reads one consistent snapshot.
+    func beginReadTransaction() throws
+    /// Commits the transaction the caller has begun.
+    func commit() throws
+    /// Runs `body` in the transaction the caller has begun: commits when it returns, rolls back when it throws.
+    func inBegunTransaction<T>(_ body: () throws -> T) throws -> T
+    /// Runs `body` in a savepoint: released when it returns, rolled back to its start when it throws.
+    func inSavepoint<T>(named name: String, _ body: () throws -> T) throws -> T
+    /// Throws unless a transaction is open (the database may end one by itself after an error).
+    func checkInsideTransaction(function: String) throws
+    func rollbackIgnoringErrors()
+}
+
+extension DatabaseConnection {
+    /// Runs a query and returns all its rows.
+    package func rows(sql: String, arguments: [SQLiteValue] = []) throws -> [[SQLiteValue]] {
+        let statement = try prepare(sql)
+        try statement.bind(arguments)
+        var rows: [[SQLiteValue]] = []
+        while try statement.step() { rows.append((0..<statement.columnCount).map(statement.value(at:))) }
+        return rows
+    }
+
+    /// Runs a query and returns the first column of its first row, if any.
+    package func scalar(sql: String, arguments: [SQLiteValue] = []) throws -> SQLiteValue? {
+        let statement = try prepare(sql)
+        try statement.bind(arguments)
+        guard try statement.step() else { return nil }
+        return statement.value(at: 0)
+    }
+
+    /// Runs `body` in a write transaction (``beginWriteTransaction()``): commits when it returns, rolls back when
+    /// it throws.
+    package func inWriteTransaction<T>(_ body: () throws -> T) throws -> T {
+        try beginWriteTransaction()
+        return try inBegunTransaction(body)
+    }
+
+    /// Runs `body` in a read transaction: one consistent snapshot.
+    package func inReadTransaction<T>(_ body: () throws -> T) throws -> T {
+        try beginReadTransaction()
+        return try inBegunTransaction(body)
+    }
+}
+
+/// How a store reaches its database: one writer at a time, readers beside it.
+package protocol StoreBackend: Sendable {
+    /// Runs `body` with the writer connection, holding the store's write lock: a second caller waits.
+    func withWriter<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T
+    /// Runs `body` with a reader connection.
+    func withReader<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T
+    /// Called when the store goes away.
+    func close()
+}
+
+// MARK: - SQLite
+
+extension Statement: DatabaseStatement {}
+
+extension Connection: DatabaseConnection {
+    package func cached(_ sql: String) throws -> any DatabaseStatement { try cachedStatement(sql: sql) }
+    package func prepare(_ sql: String) throws -> any DatabaseStatement { try makeStatement(sql: sql, persistent: true) }
+
+    package func beginReadTransaction() throws {
+        try execute(sql: "BEGIN DEFERRED TRANSACTION")
+    }
+
+    package func commit() throws {
+        try execute(sql: "COMMIT TRANSACTION")
+    }
+}
+
+/// An error of a backend other than SQLite (whose `SQLiteError` is known by name): a failure of the store, not of
+/// the input.
+package protocol DatabaseError: Error, CustomStringConvertible {}

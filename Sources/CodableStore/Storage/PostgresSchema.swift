@@ -1,0 +1,256 @@
+import Logging
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The PostgreSQL backend's DDL: creates a store's tables in the connection's current schema, checks them against
+/// the declared model on open (the model is recorded in the same metadata table as in SQLite), and applies additive
+/// changes. The connection itself is CodableStorePostgres's.
+///
+/// Column types follow the SQLite storage shape of each attribute (``AttributeValue``), so that both backends store,
+/// compare and sort the same values: INTEGER is `bigint`, REAL `double precision`, TEXT `text COLLATE "C"` (byte
+/// order, as SQLite compares text), BLOB `bytea`, and `Decimal` is `numeric` (exact, compared by value).
+enum PostgresSchema {
+    static let metadataTable = SQLiteMigration.metadataTable
+
+    /// Creates or checks the schema in one transaction, holding a lock that other processes opening the same store
+    /// wait for.
+    static func prepare(
+        _ connection: any DatabaseConnection, model: Schema, policy: SchemaChangePolicy, migrations: [Migration], logger: Logger
+    ) throws {
+        let declared = SchemaSnapshot(model)
+        try connection.inWriteTransaction {
+            try connection.execute(
+                sql: "CREATE TABLE IF NOT EXISTS \(quoteIdentifier(metadataTable)) (\"key\" text PRIMARY KEY, \"value\" text NOT NULL)")
+            try createCaseFolding(on: connection)
+            guard case .text(let json)? = try connection.scalar(
+                sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'model'")
+            else {
+                let existing = try userTables(connection)
+                if !existing.isEmpty {
+                    throw StoreError(
+                        .schemaMismatch,
+                        "the database already has tables (\(existing.joined(separator: ", "))) but no CodableStore model; use an empty database or schema, or a store created by CodableStore",
+                        differences: existing.map { "unexpected table \($0)" })
+                }
+                try create(model, on: connection)
+                try record(declared, on: connection)
+                if !migrations.isEmpty { try recordMigrations(migrations.map(\.name), on: connection) }
+                return
+            }
+            let stored: SchemaSnapshot
+            do {
+                stored = try JSONDecoder().decode(SchemaSnapshot.self, from: Data(json.utf8))
+            } catch {
+                throw StoreError(.schemaMismatch, "the stored model cannot be read: \(error)", cause: error)
+            }
+            if stored.version > declared.version {
+                throw StoreError(
+                    .schemaMismatch,
+                    "the store was written by a newer CodableStore (storage version \(stored.version)); this version reads versions up to \(declared.version)")
+            }
+            let applied = Set(try appliedMigrations(connection))
+            if let pending = migrations.first(where: { !applied.contains($0.name) }), !pending.steps.isEmpty {
+                throw StoreError(
+                    .unsupported,
+                    "migration '\(pending.name)' has steps, and migration steps run on SQLite stores only for now; run its changes with SQL on the server, then open the store with the migration's steps removed")
+            }
+            if migrations.contains(where: { !applied.contains($0.name) }) {
+                try recordMigrations(applied.sorted() + migrations.map(\.name).filter { !applied.contains($0) }, on: connection)
+            }
+            guard stored != declared else { return }
+            let (additive, incompatible) = declared.differences(from: stored)
+            if !incompatible.isEmpty {
+                switch policy {
+                case .fail:
+                    throw StoreError(
+                        .schemaMismatch,
+                        "the store's model differs from the declared entities: " + incompatible.joined(separator: "; ")
+                            + ". Open the store with schemaChangePolicy: .reset to drop and recreate it",
+                        differences: incompatible)
+                case .reset(let onReset):
+                    logger.info("store reset", metadata: ["differences": "\(incompatible)"])
+                    for table in stored.joinTables + stored.entities.map(\.name) {
+                        try connection.execute(sql: "DROP TABLE IF EXISTS \(quoteIdentifier(table)) CASCADE")
+                    }
+                    try create(model, on: connection)
+                    try record(declared, on: connection)
+                    onReset(incompatible)
+                    return
+                }
+            }
+            logger.info("store schema migrated", metadata: ["changes": "\(additive)"])
+            try migrateAdditively(from: stored, to: model, on: connection)
+            try record(declared, on: connection)
+        }
+    }
+
+    /// `codablestore_fold(text)`, what case-insensitive predicates compare: Unicode lower case, as in SQLite (where
+    /// the store registers a function of that name). `lower()` follows the database's locale, which may fold ASCII
+    /// only (`C`); the ICU root collation, where the server has ICU, folds every script the same way everywhere.
+    private static func createCaseFolding(on connection: any DatabaseConnection) throws {
+        let icu = try connection.scalar(sql: "SELECT count(*) FROM pg_collation WHERE collname = 'und-x-icu'") == .integer(1)
+        try connection.execute(
+            sql: "CREATE OR REPLACE FUNCTION codablestore_fold(text) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE "
+                + "AS $$ SELECT lower($1\(icu ? " COLLATE \"und-x-icu\"" : "")) $$")
+    }
+
+    private static func userTables(_ connection: any DatabaseConnection) throws -> [String] {
+        try connection.rows(
+            sql: "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename <> ? ORDER BY tablename",
+            arguments: [.text(metadataTable)]
+        ).compactMap { if case .text(let name) = $0[0] { name } else { nil } }
+    }
+
+    private static func record(_ snapshot: SchemaSnapshot, on connection: any DatabaseConnection) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try setMetadata("model", String(decoding: try encoder.encode(snapshot), as: UTF8.self), on: connection)
+    }
+
+    private static func appliedMigrations(_ connection: any DatabaseConnection) throws -> [String] {
+        guard case .text(let json)? = try connection.scalar(
+            sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'migrations'")
+        else { return [] }
+        return (try? JSONDecoder().decode([String].self, from: Data(json.utf8))) ?? []
+    }
+
+    private static func recordMigrations(_ names: [String], on connection: any DatabaseConnection) throws {
+        try setMetadata("migrations", String(decoding: try JSONEncoder().encode(names), as: UTF8.self), on: connection)
+    }
+
+    private static func setMetadata(_ key: String, _ value: String, on connection: any DatabaseConnection) throws {
+        let statement = try connection.prepare(
+            "INSERT INTO \(quoteIdentifier(metadataTable)) (\"key\", \"value\") VALUES (?, ?) "
+                + "ON CONFLICT (\"key\") DO UPDATE SET \"value\" = excluded.\"value\"")
+        try statement.execute([.text(key), .text(value)])
+    }
+
+    // MARK: - DDL
+
+    static func type(of attribute: AttributeType) -> String {
+        if attribute.name == AttributeType.decimal.name { return "numeric" }
+        switch attribute.affinity {
+        case "INTEGER": return "bigint"
+        case "REAL": return "double precision"
+        case "BLOB": return "bytea"
+        case "NUMERIC": return "numeric"
+        default: return "text COLLATE \"C\""
+        }
+    }
+
+    static func columnDefinition(_ column: EntitySchema.Column, model: Schema) -> String {
+        let name = quoteIdentifier(column.name)
+        switch column.kind {
+        case .attribute(let attribute):
+            var definition = "\(name) \(type(of: attribute.type))"
+            if !attribute.isOptional { definition += " NOT NULL" }
+            if let value = attribute.defaultValue, let literal = literal(value) { definition += " DEFAULT \(literal)" }
+            return definition
+        case .foreignKey:
+            // The constraint is added once every table exists (PostgreSQL needs the referenced table first).
+            return "\(name) bigint"
+        case .order:
+            return "\(name) bigint"
+        }
+    }
+
+    /// A DEFAULT literal for a stored value.
+    private static func literal(_ value: SQLiteValue) -> String? {
+        switch value {
+        case .null: "NULL"
+        case .integer(let integer): "\(integer)"
+        case .real(let real): real.isFinite ? "\(real)" : nil
+        case .text(let text): "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''") + "'"
+        case .blob(let data): "'\\x" + data.map { String($0, radix: 16).leftPadded(to: 2) }.joined() + "'::bytea"
+        }
+    }
+
+    static func createTable(_ mapping: EntitySchema, model: Schema, on connection: any DatabaseConnection) throws {
+        let definitions = ["\"_pk\" bigint PRIMARY KEY"] + mapping.columns.map { columnDefinition($0, model: model) }
+        try connection.execute(sql: "CREATE TABLE \(quoteIdentifier(mapping.name)) (\(definitions.joined(separator: ", ")))")
+        for index in SQLiteMigration.requiredIndexes(of: mapping) { try create(index, on: connection) }
+    }
+
+    /// The foreign key constraint of a to-one relationship's column: cleared when the destination is deleted, checked
+    /// at commit.
+    static func addForeignKey(_ mapping: EntitySchema, column: EntitySchema.Column, model: Schema, on connection: any DatabaseConnection) throws {
+        guard case .foreignKey(_, let destination) = column.kind else { return }
+        try connection.execute(
+            sql: "ALTER TABLE \(quoteIdentifier(mapping.name)) ADD FOREIGN KEY (\(quoteIdentifier(column.name))) "
+                + "REFERENCES \(quoteIdentifier(model.mappings[destination].name))(\"_pk\") "
+                + "ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED")
+    }
+
+    static func createJoinTable(_ join: JoinTable, model: Schema, on connection: any DatabaseConnection) throws {
+        let source = quoteIdentifier(model.mappings[join.source].name)
+        let target = quoteIdentifier(model.mappings[join.target].name)
+        // "_row" orders the links of an unordered relationship by insertion, as SQLite's rowid does.
+        try connection.execute(
+            sql: """
+                CREATE TABLE \(quoteIdentifier(join.name)) (\
+                "source" bigint NOT NULL REFERENCES \(source)("_pk") ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, \
+                "target" bigint NOT NULL REFERENCES \(target)("_pk") ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, \
+                "position" bigint, "_row" bigint GENERATED ALWAYS AS IDENTITY, UNIQUE ("source", "target"))
+                """)
+        try create(.foreignKey(of: join.name, column: "target"), on: connection)
+    }
+
+    static func create(_ index: SQLiteMigration.RequiredIndex, on connection: any DatabaseConnection) throws {
+        try connection.execute(
+            sql: "CREATE \(index.isUnique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(quoteIdentifier(index.name)) ON "
+                + "\(quoteIdentifier(index.table)) (" + index.columns.map(quoteIdentifier).joined(separator: ", ") + ")")
+    }
+
+    static func create(_ model: Schema, on connection: any DatabaseConnection) throws {
+        for mapping in model.mappings { try createTable(mapping, model: model, on: connection) }
+        for mapping in model.mappings {
+            for column in mapping.columns { try addForeignKey(mapping, column: column, model: model, on: connection) }
+        }
+        for join in model.joinTables { try createJoinTable(join, model: model, on: connection) }
+    }
+
+    static func migrateAdditively(from stored: SchemaSnapshot, to model: Schema, on connection: any DatabaseConnection) throws {
+        let storedEntities = Dictionary(stored.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        var newForeignKeys: [(EntitySchema, EntitySchema.Column)] = []
+        for mapping in model.mappings {
+            guard let old = storedEntities[mapping.name] else {
+                try createTable(mapping, model: model, on: connection)
+                newForeignKeys += mapping.columns.map { (mapping, $0) }
+                continue
+            }
+            let existing = Set(
+                old.attributes.map(\.name) + old.relationships.filter { $0.kind == .toOne }.map(\.name) + old.orderColumns)
+            for column in mapping.columns where !existing.contains(column.name) {
+                try connection.execute(
+                    sql: "ALTER TABLE \(quoteIdentifier(mapping.name)) ADD COLUMN \(columnDefinition(column, model: model))")
+                if case .foreignKey = column.kind {
+                    try create(.foreignKey(of: mapping.name, column: column.name), on: connection)
+                    newForeignKeys.append((mapping, column))
+                }
+            }
+            for index in old.indexes ?? [] where !mapping.indexes.contains(index) {
+                try connection.execute(sql: "DROP INDEX IF EXISTS \(quoteIdentifier(index.name))")
+            }
+            for index in mapping.indexes where !(old.indexes ?? []).contains(index) {
+                try create(
+                    SQLiteMigration.RequiredIndex(name: index.name, table: mapping.name, columns: index.columns, isUnique: index.unique),
+                    on: connection)
+            }
+        }
+        for (mapping, column) in newForeignKeys { try addForeignKey(mapping, column: column, model: model, on: connection) }
+        let existingJoins = Set(stored.joinTables)
+        for join in model.joinTables where !existingJoins.contains(join.name) {
+            try createJoinTable(join, model: model, on: connection)
+        }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to count: Int) -> String {
+        self.count >= count ? self : String(repeating: "0", count: count - self.count) + self
+    }
+}

@@ -1,0 +1,153 @@
+import CodableStore
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// Where a PostgreSQL store lives: a server, a database, a user, and the schema that holds the store's tables.
+///
+/// ```swift
+/// let configuration = try PostgresConfiguration(url: "postgres://app:secret@db.internal:5432/issues")
+/// let store = try Store.open(postgres: configuration, entities: [Issue.self, User.self, Label.self])
+/// ```
+///
+/// URL forms: `postgres://user[:password]@host[:port]/database`, and for a Unix socket
+/// `postgres://user@/database?host=/var/run/postgresql` (the folder of the socket; the port picks its file name).
+/// `?schema=NAME` keeps the store's tables in that schema (created if needed) instead of the user's default (`public`);
+/// `?sslmode=disable` is the default; TLS is not offered yet.
+public struct PostgresConfiguration: Sendable {
+    /// What postgres-nio connects with.
+    public var connection: PostgresConnection.Configuration
+    /// The schema of the store's tables; nil for the connection's default search path.
+    public var schema: String?
+    /// The URL without its password, for messages.
+    public let redactedURL: String
+
+    /// Parses a `postgres://` or `postgresql://` URL.
+    /// - Throws: ``StoreError/Code/connectionFailed`` when the URL is not one.
+    public init(url: String) throws {
+        guard let components = URLComponents(string: url), let scheme = components.scheme,
+            scheme == "postgres" || scheme == "postgresql"
+        else {
+            throw StoreError(.connectionFailed, "'\(url)' is not a postgres:// URL")
+        }
+        let user = components.user.flatMap { $0.removingPercentEncoding } ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres"
+        let password = components.password.flatMap { $0.removingPercentEncoding }
+        let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        let database = path.isEmpty ? nil : path
+        let query = Dictionary(
+            (components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { _, last in last })
+        if let mode = query["sslmode"], mode != "disable", mode != "prefer", mode != "allow" {
+            throw StoreError(.connectionFailed, "sslmode=\(mode) is not supported yet (TLS is not offered); use sslmode=disable")
+        }
+        let port = components.port ?? 5432
+        if let socketFolder = query["host"], socketFolder.hasPrefix("/") {
+            connection = PostgresConnection.Configuration(
+                unixSocketPath: "\(socketFolder)/.s.PGSQL.\(port)", username: user, password: password, database: database)
+        } else {
+            guard let host = components.host, !host.isEmpty else {
+                throw StoreError(.connectionFailed, "'\(url)' names no host (use ?host=/folder for a Unix socket)")
+            }
+            connection = PostgresConnection.Configuration(
+                host: host, port: port, username: user, password: password, database: database, tls: .disable)
+        }
+        schema = query["schema"].flatMap { $0.isEmpty ? nil : $0 }
+        var redacted = components
+        if redacted.password != nil { redacted.password = "***" }
+        redactedURL = redacted.string ?? "postgres://"
+    }
+
+    /// A fresh connection id, for postgres-nio's logs.
+    func nextID() -> Int { connectionIDs.add(1, ordering: .relaxed).newValue }
+}
+
+private let connectionIDs = Atomic<Int>(0)
+
+extension Store {
+    /// Opens (creating if needed) a store in a PostgreSQL database: the same models, contexts, decoder and importer
+    /// as a SQLite store.
+    ///
+    /// The schema is created on first open, checked on later ones, and additive changes are applied, as for SQLite.
+    /// Writes are serialized across every process that opens the same store (a transaction-scoped advisory lock),
+    /// so identities stay unique and no update is lost; reads run in `REPEATABLE READ` snapshots beside them.
+    ///
+    /// The synchronous methods of the returned store wait for the server on the calling thread; call them from
+    /// threads of your own (a command-line tool's main thread), and the `async` variants from Swift concurrency:
+    /// those run the work on a thread of their own, so no cooperative thread waits for the network.
+    ///
+    /// - Throws: ``StoreError`` (``StoreError/Code/connectionFailed`` when the server cannot be reached), or
+    ///   ``PostgresError`` for what the server refused.
+    public static func open(
+        postgres configuration: PostgresConfiguration, entities: [any EntityObject.Type], options: Options = Options()
+    ) throws -> Store {
+        let backend = try PostgresBackend(configuration: configuration, options: options)
+        return try Store(
+            postgres: backend, dialect: .postgresql, entities: entities, options: options, description: configuration.redactedURL)
+    }
+
+    /// Opens a store in a PostgreSQL database given by URL (see ``PostgresConfiguration/init(url:)``).
+    public static func open(postgres url: String, entities: [any EntityObject.Type], options: Options = Options()) throws -> Store {
+        try open(postgres: PostgresConfiguration(url: url), entities: entities, options: options)
+    }
+
+    /// Opens a store in a PostgreSQL database without holding a cooperative thread while connecting.
+    public static func open(
+        postgres url: String, entities: [any EntityObject.Type], options: Options = Options()
+    ) async throws -> Store {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try open(postgres: url, entities: entities, options: options) })
+            }
+        }
+    }
+}
+
+/// The connections of a PostgreSQL store: one writer behind a lock (writes of this process are serialized here,
+/// and across processes by the server's advisory lock), and a pool of readers.
+final class PostgresBackend: StoreBackend {
+    private let configuration: PostgresConfiguration
+    private let options: Store.Options
+    private let writer: Mutex<Box>
+    private let readers = Mutex<[Box]>([])
+
+    /// A connection passed between threads; used by one at a time (under the writer's lock, or taken out of the pool).
+    final class Box: @unchecked Sendable {
+        let connection: PostgresDatabaseConnection
+        init(_ connection: PostgresDatabaseConnection) { self.connection = connection }
+    }
+
+    init(configuration: PostgresConfiguration, options: Store.Options) throws {
+        self.configuration = configuration
+        self.options = options
+        self.writer = Mutex(Box(try Self.connect(configuration, options: options)))
+    }
+
+    private static func connect(_ configuration: PostgresConfiguration, options: Store.Options) throws -> PostgresDatabaseConnection {
+        let connection = try PostgresDatabaseConnection.connect(configuration, options: options)
+        if let schema = configuration.schema {
+            let name = quoteIdentifier(schema)
+            try connection.execute(sql: "CREATE SCHEMA IF NOT EXISTS \(name)")
+            try connection.execute(sql: "SET search_path TO \(name)")
+        }
+        return connection
+    }
+
+    func withWriter<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
+        try writer.withLock { box in try body(box.connection) }
+    }
+
+    func withReader<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
+        let box = try readers.withLock { $0.popLast() } ?? Box(Self.connect(configuration, options: options))
+        defer {
+            readers.withLock { pool in
+                if pool.count < options.maximumReaderCount, !box.connection.connection.isClosed { pool.append(box) }
+            }
+        }
+        return try body(box.connection)
+    }
+
+    func close() {
+        for box in readers.withLock({ pool in defer { pool.removeAll() }; return pool }) { box.connection.close() }
+        writer.withLock { $0.connection.close() }
+    }
+}

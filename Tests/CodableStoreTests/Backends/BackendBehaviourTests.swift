@@ -1,0 +1,297 @@
+import CodableStore
+import Foundation
+import IssuesModel
+import Testing
+
+// The decoding contract and the context's behaviour, run on every backend (SQLite always; PostgreSQL when a server
+// is given, see BackendSupport.swift). Each test checks what is really stored with SQL on the backend's database.
+
+@Entity final class Device {
+    var id: Int
+    var name: String?
+    var score: Double = 0
+    var price: Decimal?
+    var madeAt: Date?
+    var payload: Data?
+    var token: UUID?
+    var isActive: Bool = false
+    var maker: Vendor?
+    var parts: [Component] = []
+    var labels: Set<Badge> = []
+    static let identity = Identity(\Device.id)
+    init(id: Int) { self.id = id }
+    static let deleteRules: [DeleteRule<Device>] = [.cascade(\.parts)]
+    enum CodingKeys: String, EntityCodingKey {
+        case id, name, score, price, payload, token, maker, parts, labels
+        case madeAt = "made_at"
+        case isActive = "active"
+    }
+}
+
+@Entity final class Vendor {
+    var code: String
+    var name: String?
+    var devices: Set<Device> = []
+    static let identity = Identity(\Vendor.code)
+}
+
+@Entity final class Component {
+    var serial: Int
+    var gadget: Device?
+    static let identity = Identity(\Component.serial)
+}
+
+@Entity final class Badge {
+    var id: Int
+    var text: String?
+    var devices: Set<Device> = []
+    static let identity = Identity(\Badge.id)
+}
+
+private let entities: [any EntityObject.Type] = [Device.self, Vendor.self, Component.self, Badge.self]
+
+private func decoder() -> StoreDecoder {
+    let decoder = StoreDecoder()
+    decoder.dateDecodingStrategy = .iso8601
+    return decoder
+}
+
+@discardableResult
+private func save(_ json: String, into store: Store) throws -> Int {
+    try store.write { context in try decoder().decode([Device].self, from: Data(json.utf8), into: context).count }
+}
+
+@Suite struct BackendBehaviourTests {
+    @Test(arguments: Backend.available)
+    func upsertByIdentityKeepsOneRowPerIdentity(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        try save(#"[{"id": 1, "name": "a", "score": 1.5}, {"id": 2, "name": "b"}, {"id": 1, "score": 2.25}]"#, into: store)
+        try save(#"[{"id": 2, "name": "B"}, {"id": 3}]"#, into: store)
+        #expect(try storedRows(store, #"SELECT "id", "name", "score" FROM "Device" ORDER BY "id""#)
+            == [["1", "a", "2.25"], ["2", "B", "0.0"], ["3", "NULL", "0.0"]])
+    }
+
+    @Test(arguments: Backend.available)
+    func valuesKeepTheirTypeExactly(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        try save(
+            #"""
+            [{"id": 9007199254740993, "price": 12345678901234567890.123456789, "score": 0.1, "made_at": "2024-02-29T12:34:56Z",
+              "payload": "AAEC/w==", "token": "E621E1F8-C36C-495A-93FC-0C247A3E6E5F", "active": true, "name": "Grüße 🧪 'quoted'"}]
+            """#, into: store)
+        let gadget = try store.read { context in try #require(try context.fetch(Device.self).first).snapshot }
+        #expect(gadget.id == 9_007_199_254_740_993)
+        #expect(gadget.price == Decimal(string: "12345678901234567890.123456789"))
+        #expect(gadget.score == 0.1)
+        #expect(gadget.madeAt == Date(timeIntervalSince1970: 1_709_210_096))
+        #expect(gadget.payload == Data([0, 1, 2, 255]))
+        #expect(gadget.token == UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"))
+        #expect(gadget.isActive)
+        #expect(gadget.name == "Grüße 🧪 'quoted'")
+    }
+
+    @Test(arguments: Backend.available)
+    func reimportingTheSameDataWritesNothing(_ backend: Backend) throws {
+        let log = StatementLog()
+        var options = Store.Options()
+        options.statementObserver = log.observer
+        let store = try backend.makeStore(entities: entities, options: options)
+        let json = #"[{"id": 1, "name": "a", "maker": {"code": "m", "name": "M"}, "labels": [1, 2], "parts": [{"serial": 5}]}]"#
+        try save(json, into: store)
+        log.reset()
+        try save(json, into: store)
+        #expect(log.writes.isEmpty, "\(log.writes)")
+    }
+
+    @Test(arguments: Backend.available)
+    func relationshipsByIdAndNestedObjects(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        try save(
+            #"""
+            [{"id": 1, "maker": {"code": "acme", "name": "Acme"}, "labels": [10, {"id": 11, "text": "eleven"}], "parts": [{"serial": 3}, {"serial": 1}, {"serial": 2}]},
+             {"id": 2, "maker": "acme", "labels": [11]}]
+            """#, into: store)
+        #expect(try storedRows(store, #"SELECT g."id", m."code" FROM "Device" g JOIN "Vendor" m ON m."_pk" = g."maker" ORDER BY g."id""#)
+            == [["1", "acme"], ["2", "acme"]])
+        #expect(try storedRows(store, #"SELECT "id", "text" FROM "Badge" ORDER BY "id""#) == [["10", "NULL"], ["11", "eleven"]])
+        let (parts, labels) = try store.read { context in
+            let gadget = try #require(try context.fetch(Device.self, where: \Device.id == 1).first)
+            return (gadget.parts.map(\.serial), gadget.labels.map(\.id).sorted())
+        }
+        #expect(parts == [3, 1, 2])
+        #expect(labels == [10, 11])
+        // A to-many array replaces the membership; null unlinks a to-one.
+        try save(#"[{"id": 1, "maker": null, "labels": [], "parts": [{"serial": 2}]}]"#, into: store)
+        #expect(try storedRows(store, #"SELECT "maker" FROM "Device" WHERE "id" = 1"#) == [["NULL"]])
+        #expect(try storedRows(store, #"SELECT count(*) FROM "Badge_devices""#) == [["1"]])
+        let kept = try store.read { context in try context.fetch(Device.self, where: \Device.id == 1).first?.parts.map(\.serial) }
+        #expect(kept == [2])
+    }
+
+    @Test(arguments: Backend.available)
+    func predicatesSortingAndPagingAgree(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        try save(
+            #"""
+            [{"id": 1, "name": "apple", "score": 3}, {"id": 2, "name": "Banana", "score": 1}, {"id": 3, "score": 2},
+             {"id": 4, "name": "ÄPFEL", "score": 5}, {"id": 5, "name": "cherry", "score": 4}, {"id": 6, "name": "b"}]
+            """#, into: store)
+        try store.read { (context: Context) throws in
+            func ids(_ predicate: EntityPredicate<Device>?, _ sort: [Sort<Device>] = [.ascending(\Device.id)]) throws -> [Int] {
+                try context.fetch(Device.self, where: predicate, orderBy: sort).map(\.id)
+            }
+            #expect(try ids(\Device.name == "apple") == [1])
+            #expect(try ids(\Device.name != "apple") == [2, 3, 4, 5, 6])  // NULL differs from "apple"
+            #expect(try ids(\Device.name == nil) == [3])
+            #expect(try ids(\Device.score > 2.5) == [1, 4, 5])
+            #expect(try ids(.isIn(\Device.id, [2, 4, 99])) == [2, 4])
+            #expect(try ids(.isIn(\Device.id, [Int]())) == [])
+            #expect(try ids(.contains(\Device.name, "an")) == [2])
+            #expect(try ids(.contains(\Device.name, "AN", caseInsensitive: true)) == [2])
+            #expect(try ids(.begins(\Device.name, with: "äp", caseInsensitive: true)) == [4])
+            #expect(try ids(.ends(\Device.name, with: "rry")) == [5])
+            #expect(try ids(!(\Device.score < 3) && \Device.name != nil) == [1, 4, 5])
+            // Text sorts by bytes (upper case before lower case, ASCII before the rest), NULL first ascending.
+            #expect(try ids(nil, [.ascending(\Device.name)]) == [3, 2, 1, 6, 5, 4])
+            #expect(try ids(nil, [.descending(\Device.name)]) == [4, 5, 6, 1, 2, 3])
+            #expect(try context.fetch(Device.self, orderBy: [.descending(\Device.score)], limit: 2, offset: 1).map(\.id) == [5, 1])
+            #expect(try context.fetch(Device.self, orderBy: [.ascending(\Device.id)], offset: 4).map(\.id) == [5, 6])
+            #expect(try context.count(Device.self, where: \Device.score >= 2) == 4)
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func aggregatesGiveWhatSQLiteGives(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        try save(
+            #"""
+            [{"id": 1, "name": "x", "score": 1.5, "price": 0.1}, {"id": 2, "name": "x", "score": 2.5, "price": 0.2},
+             {"id": 3, "name": "y", "score": 4}]
+            """#, into: store)
+        try store.read { (context: Context) throws in
+            #expect(try context.aggregate(.sum, of: \Device.id) == .integer(6))
+            #expect(try context.aggregate(.average, of: \Device.id) == .real(2))
+            #expect(try context.aggregate(.maximum, of: \Device.score) == .real(4))
+            #expect(try context.aggregate(.minimum, of: \Device.name) == .text("x"))
+            #expect(try context.aggregate(.count, of: \Device.price) == .integer(2))
+            let grouped = try context.aggregate(.sum, of: \Device.id, groupedBy: \Device.name)
+            #expect(grouped.map(\.group) == ["x", "y"])
+            #expect(grouped.map(\.value) == [.integer(3), .integer(3)])
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func deletesFollowTheDeleteRules(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        try save(
+            #"""
+            [{"id": 1, "maker": {"code": "m"}, "labels": [7], "parts": [{"serial": 1}, {"serial": 2}]},
+             {"id": 2, "maker": "m", "labels": [7], "parts": [{"serial": 3}]}]
+            """#, into: store)
+        let deleted = try store.write { context in try context.deleteAll(Device.self, where: \Device.id == 1) }
+        #expect(deleted == 1)
+        #expect(try storedRows(store, #"SELECT "serial", "gadget" IS NULL FROM "Component" ORDER BY "serial""#).map(\.[0]) == ["3"])
+        #expect(try storedRows(store, #"SELECT count(*) FROM "Badge_devices""#) == [["1"]])
+        // Deleting the maker nullifies the remaining gadget's reference.
+        try store.write { context in
+            for maker in try context.fetch(Vendor.self) { try context.delete(maker) }
+        }
+        #expect(try storedRows(store, #"SELECT "id", "maker" FROM "Device""#) == [["2", "NULL"]])
+    }
+
+    @Test(arguments: Backend.available)
+    func insertingATakenIdentityIsAnIdentityConflict(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        try save(#"[{"id": 1, "name": "first"}]"#, into: store)
+        let error = try #require(throws: StoreError.self) {
+            try store.write { context in
+                let device = Device(id: 1)
+                try context.insert(device)
+            }
+        }
+        #expect(error.code == .identityConflict)
+        #expect(error.message.contains("Device with identity id = 1 already exists"), "\(error.message)")
+        #expect(try storedRows(store, #"SELECT "name" FROM "Device""#) == [["first"]])
+    }
+
+    @Test(arguments: Backend.available)
+    func aFailedWriteLeavesNothing(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        struct Stop: Error {}
+        #expect(throws: Stop.self) {
+            try store.write { context in
+                _ = try decoder().decode([Device].self, from: Data(#"[{"id": 1}, {"id": 2}]"#.utf8), into: context)
+                try context.save()
+                throw Stop()
+            }
+        }
+        #expect(try storedRows(store, #"SELECT count(*) FROM "Device""#) == [["0"]])
+        // The store goes on working after the rollback.
+        try save(#"[{"id": 3}]"#, into: store)
+        #expect(try storedRows(store, #"SELECT "id" FROM "Device""#) == [["3"]])
+    }
+
+    @Test(arguments: Backend.available)
+    func importOfTheBundledFixtureReportsAndStoresEveryRecord(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: ReferenceModel.entities)
+        let path = try SharedFixtures.url("issues-1k.json").path
+        let options = ImportOptions(batchSize: 100, decoder: ReferenceModel.decoder())
+        let first = try store.importJSON(Issue.self, from: .file(path), options: options)
+        #expect(first.recordsRead == 1_000)
+        let issues = try storedRows(store, #"SELECT count(*) FROM "Issue""#)
+        #expect(issues == [["\(first.entities["Issue"]!.inserted)"]])
+        let again = try store.importJSON(Issue.self, from: .file(path), options: options)
+        #expect(again.entities["Issue"]?.inserted == 0)
+        #expect(try storedRows(store, #"SELECT count(*) FROM "Issue""#) == issues)
+        // Both backends hold the same users and links.
+        #expect(try storedRows(store, #"SELECT count(*) FROM "User""#) == [["\(first.entities["User"]!.inserted)"]])
+    }
+
+    @Test(arguments: Backend.available)
+    func twoStoresWritingOverlappingDataKeepOneRowPerIdentity(_ backend: Backend) async throws {
+        let first = try backend.makeStore(entities: entities)
+        let second = try backend.reopen(first, entities: entities)
+        let pages = (0..<8).map { page in
+            "[" + (0..<50).map { #"{"id": \#(page * 25 + $0), "name": "p\#(page)", "maker": {"code": "m\#($0 % 3)"}}"# }
+                .joined(separator: ",") + "]"
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, page) in pages.enumerated() {
+                let store = index.isMultiple(of: 2) ? first : second
+                group.addTask { _ = try await store.write { context in try decoder().decode([Device].self, from: Data(page.utf8), into: context).count } }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try storedRows(first, #"SELECT count(*), count(DISTINCT "id") FROM "Device""#) == [["225", "225"]])
+        #expect(try storedRows(first, #"SELECT count(*) FROM "Vendor""#) == [["3"]])
+    }
+
+    @Test(arguments: Backend.available)
+    func observersHearOfCommittedWrites(_ backend: Backend) async throws {
+        let store = try backend.makeStore(entities: entities)
+        var changes = store.observe(Device.self, where: \Device.isActive == true).makeAsyncIterator()
+        let initial = await changes.next()
+        #expect(initial?.rows.isEmpty == true)
+        try save(#"[{"id": 1, "active": true}, {"id": 2}]"#, into: store)
+        let next = await changes.next()
+        #expect(next?.rows.map { $0[\Device.id] } == [1])
+    }
+}
+
+extension Device {
+    /// The values, outside the context.
+    var snapshot: DeviceValues {
+        DeviceValues(id: id, name: name, score: score, price: price, madeAt: madeAt, payload: payload, token: token, isActive: isActive)
+    }
+}
+
+struct DeviceValues: Sendable {
+    var id: Int
+    var name: String?
+    var score: Double
+    var price: Decimal?
+    var madeAt: Date?
+    var payload: Data?
+    var token: UUID?
+    var isActive: Bool
+}
