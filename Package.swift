@@ -84,7 +84,7 @@ let package = Package(
         .executableTarget(
             name: "codable-store",
             dependencies: [
-                "CodableStore", "IssuesModel",
+                "CodableStore", "CodableStorePostgres", "IssuesModel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

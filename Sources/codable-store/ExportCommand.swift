@@ -17,7 +17,7 @@ struct ExportCommand: ParsableCommand {
     @Argument(help: "The model to export: issues.")
     var model: ModelName
 
-    @Option(help: "The SQLite store.")
+    @Option(help: "The SQLite store, or a PostgreSQL database as postgres://user@host:port/database[?schema=NAME].")
     var store: String
 
     @Option(name: .shortAndLong, help: "The output file (default: standard output).")
@@ -28,8 +28,10 @@ struct ExportCommand: ParsableCommand {
 
     func run() throws {
         do {
-            guard FileManager.default.fileExists(atPath: store) else { throw ValidationError("no store at '\(store)'") }
-            let database = try Store(path: store, entities: ReferenceModel.entities)
+            guard StoreLocation.isPostgres(store) || FileManager.default.fileExists(atPath: store) else {
+                throw ValidationError("no store at '\(store)'")
+            }
+            let database = try StoreLocation.open(store, entities: ReferenceModel.entities)
             let data =
                 try stable
                 ? database.stableExport()

@@ -21,7 +21,7 @@ struct ImportCommand: ParsableCommand {
     @Argument(help: "The dump file, or - for standard input.")
     var input: String
 
-    @Option(help: "The SQLite store (created if missing).")
+    @Option(help: "The SQLite store (created if missing), or a PostgreSQL database as postgres://user@host:port/database[?schema=NAME].")
     var store: String
 
     @Option(help: "The key path of the records' array inside a wrapper object, such as data.items.")
@@ -77,9 +77,8 @@ struct ImportCommand: ParsableCommand {
         )
         let report: ImportReport
         do {
-            let database = try Store(
-                path: store, entities: ReferenceModel.entities,
-                options: Store.Options(busyTimeout: Int32((wait * 1000).rounded())))
+            let database = try StoreLocation.open(
+                store, entities: ReferenceModel.entities, options: Store.Options(busyTimeout: Int32((wait * 1000).rounded())))
             report = try database.importJSON(
                 Issue.self, from: input == "-" ? .standardInput : .file(input), options: options, syncing: sync ? .all : nil)
         } catch {

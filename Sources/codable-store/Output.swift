@@ -1,4 +1,5 @@
 import CodableStore
+import CodableStorePostgres
 
 #if canImport(Glibc)
 import Glibc
@@ -140,6 +141,8 @@ private func describe(_ error: any Error, waited: Double?) -> String {
         return "store: \(error.message)"
     case let error as SQLiteError:
         return "store: \(error.message) (SQLite error \(error.resultCode.rawValue), \(error.resultCode.name))"
+    case let error as PostgresError:
+        return "store: \(error)"
     default:
         return "\(error)"
     }
