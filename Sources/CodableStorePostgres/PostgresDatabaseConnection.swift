@@ -15,6 +15,8 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     /// The write lock's key: the store is the database's current schema.
     private let busyTimeout: Int32
     private(set) var isInsideTransaction = false
+    /// Where commits are announced (``announceChanges(to:)``), and this store's mark on its own announcements.
+    var announcement: (channel: String, token: String)?
     /// Set when a statement failed inside the transaction: PostgreSQL then refuses everything until a rollback.
     private var isAborted = false
 
@@ -191,6 +193,13 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             throw PostgresError(
                 sqlState: "25P02", message: "an earlier statement of the transaction failed; nothing more is written")
         }
+    }
+
+    /// NOTIFY is transactional: other processes hear of the change when (and only if) the transaction commits.
+    func announceChanges(to entities: [String]) throws {
+        guard let announcement, !entities.isEmpty else { return }
+        let statement = try cached("SELECT pg_notify(?, ?)")
+        try statement.execute([.text(announcement.channel), .text(announcement.token + " " + entities.joined(separator: ","))])
     }
 
     func rollbackIgnoringErrors() {

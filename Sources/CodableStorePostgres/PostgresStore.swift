@@ -109,6 +109,12 @@ final class PostgresBackend: StoreBackend {
     private let options: Store.Options
     private let writer: Mutex<Box>
     private let readers = Mutex<[Box]>([])
+    /// The channel of this store's schema, and this store's mark on its own announcements (it hears of its own
+    /// writes directly).
+    private let channel: String
+    private let token = UUID().uuidString
+    /// The connection that listens for other processes' announcements, from the first observation on.
+    private let listener = Mutex<(Box, PostgresListenContext)?>(nil)
 
     /// A connection passed between threads; used by one at a time (under the writer's lock, or taken out of the pool).
     final class Box: @unchecked Sendable {
@@ -119,7 +125,19 @@ final class PostgresBackend: StoreBackend {
     init(configuration: PostgresConfiguration, options: Store.Options) throws {
         self.configuration = configuration
         self.options = options
-        self.writer = Mutex(Box(try Self.connect(configuration, options: options)))
+        let connection = try Self.connect(configuration, options: options)
+        guard case .text(let schema)? = try connection.scalar(sql: "SELECT current_schema()") else {
+            throw StoreError(.connectionFailed, "\(configuration.redactedURL) has no current schema (check search_path)")
+        }
+        // A channel name is an identifier of at most 63 bytes: a digest of the schema's name keeps it short.
+        channel = "codablestore_" + String(UInt64(bitPattern: Int64(truncatingIfNeeded: Self.stableHash(schema))), radix: 36)
+        connection.announcement = (channel, token)
+        self.writer = Mutex(Box(connection))
+    }
+
+    /// FNV-1a: the same in every process (Swift's `hashValue` is seeded per process).
+    private static func stableHash(_ text: String) -> UInt64 {
+        text.utf8.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x0100_0000_01b3 }
     }
 
     private static func connect(_ configuration: PostgresConfiguration, options: Store.Options) throws -> PostgresDatabaseConnection {
@@ -146,7 +164,37 @@ final class PostgresBackend: StoreBackend {
         return try body(box.connection)
     }
 
+    func listenForChanges(_ handler: @escaping @Sendable ([String]) -> Void) {
+        listener.withLock { current in
+            guard current == nil else { return }
+            let token = token
+            do {
+                // A connection of its own, whose notifications postgres-nio hands over on its event loop: nothing here
+                // waits for a task of Swift's cooperative pool.
+                let box = Box(try Self.connect(configuration, options: options))
+                let context = box.connection.connection.addListener(channel: channel) { _, notification in
+                    let parts = notification.payload.split(separator: " ", maxSplits: 1)
+                    guard parts.count == 2, parts[0] != token else { return }
+                    let names = parts[1].split(separator: ",").map(String.init)
+                    // Observers read the store synchronously: on a thread of their own, off the event loop.
+                    DispatchQueue.global().async { handler(names) }
+                }
+                // Listening before the observation's first read: no commit falls between the two.
+                try box.connection.execute(sql: "LISTEN \(quoteIdentifier(channel))")
+                current = (box, context)
+            } catch {
+                options.logger.error(
+                    "observations will not hear of other processes' changes: listening failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
     func close() {
+        listener.withLock { current in
+            current?.1.stop()
+            current?.0.connection.close()
+            current = nil
+        }
         for box in readers.withLock({ pool in defer { pool.removeAll() }; return pool }) { box.connection.close() }
         writer.withLock { $0.connection.close() }
     }

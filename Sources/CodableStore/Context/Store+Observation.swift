@@ -173,6 +173,7 @@ extension Store {
         }
         let root: EntitySchema
         let initial: [Snapshot<T>]
+        listenForOtherProcesses()
         do {
             root = try model.mapping(for: T.self)
             initial = try read(evaluate)
@@ -215,6 +216,14 @@ extension Store {
     }
 
     /// Tells the observers of these entities about a committed transaction.
+    /// Has the backend tell observers of other processes' commits (PostgreSQL), from the first observation on.
+    private func listenForOtherProcesses() {
+        let indexes = Dictionary(model.mappings.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
+        connections.listenForChanges { [weak self] names in
+            self?.notifyObservers(Set(names.compactMap { indexes[$0] }))
+        }
+    }
+
     func notifyObservers(_ entities: Set<Int>) {
         guard !entities.isEmpty, !observers.isEmpty else { return }
         for observer in observers.interested(in: entities) {

@@ -90,7 +90,7 @@ public final class Store: Sendable {
     let storage: SQLStorage
     let options: Options
     /// The writer connection and the readers' pool.
-    private let connections: any StoreBackend
+    let connections: any StoreBackend
     /// The SQLite connections, for a SQLite store (``withWriterConnection(_:)``).
     private let sqlite: SQLiteConnections?
     let observers = ObserverRegistry()
@@ -173,6 +173,7 @@ public final class Store: Sendable {
                     // A failure here rolls the whole transaction back: no savepoint needed.
                     try context.flush(usingSavepoint: false)
                     touched = context.touchedEntities
+                    if !touched.isEmpty { try connection.announceChanges(to: touched.sorted().map { model.mappings[$0].name }) }
                     if !context.writeCounts.isEmpty {
                         let inserted = context.writeCounts.values.reduce(0) { $0 + $1.inserted }
                         let updated = context.writeCounts.values.reduce(0) { $0 + $1.updated }

@@ -80,7 +80,10 @@ final class Importer {
             context.deferredWriter = nil
             try checkUnresolvedReferences()
             try finishSync()
-            if !options.commitEveryBatch { try connection.commit() }
+            if !options.commitEveryBatch {
+                try connection.announceChanges(to: model.mappings.map(\.name))
+                try connection.commit()
+            }
             reportProgress()
         } catch {
             writer?.finish()  // before the rollback: the connection is then this thread's alone
@@ -246,7 +249,10 @@ final class Importer {
         }
         if options.commitEveryBatch { try connection.beginWriteTransaction() }
         let (counts, missing) = try deleteUnseen(context, tracker)
-        if options.commitEveryBatch { try connection.commit() }
+        if options.commitEveryBatch {
+            try connection.announceChanges(to: model.mappings.map(\.name))
+            try connection.commit()
+        }
         for (entity, count) in counts {
             report.entities[model.mappings[entity].name, default: .init()].deleted += count
         }
@@ -360,7 +366,10 @@ final class Importer {
         }
         batch.removeAll(keepingCapacity: true)
         try checkSkipLimit()
-        if options.commitEveryBatch { try connection.commit() }
+        if options.commitEveryBatch {
+            try connection.announceChanges(to: model.mappings.map(\.name))
+            try connection.commit()
+        }
         options.logger.debug("batch saved", metadata: ["records": "\(report.recordsRead)", "bytes": "\(bytesRead)"])
         reportProgress()
     }

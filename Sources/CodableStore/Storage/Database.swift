@@ -94,6 +94,9 @@ package protocol DatabaseConnection: AnyObject {
     /// Throws unless a transaction is open (the database may end one by itself after an error).
     func checkInsideTransaction(function: String) throws
     func rollbackIgnoringErrors()
+    /// Tells other processes' stores, once the transaction commits, that it changed these entities' tables (the
+    /// PostgreSQL backend's NOTIFY; nothing for SQLite, whose observers live in one process).
+    func announceChanges(to entities: [String]) throws
 }
 
 extension DatabaseConnection {
@@ -130,6 +133,9 @@ extension DatabaseConnection {
 
 /// How a store reaches its database: one writer at a time, readers beside it.
 package protocol StoreBackend: Sendable {
+    /// Starts hearing of other processes' commits, if the backend can: `handler` gets the names of the entities a
+    /// commit changed. Called when the first observation starts; returns once listening.
+    func listenForChanges(_ handler: @escaping @Sendable ([String]) -> Void)
     /// Runs `body` with the writer connection, holding the store's write lock: a second caller waits.
     func withWriter<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T
     /// Runs `body` with a reader connection.
@@ -153,6 +159,8 @@ extension Connection: DatabaseConnection {
     package func commit() throws {
         try execute(sql: "COMMIT TRANSACTION")
     }
+
+    package func announceChanges(to entities: [String]) throws {}
 }
 
 /// An error of a backend other than SQLite (whose `SQLiteError` is known by name): a failure of the store, not of

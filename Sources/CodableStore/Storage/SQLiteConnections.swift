@@ -50,6 +50,9 @@ final class SQLiteConnections: StoreBackend {
         try writer.withConnection { try body($0) }
     }
 
+    /// Observers hear of this store's own writes only (another process's writes to the file are not announced).
+    func listenForChanges(_ handler: @escaping @Sendable ([String]) -> Void) {}
+
     func withReader<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
         try withReader { (connection: Connection) in try body(connection) }
     }

@@ -278,6 +278,35 @@ private func save(_ json: String, into store: Store) throws -> Int {
     }
 }
 
+/// What only a server backend does: hear of other processes' commits.
+@Suite struct PostgresOnlyBehaviourTests {
+    @Test(arguments: Backend.available.filter { $0 == .postgres })
+    func anotherProcessesCommitsReachObservers(_ backend: Backend) async throws {
+        let store = try backend.makeStore(entities: entities)
+        // Another process's store: its own connections and its own mark on what it announces.
+        let other = try backend.reopen(store, entities: entities)
+        var changes = store.observe(Device.self, where: \Device.isActive == true).makeAsyncIterator()
+        #expect(await changes.next()?.rows.isEmpty == true)
+        try save(#"[{"id": 1, "active": true}, {"id": 2}]"#, into: other)
+        #expect(await changes.next()?.rows.map { $0[\Device.id] } == [1])
+        // A rolled back write announces nothing: the next change heard of is the import's.
+        struct Stop: Error {}
+        #expect(throws: Stop.self) {
+            try other.write { context in
+                _ = try decoder().decode([Device].self, from: Data(#"[{"id": 3, "active": true}]"#.utf8), into: context)
+                try context.save()
+                throw Stop()
+            }
+        }
+        let dump = TestStore.temporaryPath("devices.json")
+        try Data(#"[{"id": 4, "active": true}]"#.utf8).write(to: URL(fileURLWithPath: dump))
+        var options = ImportOptions()
+        options.decoder = decoder()
+        _ = try other.importJSON(Device.self, from: .file(dump), options: options)
+        #expect(await changes.next()?.rows.map { $0[\Device.id] } == [1, 4])
+    }
+}
+
 extension Device {
     /// The values, outside the context.
     var snapshot: DeviceValues {
