@@ -30,6 +30,7 @@ let package = Package(
             name: "ImportBenchmarks",
             dependencies: [
                 .product(name: "CodableStore", package: main), .product(name: "IssuesModel", package: main),
+                .product(name: "CodableStorePostgres", package: main),
                 "BenchmarkSupport", "CSQLiteBenchmark", "CLimitImporter",
             ]
         ),

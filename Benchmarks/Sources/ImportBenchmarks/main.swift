@@ -2,6 +2,7 @@ import CLimitImporter
 import CSQLiteBenchmark
 import BenchmarkSupport
 import CodableStore
+import CodableStorePostgres
 import Foundation
 import IssuesModel
 import Synchronization
@@ -151,6 +152,16 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
         let imported = limit_import(dump, store, contender == "limit" ? 1 : 0)
         guard imported >= 0 else { exit(1) }
         records = Int(imported)
+    case "import-postgres":
+        // The same import into a PostgreSQL database (`--store postgres://…`).
+        let database = try Store.open(postgres: store, entities: referenceEntities)
+        let report = try database.importJSON(Issue.self, from: .file(dump), options: ImportOptions(decoder: referenceDecoder()))
+        records = report.recordsRead
+        if ProcessInfo.processInfo.environment["IMPORT_BENCH_CPU"] != nil, let cpu = report.cpu {
+            FileHandle.standardError.write(Data(String(
+                format: "cpu: reading %.2f s, decoding %.2f s, writing %.2f s (wall %.2f s)\n",
+                cpu.reading, cpu.decoding, cpu.writing, report.duration).utf8))
+        }
     case "import", "import-sync":
         // IMPORT_BENCH_CACHE_KIB=N: another SQLite page cache size than the default, to compare.
         let cacheSize = ProcessInfo.processInfo.environment["IMPORT_BENCH_CACHE_KIB"].flatMap { Int($0) } ?? Store.Options().cacheSizeKiB
