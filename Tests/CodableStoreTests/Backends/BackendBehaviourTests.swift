@@ -267,6 +267,52 @@ private func save(_ json: String, into store: Store) throws -> Int {
     }
 
     @Test(arguments: Backend.available)
+    func concurrentImportsOfOverlappingDumpsReportWhatEachDid(_ backend: Backend) async throws {
+        let first = try backend.makeStore(entities: entities)
+        let second = try backend.reopen(first, entities: entities)
+        func dump(_ ids: Range<Int>, name: String) throws -> String {
+            let path = TestStore.temporaryPath("\(name).json")
+            let records = ids.map { #"{"id": \#($0), "name": "\#(name)", "labels": [\#($0 % 7)]}"# }
+            try Data(("[" + records.joined(separator: ",") + "]").utf8).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+        let (a, b) = (try dump(0..<300, name: "a"), try dump(150..<450, name: "b"))
+        var options = ImportOptions(batchSize: 50)
+        options.decoder = decoder()
+        let importOptions = options
+        async let reportA = Task.detached { try first.importJSON(Device.self, from: .file(a), options: importOptions) }.value
+        async let reportB = Task.detached { try second.importJSON(Device.self, from: .file(b), options: importOptions) }.value
+        let (ra, rb) = try await (reportA, reportB)
+        let (countsA, countsB) = (try #require(ra.entities["Device"]), try #require(rb.entities["Device"]))
+        // Each identity was inserted by exactly one import; the one that ran second updated the overlap.
+        #expect(countsA.inserted + countsB.inserted == 450)
+        #expect(countsA.updated + countsB.updated == 150)
+        let winner = countsA.updated == 150 ? "a" : "b"
+        #expect(try storedRows(first, #"SELECT count(*), count(DISTINCT "id") FROM "Device""#) == [["450", "450"]])
+        #expect(try storedRows(first, #"SELECT DISTINCT "name" FROM "Device" WHERE "id" BETWEEN 150 AND 299"#) == [[winner]])
+        #expect(try storedRows(first, #"SELECT count(*) FROM "Badge""#) == [["7"]])
+        #expect(try storedRows(first, #"SELECT count(*) FROM "Badge_devices""#) == [["450"]])
+    }
+
+    @Test(arguments: Backend.available)
+    func readersNeverSeeHalfAnImport(_ backend: Backend) async throws {
+        let store = try backend.makeStore(entities: ReferenceModel.entities)
+        let path = try SharedFixtures.url("issues-1k.json").path
+        let importing = Task.detached {
+            try store.importJSON(Issue.self, from: .file(path), options: ImportOptions(batchSize: 50, decoder: ReferenceModel.decoder()))
+        }
+        var seen: Set<Int> = []
+        while !seen.contains(where: { $0 > 0 }) {
+            seen.insert(try await store.read { context in try context.count(Issue.self) })
+            if seen.count > 1_000 { break }
+        }
+        let report = try await importing.value
+        let total = report.entities["Issue"]!.inserted
+        seen.insert(try await store.read { context in try context.count(Issue.self) })
+        #expect(seen.isSubset(of: [0, total]), "a reader saw \(seen.sorted()) of \(total)")
+    }
+
+    @Test(arguments: Backend.available)
     func observersHearOfCommittedWrites(_ backend: Backend) async throws {
         let store = try backend.makeStore(entities: entities)
         var changes = store.observe(Device.self, where: \Device.isActive == true).makeAsyncIterator()
