@@ -116,9 +116,9 @@ extension Context {
     /// Runs each step of the pending changes as soon as it is made, so that a large save never holds all its
     /// values at once.
     private func writeNow() throws {
-        try writeSteps { step in
-            try storage.run(step) { sql in try self.connection.cached(sql) }
-        }
+        let writer = StepWriter(storage: storage) { sql in try self.connection.cached(sql) }
+        try writeSteps { step in try writer.run(step) }
+        try writer.finish()
     }
 
     /// The pending changes as SQL and values, step by step, in the order they must be written: deletes,

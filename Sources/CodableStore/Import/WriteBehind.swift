@@ -196,14 +196,18 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
             var error: (any Error)?
             switch work {
             case .plan(let plan):
+                let writer = StepWriter(storage: storage, statements: statement)
                 for step in plan.steps {
                     serveRequest()
                     do {
-                        try storage.run(step, statements: statement)
+                        try writer.run(step)
                     } catch let failed {
                         error = failed
                         break
                     }
+                }
+                if error == nil {
+                    do { try writer.finish() } catch let failed { error = failed }
                 }
             case .lookup(let lookup):
                 serveRequest()

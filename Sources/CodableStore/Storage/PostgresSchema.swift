@@ -142,6 +142,13 @@ enum PostgresSchema {
         }
     }
 
+    /// The element type of an array of the column's values (`unnest(?::bigint[])`).
+    static func arrayElementType(_ column: EntitySchema.Column) -> String {
+        guard case .attribute(let attribute) = column.kind else { return "bigint" }
+        let type = type(of: attribute.type)
+        return type.hasPrefix("text") ? "text" : type
+    }
+
     static func columnDefinition(_ column: EntitySchema.Column, model: Schema) -> String {
         let name = quoteIdentifier(column.name)
         switch column.kind {

@@ -283,7 +283,7 @@ final class SQLStorage: Sendable {
         return identityConflict(mapping, error, values: values.joined(separator: ", "))
     }
 
-    private func identityConflict(_ mapping: EntitySchema, _ error: any Error, values: String?) -> StoreError {
+    func identityConflict(_ mapping: EntitySchema, _ error: any Error, values: String?) -> StoreError {
         StoreError(
             .identityConflict,
             "\(mapping.name) with identity \(values ?? "(unknown)") already exists; fetch it and update it instead of inserting a new object",
