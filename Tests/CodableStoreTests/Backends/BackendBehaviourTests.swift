@@ -313,6 +313,46 @@ private func save(_ json: String, into store: Store) throws -> Int {
     }
 
     @Test(arguments: Backend.available)
+    func aSyncImportDeletesWhatTheDumpNoLongerHas(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        try save(#"[{"id": 1, "parts": [{"serial": 1}]}, {"id": 2, "labels": [5]}, {"id": 3, "active": true}, {"id": 4}]"#, into: store)
+        let dump = TestStore.temporaryPath("devices.json")
+        try Data(#"[{"id": 2}, {"id": 4, "name": "four"}, {"id": 5}]"#.utf8).write(to: URL(fileURLWithPath: dump))
+        var options = ImportOptions()
+        options.decoder = decoder()
+        let report = try store.importJSON(Device.self, from: .file(dump), options: options, syncing: .all)
+        #expect(report.sync?.deleted == 2)
+        #expect(try storedRows(store, #"SELECT "id", "name" FROM "Device" ORDER BY "id""#) == [["2", "NULL"], ["4", "four"], ["5", "NULL"]])
+        // Device 1's parts went with it (cascade); device 2 keeps its badge.
+        #expect(try storedRows(store, #"SELECT count(*) FROM "Component""#) == [["0"]])
+        #expect(try storedRows(store, #"SELECT count(*) FROM "Badge_devices""#) == [["1"]])
+    }
+
+    @Test(arguments: Backend.available)
+    func batchUpdatesUpsertsAndScratchWrites(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        try save(#"[{"id": 1, "score": 1}, {"id": 2, "score": 5}, {"id": 3, "score": 9}]"#, into: store)
+        let changed = try store.write { context in
+            try context.updateAll(Device.self, where: \Device.score > 2, set: [.set(\Device.name, to: "big")])
+        }
+        #expect(changed == 2)
+        try store.write { context in
+            let device = Device(id: 2)
+            device.score = 6
+            _ = try context.upsert(device)
+            _ = try context.findOrCreate(Device.self, identity: 7) { Device(id: 7) }
+        }
+        #expect(try storedRows(store, #"SELECT "id", "name", "score" FROM "Device" ORDER BY "id""#)
+            == [["1", "NULL", "1.0"], ["2", "NULL", "6.0"], ["3", "big", "9.0"], ["7", "NULL", "0.0"]])
+        let seen = try store.scratch { context in
+            try context.insert(Device(id: 99))
+            return try context.count(Device.self)
+        }
+        #expect(seen == 5)
+        #expect(try storedRows(store, #"SELECT count(*) FROM "Device""#) == [["4"]])
+    }
+
+    @Test(arguments: Backend.available)
     func observersHearOfCommittedWrites(_ backend: Backend) async throws {
         let store = try backend.makeStore(entities: entities)
         var changes = store.observe(Device.self, where: \Device.isActive == true).makeAsyncIterator()
