@@ -11,6 +11,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     let connection: PostgresConnection
     private let logger: Logger
     private let observer: (@Sendable (String) -> Void)?
+    private let profiler: (@Sendable (String, Duration) -> Void)?
     private var statementCache: [String: PostgresStatement] = [:]
     /// The write lock's key: the store is the database's current schema.
     private let busyTimeout: Int32
@@ -24,6 +25,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         self.connection = connection
         self.logger = options.logger
         self.observer = options.statementObserver
+        self.profiler = options.statementProfiler
         self.busyTimeout = options.busyTimeout
     }
 
@@ -67,7 +69,10 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             if case .null = argument { bindings.appendNull() } else { bindings.append(BoundValue(value: argument)) }
         }
         do {
+            let start = ContinuousClock.now
             let result = try connection.query(PostgresQuery(unsafeSQL: postgresSQL, binds: bindings), logger: logger).wait()
+            // The statement's time as the client sees it: the round trip and the server's work.
+            profiler?(sql, ContinuousClock.now - start)
             return try result.rows.map { row in try row.map(Self.value(of:)) }
         } catch {
             if isInsideTransaction { isAborted = true }

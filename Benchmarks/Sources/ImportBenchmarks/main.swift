@@ -154,7 +154,15 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
         records = Int(imported)
     case "import-postgres":
         // The same import into a PostgreSQL database (`--store postgres://…`).
-        let database = try Store.open(postgres: store, entities: referenceEntities)
+        let profile = Mutex<[String: (count: Int, time: Duration)]>([:])
+        var storeOptions = Store.Options()
+        if ProcessInfo.processInfo.environment["IMPORT_BENCH_PROFILE"] != nil {
+            storeOptions.statementProfiler = { sql, time in
+                profile.withLock { $0[sql, default: (0, .zero)].count += 1; $0[sql, default: (0, .zero)].time += time }
+            }
+        }
+        defer { printProfile(profile.withLock { $0 }) }
+        let database = try Store.open(postgres: store, entities: referenceEntities, options: storeOptions)
         let report = try database.importJSON(Issue.self, from: .file(dump), options: ImportOptions(decoder: referenceDecoder()))
         records = report.recordsRead
         if ProcessInfo.processInfo.environment["IMPORT_BENCH_CPU"] != nil, let cpu = report.cpu {

@@ -17,10 +17,15 @@ final class StepWriter {
     private var key: Key?
     /// The gathered rows, each the values of one row in the statement's column order.
     private var rows: [ArraySlice<SQLiteValue>] = []
+    /// Consecutive updates, by entity and fields: objects change different fields, and each row is updated once per
+    /// plan, so updates of other fields in between need not split a group.
+    private var updates: [Key: [ArraySlice<SQLiteValue>]] = [:]
+    private var updateOrder: [Key] = []
+    private var updateRows = 0
     /// Rows gathered before they are written, whatever comes next.
     static let rowsPerStatement = 2_000
 
-    private enum Key: Equatable {
+    private enum Key: Hashable {
         case insert(entity: Int)
         case update(entity: Int, fields: [Int])
         case link(table: Int)
@@ -39,16 +44,44 @@ final class StepWriter {
             try storage.run(step, statements: statements)
             return
         }
+        if case .update = stepKey {
+            try finishRows()
+            if updates[stepKey] == nil { updateOrder.append(stepKey) }
+            updates[stepKey, default: []] += stepRows
+            updateRows += stepRows.count
+            if updateRows >= Self.rowsPerStatement { try finishUpdates() }
+            return
+        }
+        try finishUpdates()
         if stepKey != key {
             try finish()
             key = stepKey
         }
         rows += stepRows
-        if rows.count >= Self.rowsPerStatement { try finish() }
+        if rows.count >= Self.rowsPerStatement { try finishRows() }
     }
 
     /// Writes what was gathered.
     func finish() throws {
+        try finishUpdates()
+        try finishRows()
+    }
+
+    private func finishUpdates() throws {
+        guard updateRows > 0 else { return }
+        defer {
+            updates.removeAll(keepingCapacity: true)
+            updateOrder.removeAll(keepingCapacity: true)
+            updateRows = 0
+        }
+        for key in updateOrder {
+            rows = updates[key]!
+            defer { rows.removeAll(keepingCapacity: true) }
+            try write(key)
+        }
+    }
+
+    private func finishRows() throws {
         guard let key, !rows.isEmpty else {
             self.key = nil
             return
