@@ -142,6 +142,10 @@ final class PostgresBackend: StoreBackend {
 
     private static func connect(_ configuration: PostgresConfiguration, options: Store.Options) throws -> PostgresDatabaseConnection {
         let connection = try PostgresDatabaseConnection.connect(configuration, options: options)
+        // The store's statements are short and many: JIT compilation, which the planner turns on for statements it
+        // expects to be costly (every statement on a table filled in the current transaction, which has no
+        // statistics yet), took 80 ms of a 100 ms membership query at 1M rows.
+        try connection.execute(sql: "SET jit = off")
         if let schema = configuration.schema {
             let name = quoteIdentifier(schema)
             try connection.execute(sql: "CREATE SCHEMA IF NOT EXISTS \(name)")

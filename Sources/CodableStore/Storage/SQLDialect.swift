@@ -31,6 +31,8 @@ package struct SQLDialect: Sendable {
     package var castsAggregates: Bool
     /// Whether consecutive write steps of one kind are run as one statement over arrays (see `StepWriter`).
     package var gathersSteps: Bool
+    /// Whether membership queries probe the index once per owner instead of filtering by an `IN` list.
+    package var probesPerOwner: Bool
     /// What `LIMIT` binds for "no limit".
     package var noLimit: SQLiteValue
     /// Whether an error of the backend is a violation of a unique index (an identity taken).
@@ -45,7 +47,7 @@ package struct SQLDialect: Sendable {
         name: "SQLite", insertInto: "INSERT OR FAIL INTO", continuesAfterError: true, joinRowOrder: "rowid",
         needsNullOrdering: false, caseFold: "codablestore_fold", position: "instr", textParameter: "?",
         prefix: "substr(%c, 1, %n)", suffix: "substr(%c, -%n)", isDistinctFrom: "IS NOT", falseCondition: "0",
-        castsAggregates: false, gathersSteps: false, noLimit: .integer(-1),
+        castsAggregates: false, gathersSteps: false, probesPerOwner: false, noLimit: .integer(-1),
         isUniqueViolation: { error in (error as? SQLiteError).map { ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= $0.resultCode } ?? false },
         isPrimaryKeyViolation: { error in
             (error as? SQLiteError).map { ResultCode.SQLITE_CONSTRAINT_PRIMARYKEY ~= $0.resultCode } ?? false
@@ -61,6 +63,7 @@ package struct SQLDialect: Sendable {
             name: "PostgreSQL", insertInto: "INSERT INTO", continuesAfterError: false, joinRowOrder: "\"_row\"",
             needsNullOrdering: true, caseFold: "codablestore_fold", position: "strpos", textParameter: "?::text", prefix: "left(%c, %n)",
             suffix: "right(%c, %n)", isDistinctFrom: "IS DISTINCT FROM", falseCondition: "FALSE", castsAggregates: true, gathersSteps: true,
+            probesPerOwner: true,
             noLimit: .null, isUniqueViolation: isUniqueViolation, isPrimaryKeyViolation: isPrimaryKeyViolation,
             conflictingValues: conflictingValues)
     }

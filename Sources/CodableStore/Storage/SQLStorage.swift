@@ -217,16 +217,37 @@ final class SQLStorage: Sendable {
             preconditionFailure("a to-one relationship has no membership query")
         case .inverseForeignKey(let column, let orderColumn):
             let order = orderColumn.map { "\(quoteIdentifier($0)) IS NULL, \(quoteIdentifier($0)), " } ?? ""
+            if dialect.probesPerOwner {
+                return "SELECT \(table).\(quoteIdentifier(column)), \(entities[destination.index].qualifiedColumns) FROM "
+                    + ownerValues(owners) + " CROSS JOIN LATERAL (SELECT * FROM \(table) WHERE \(quoteIdentifier(column)) = o.\"owner\" OFFSET 0) AS \(table) "
+                    + "ORDER BY \(order)\"_pk\""
+            }
             return "SELECT \(quoteIdentifier(column)), \(entities[destination.index].qualifiedColumns) FROM \(table) "
                 + "WHERE \(quoteIdentifier(column)) IN (\(placeholders)) ORDER BY \(order)\"_pk\""
         case .joinTable(let index, let ownerIsSource):
             let join = model.joinTables[index]
             let (mine, theirs) = ownerIsSource ? ("source", "target") : ("target", "source")
             let order = ownerIsSource && join.hasPosition ? "j.\"position\" IS NULL, j.\"position\", " : ""
+            if dialect.probesPerOwner {
+                return "SELECT j.\"\(mine)\", \(entities[destination.index].qualifiedColumns) FROM " + ownerValues(owners)
+                    + " CROSS JOIN LATERAL (SELECT * FROM \(quoteIdentifier(join.name)) WHERE \"\(mine)\" = o.\"owner\" OFFSET 0) AS j "
+                    + "JOIN \(table) ON \(table).\"_pk\" = j.\"\(theirs)\" ORDER BY \(order)j.\(dialect.joinRowOrder)"
+            }
             return "SELECT j.\"\(mine)\", \(entities[destination.index].qualifiedColumns) FROM \(table) "
                 + "JOIN \(quoteIdentifier(join.name)) AS j ON j.\"\(theirs)\" = \(table).\"_pk\" "
                 + "WHERE j.\"\(mine)\" IN (\(placeholders)) ORDER BY \(order)j.\(dialect.joinRowOrder)"
         }
+    }
+
+    /// `(SELECT DISTINCT "owner" FROM (VALUES (?::bigint), …)) AS o`: the owners a membership query probes one by one. A server that
+    /// has no statistics for a table filled in the current transaction may otherwise read the whole table for an
+    /// `IN` list (PostgreSQL does: a parallel scan of every link, measured at 87 ms for 3 owners of 1.3M links); a
+    /// probe per owner (kept apart from the join by `OFFSET 0`, so that the planner cannot flatten it into one)
+    /// can only use the index (0.13 ms).
+    /// A statement's last chunk repeats its last owner to fill the slots: each owner is probed once.
+    private func ownerValues(_ owners: Int) -> String {
+        "(SELECT DISTINCT \"owner\" FROM (VALUES " + Array(repeating: "(?::bigint)", count: owners).joined(separator: ", ")
+            + ") AS v (\"owner\")) AS o"
     }
 
     // MARK: - Identity conflicts
