@@ -170,6 +170,18 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
                 format: "cpu: reading %.2f s, decoding %.2f s, writing %.2f s (wall %.2f s)\n",
                 cpu.reading, cpu.decoding, cpu.writing, report.duration).utf8))
         }
+    case "postgres-baseline":
+        // The psql baseline (Scripts/postgres-baseline.sh) on the JSON Lines form of the dump; `--store URL#SCHEMA`.
+        let parts = store.split(separator: "#", maxSplits: 1).map(String.init)
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Scripts/postgres-baseline.sh").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [script, dump, parts[0], parts[1]]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { fatalError("the psql baseline failed") }
+        records = -1
     case "import", "import-sync":
         // IMPORT_BENCH_CACHE_KIB=N: another SQLite page cache size than the default, to compare.
         let cacheSize = ProcessInfo.processInfo.environment["IMPORT_BENCH_CACHE_KIB"].flatMap { Int($0) } ?? Store.Options().cacheSizeKiB
@@ -338,6 +350,81 @@ func runPair(
     }
     let second = try run(b.contender, dump: b.dump, store: b.store)
     return (try run(a.contender, dump: a.dump, store: a.store), second)
+}
+
+/// Writes the dump as JSON Lines, what the psql baseline copies (the same records as `generate`'s).
+func generateLines(_ path: String, count: Int) throws {
+    guard !FileManager.default.fileExists(atPath: path) else { return }
+    _ = FileManager.default.createFile(atPath: path, contents: nil)
+    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+    var generator = IssueDumpGenerator(seed: 42, duplicateFraction: 0.1)
+    var buffer: [UInt8] = []
+    for index in 0..<count {
+        buffer += generator.record(index: index, count: count).utf8
+        buffer.append(UInt8(ascii: "\n"))
+        if buffer.count >= 65_536 {
+            try handle.write(contentsOf: buffer)
+            buffer.removeAll(keepingCapacity: true)
+        }
+    }
+    try handle.write(contentsOf: buffer)
+    try handle.close()
+}
+
+/// Runs SQL with psql; its output.
+@discardableResult
+func psql(_ url: String, _ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["psql", url, "-q", "-At", "-v", "ON_ERROR_STOP=1"] + arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { fatalError("psql \(arguments) failed") }
+    return output
+}
+
+// `--postgres URL`: the import into PostgreSQL against the psql baseline (COPY into staging, one upsert per table), in
+// alternating rounds with fresh schemas, rows checked equal; and the same import into SQLite, for comparison.
+if let server = option("--postgres") {
+    let compare = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Scripts/postgres-compare.sql").path
+    for count in counts {
+        let dump = directory.appendingPathComponent("issues-\(count).json").path
+        let lines = directory.appendingPathComponent("issues-\(count).jsonl").path
+        try generate(dump, count: count, duplicates: 0.1)
+        try generateLines(lines, count: count)
+        print("\(count) records into PostgreSQL")
+        var best = (ours: Double.infinity, baseline: Double.infinity, rss: 0.0)
+        var ratios: [Double] = []
+        for round in 0..<rounds {
+            try psql(server, ["-c", "SET client_min_messages = warning; DROP SCHEMA IF EXISTS bench_ours CASCADE; DROP SCHEMA IF EXISTS bench_base CASCADE"])
+            let (ours, baseline) = try runPair(
+                round: round, ("import-postgres", dump, server + "?schema=bench_ours"),
+                ("postgres-baseline", lines, server + "#bench_base"))
+            let differences = try psql(server, ["-v", "ours=bench_ours", "-v", "base=bench_base", "-F", "=", "-f", compare])
+            guard differences.split(separator: "\n").allSatisfy({ $0.hasSuffix("=0") }) else {
+                fatalError("the PostgreSQL stores differ: \(differences)")
+            }
+            best.ours = min(best.ours, ours.seconds)
+            best.baseline = min(best.baseline, baseline.seconds)
+            best.rss = max(best.rss, ours.rss)
+            ratios.append(ours.seconds / baseline.seconds)
+            print(String(format: "  round %d: ours %.2f s, psql baseline %.2f s, ratio %.2f (rows equal)", round + 1,
+                         ours.seconds, baseline.seconds, ours.seconds / baseline.seconds))
+        }
+        let sqliteStore = directory.appendingPathComponent("store-\(count)-postgres-comparison.sqlite").path
+        removeStore(sqliteStore)
+        let sqlite = try run("import", dump: dump, store: sqliteStore)
+        print(String(format: "  best: ours %.2f s (peak RSS %.1f MiB), psql baseline %.2f s: %.2fx; rounds %@",
+                     best.ours, best.rss, best.baseline, best.ours / best.baseline,
+                     ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
+        print(String(format: "  the same import into SQLite: %.2f s (peak RSS %.1f MiB)", sqlite.seconds, sqlite.rss))
+        removeStore(sqliteStore)
+    }
+    exit(0)
 }
 
 for count in counts {
