@@ -206,7 +206,7 @@ extension SQLStorage {
         let groupColumn = try mapping.column(for: group)
         return try filtered(
             "SELECT \(groupColumn), \(call) FROM \(table)", predicate, mapping,
-            suffix: " GROUP BY \(groupColumn) ORDER BY \(groupColumn)")
+            suffix: " GROUP BY \(groupColumn) ORDER BY \(dialect.order(groupColumn, ascending: true))")
     }
 
     /// The row ids of the rows matching `predicate`.

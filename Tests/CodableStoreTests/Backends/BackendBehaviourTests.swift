@@ -166,17 +166,18 @@ private func save(_ json: String, into store: Store) throws -> Int {
         try save(
             #"""
             [{"id": 1, "name": "x", "score": 1.5, "price": 0.1}, {"id": 2, "name": "x", "score": 2.5, "price": 0.2},
-             {"id": 3, "name": "y", "score": 4}]
+             {"id": 3, "name": "y", "score": 4}, {"id": 4}]
             """#, into: store)
         try store.read { (context: Context) throws in
-            #expect(try context.aggregate(.sum, of: \Device.id) == .integer(6))
-            #expect(try context.aggregate(.average, of: \Device.id) == .real(2))
+            #expect(try context.aggregate(.sum, of: \Device.id) == .integer(10))
+            #expect(try context.aggregate(.average, of: \Device.id) == .real(2.5))
             #expect(try context.aggregate(.maximum, of: \Device.score) == .real(4))
             #expect(try context.aggregate(.minimum, of: \Device.name) == .text("x"))
             #expect(try context.aggregate(.count, of: \Device.price) == .integer(2))
             let grouped = try context.aggregate(.sum, of: \Device.id, groupedBy: \Device.name)
-            #expect(grouped.map(\.group) == ["x", "y"])
-            #expect(grouped.map(\.value) == [.integer(3), .integer(3)])
+            // The NULL group first, as SQLite sorts NULL.
+            #expect(grouped.map(\.group) == [nil, "x", "y"])
+            #expect(grouped.map(\.value) == [.integer(4), .integer(3), .integer(3)])
         }
     }
 
