@@ -1,4 +1,5 @@
 import CodableStore
+import CodableStorePostgres
 import Foundation
 import IssuesModel
 import Testing
@@ -15,6 +16,7 @@ import Testing
     var payload: Data?
     var token: UUID?
     var isActive: Bool = false
+    var counter: UInt64 = 0
     var maker: Vendor?
     var parts: [Component] = []
     var labels: Set<Badge> = []
@@ -22,7 +24,7 @@ import Testing
     init(id: Int) { self.id = id }
     static let deleteRules: [DeleteRule<Device>] = [.cascade(\.parts)]
     enum CodingKeys: String, EntityCodingKey {
-        case id, name, score, price, payload, token, maker, parts, labels
+        case id, name, score, price, payload, token, maker, parts, labels, counter
         case madeAt = "made_at"
         case isActive = "active"
     }
@@ -362,6 +364,32 @@ private func save(_ json: String, into store: Store) throws -> Int {
         try save(#"[{"id": 1, "active": true}, {"id": 2}]"#, into: store)
         let next = await changes.next()
         #expect(next?.rows.map { $0[\Device.id] } == [1])
+    }
+}
+
+/// Where the backends differ, as "Choosing and running a backend" documents: what PostgreSQL refuses, SQLite stores.
+@Suite struct BackendDifferenceTests {
+    @Test(arguments: Backend.available)
+    func unsignedValuesAboveInt64MaxAndNULInText(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        let big = #"[{"id": 1, "counter": 18446744073709551615}]"#
+        let nul = #"[{"id": 2, "name": "a\u0000b"}]"#
+        switch backend {
+        case .sqlite:
+            try save(big, into: store)
+            try save(nul, into: store)
+            #expect(try store.read { context in try context.fetch(Device.self, orderBy: [.ascending(\Device.id)]).map(\.counter) }
+                == [.max, 0])
+        case .postgres:
+            let bigError = try #require(throws: PostgresError.self) { try save(big, into: store) }
+            #expect(bigError.sqlState == "22P02", "\(bigError)")
+            let nulError = try #require(throws: PostgresError.self) { try save(nul, into: store) }
+            #expect(nulError.sqlState == "22021" || nulError.sqlState == "22P05", "\(nulError)")
+            // Nothing of either write was kept, and the store goes on working.
+            #expect(try storedRows(store, #"SELECT count(*) FROM "Device""#) == [["0"]])
+            try save(#"[{"id": 3, "counter": 9223372036854775807}]"#, into: store)
+            #expect(try storedRows(store, #"SELECT "counter" FROM "Device""#) == [["9223372036854775807"]])
+        }
     }
 }
 
