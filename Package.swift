@@ -118,7 +118,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CodableStoreCLITests",
-            dependencies: ["codable-store", "CodableStore", "IssuesModel"]
+            dependencies: ["codable-store", "CodableStore", "CodableStorePostgres", "IssuesModel"]
         ),
         .testTarget(
             name: "CodableStoreMacrosTests",

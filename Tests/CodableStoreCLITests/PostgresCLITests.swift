@@ -1,5 +1,7 @@
 import CodableStore
+import CodableStorePostgres
 import Foundation
+import IssuesModel
 import Testing
 
 /// `--store postgres://…`: the same import and export as into a SQLite file (needs `CODABLESTORE_POSTGRES_URL`, set by
@@ -30,6 +32,48 @@ struct PostgresCLITests {
         let stablePostgres = try CLI.run(["export", "issues", "--store", database, "--stable"])
         let stableSQLite = try CLI.run(["export", "issues", "--store", file, "--stable"])
         #expect(stablePostgres.stdout == stableSQLite.stdout)
+    }
+
+    @Test func twoProcessesImportingOverlappingDumpsAtOnceKeepOneRowPerIdentity() throws {
+        let database = server + "?schema=cli_" + UUID().uuidString.lowercased().filter { $0 != "-" }
+        let directory = try CLI.temporaryDirectory()
+        func dump(_ ids: Range<Int>, title: String) throws -> String {
+            let records = ids.map { id in
+                #"{"id":\#(id),"number":\#(id),"title":"\#(title)","state":"open","created_at":"2024-01-01T00:00:00Z","updated_at":"2024-01-02T00:00:00Z","comments":0,"score":1.5,"user":{"id":\#(id % 50),"login":"u\#(id % 50)"},"labels":[{"id":\#(id % 5),"name":"l\#(id % 5)"}]}"#
+            }
+            let path = directory.appendingPathComponent("\(title).json").path
+            try Data(("[" + records.joined(separator: ",") + "]").utf8).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+        let (a, b) = (try dump(0..<3_000, title: "a"), try dump(1_500..<4_500, title: "b"))
+        // Two processes at once (the second waits for the first's write lock).
+        let results = try [a, b].map { path in
+            let process = Process()
+            process.executableURL = CLI.binary
+            process.arguments = ["import", "issues", path, "--store", database, "--json", "--wait", "60"]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            return (process, output)
+        }.map { process, output in
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, try JSONDecoder().decode(ImportReport.self, from: data))
+        }
+        #expect(results.map(\.0) == [0, 0])
+        let issues = results.map { try! #require($0.1.entities["Issue"]) }
+        #expect(issues[0].inserted + issues[1].inserted == 4_500)
+        #expect(issues[0].updated + issues[1].updated == 1_500)
+        let winner = issues[0].updated == 1_500 ? "a" : "b"
+        let store = try Store.open(postgres: database, entities: ReferenceModel.entities)
+        let (count, titles, users) = try store.read { context in
+            (try context.count(Issue.self),
+             Set(try context.fetch(Issue.self).filter { (1_500..<3_000).contains($0.id) }.map(\.title)),
+             try context.count(User.self))
+        }
+        #expect(count == 4_500)
+        #expect(titles == [winner])
+        #expect(users == 50)
     }
 
     @Test func anUnreachableServerIsAOneLineError() throws {
