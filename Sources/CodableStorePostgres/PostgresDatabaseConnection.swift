@@ -13,7 +13,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     private let observer: (@Sendable (String) -> Void)?
     private let profiler: (@Sendable (String, Duration) -> Void)?
     private var statementCache: [String: PostgresStatement] = [:]
-    /// The write lock's key: the store is the database's current schema.
+    /// How long a write waits for another process's write lock, in milliseconds.
     private let busyTimeout: Int32
     private(set) var isInsideTransaction = false
     /// Where commits are announced (``announceChanges(to:)``), and this store's mark on its own announcements.
@@ -54,8 +54,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
 
     // MARK: - Running statements
 
-    /// Runs one statement with its arguments and returns its rows (converted to values) and the number of rows it
-    /// changed.
+    /// Runs one statement with its arguments and returns its rows, converted to values.
     func run(_ sql: String, postgresSQL: String, arguments: [SQLiteValue]) throws -> [[SQLiteValue]] {
         observer?(sql)
         if logger.logLevel <= .trace { logger.trace("statement", metadata: ["sql": "\(sql)"]) }

@@ -31,8 +31,9 @@ public struct PostgresConfiguration: Sendable {
         else {
             throw StoreError(.connectionFailed, "'\(url)' is not a postgres:// URL")
         }
-        let user = components.user.flatMap { $0.removingPercentEncoding } ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres"
-        let password = components.password.flatMap { $0.removingPercentEncoding }
+        // URLComponents decodes the user and the password already.
+        let user = components.user ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres"
+        let password = components.password
         let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         let database = path.isEmpty ? nil : path
         let query = Dictionary(
@@ -148,14 +149,25 @@ final class PostgresBackend: StoreBackend {
         try connection.execute(sql: "SET jit = off")
         if let schema = configuration.schema {
             let name = quoteIdentifier(schema)
-            try connection.execute(sql: "CREATE SCHEMA IF NOT EXISTS \(name)")
+            // Created only when missing: CREATE SCHEMA IF NOT EXISTS needs the privilege to create even when it exists.
+            if try connection.scalar(sql: "SELECT count(*) FROM pg_namespace WHERE nspname = ?", arguments: [.text(schema)]) == .integer(0) {
+                try connection.execute(sql: "CREATE SCHEMA IF NOT EXISTS \(name)")
+            }
             try connection.execute(sql: "SET search_path TO \(name)")
         }
         return connection
     }
 
     func withWriter<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
-        try writer.withLock { box in try body(box.connection) }
+        try writer.withLock { box in
+            if box.connection.connection.isClosed {
+                // The server restarted or the network dropped: the next write gets a new connection.
+                let connection = try Self.connect(configuration, options: options)
+                connection.announcement = (channel, token)
+                box = Box(connection)
+            }
+            return try body(box.connection)
+        }
     }
 
     func withReader<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T {

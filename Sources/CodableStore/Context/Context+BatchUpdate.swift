@@ -58,7 +58,13 @@ extension Context {
         let statement = try connection.cached(update.sql)
         try statement.bind(assignments.map(\.value) + update.arguments)
         do {
-            try statement.execute()
+            if storage.dialect.continuesAfterError {
+                try statement.execute()
+            } else {
+                // PostgreSQL aborts the transaction on an error: a savepoint keeps "fails as a whole, changing
+                // nothing" true for the rest of the write.
+                try connection.inSavepoint(named: "codablestore_update") { try statement.execute() }
+            }
         } catch let error where storage.dialect.isUniqueViolation(error) {
             let names = fields.map { mapping.description.fields[$0].name }.joined(separator: ", ")
             throw StoreError(

@@ -215,7 +215,6 @@ extension Store {
         return observe(T.self, where: .sql("\(quoteIdentifier(mapping.identityColumns[0])) = ?", [value.sqliteValue]))
     }
 
-    /// Tells the observers of these entities about a committed transaction.
     /// Has the backend tell observers of other processes' commits (PostgreSQL), from the first observation on.
     private func listenForOtherProcesses() {
         let indexes = Dictionary(model.mappings.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
@@ -224,6 +223,7 @@ extension Store {
         }
     }
 
+    /// Tells the observers of these entities about a committed transaction.
     func notifyObservers(_ entities: Set<Int>) {
         guard !entities.isEmpty, !observers.isEmpty else { return }
         for observer in observers.interested(in: entities) {

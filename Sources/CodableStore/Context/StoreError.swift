@@ -37,11 +37,11 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         /// An object or value cannot be used this way (a deleted object, an identity of the wrong arity).
         public static let invalidObject = Code(.invalidObject)
         /// A fetch that cannot be turned into SQL (a key path that is not a stored field).
+        public static let invalidQuery = Code(.invalidQuery)
         /// What this store's backend does not offer (a SQLite connection of a PostgreSQL store, say).
         public static let unsupported = Code(.unsupported)
         /// The database server cannot be reached, or refused the connection (PostgreSQL).
         public static let connectionFailed = Code(.connectionFailed)
-        public static let invalidQuery = Code(.invalidQuery)
         /// A relationship could not be loaded when it was accessed.
         public static let relationshipLoad = Code(.relationshipLoad)
         /// Decoded JSON lacks the identity of an entity that has one.

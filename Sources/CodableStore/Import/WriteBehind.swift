@@ -146,6 +146,9 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
                 monitor.broadcast()
                 while !request.isDone { monitor.wait() }
             }
+            // A plan that failed left the transaction unusable (PostgreSQL refuses every later statement): the
+            // cause is what the context must hear of.
+            if let failure = monitor.withLock({ self.failure }) { throw failure }
             return try result!.get()
         }
     }

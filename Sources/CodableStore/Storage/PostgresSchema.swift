@@ -22,6 +22,9 @@ enum PostgresSchema {
         _ connection: any DatabaseConnection, model: Schema, policy: SchemaChangePolicy, migrations: [Migration], logger: Logger
     ) throws {
         let declared = SchemaSnapshot(model)
+        // Most opens find the model as declared: a read transaction says so without the write lock (which an import
+        // holds for its whole run) and without DDL (which an application's role may not be allowed).
+        if try connection.inReadTransaction({ try isCurrent(declared, migrations: migrations, on: connection) }) { return }
         try connection.inWriteTransaction {
             try connection.execute(
                 sql: "CREATE TABLE IF NOT EXISTS \(quoteIdentifier(metadataTable)) (\"key\" text PRIMARY KEY, \"value\" text NOT NULL)")
@@ -96,6 +99,22 @@ enum PostgresSchema {
         try connection.execute(
             sql: "CREATE OR REPLACE FUNCTION codablestore_fold(text) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE "
                 + "AS $$ SELECT lower($1\(icu ? " COLLATE \"und-x-icu\"" : "")) $$")
+    }
+
+    /// Whether the schema holds the declared model, has recorded every migration and has the folding function.
+    private static func isCurrent(_ declared: SchemaSnapshot, migrations: [Migration], on connection: any DatabaseConnection) throws -> Bool {
+        let hasMetadata = try connection.scalar(
+            sql: "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = ?", arguments: [.text(metadataTable)])
+        guard hasMetadata == .integer(1),
+            case .text(let json)? = try connection.scalar(sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'model'"),
+            let stored = try? JSONDecoder().decode(SchemaSnapshot.self, from: Data(json.utf8)), stored == declared
+        else { return false }
+        let applied = Set(try appliedMigrations(connection))
+        if migrations.contains(where: { !applied.contains($0.name) }) { return false }
+        let folding = try connection.scalar(
+            sql: "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                + "WHERE n.nspname = current_schema() AND p.proname = 'codablestore_fold'")
+        return folding != .integer(0)
     }
 
     private static func userTables(_ connection: any DatabaseConnection) throws -> [String] {

@@ -33,6 +33,8 @@ package struct SQLDialect: Sendable {
     package var gathersSteps: Bool
     /// Whether membership queries probe the index once per owner instead of filtering by an `IN` list.
     package var probesPerOwner: Bool
+    /// Whether parameters in a `VALUES` list need their column's type (PostgreSQL would take them for text).
+    package var typesValuesLists: Bool
     /// What `LIMIT` binds for "no limit".
     package var noLimit: SQLiteValue
     /// Whether an error of the backend is a violation of a unique index (an identity taken).
@@ -47,7 +49,7 @@ package struct SQLDialect: Sendable {
         name: "SQLite", insertInto: "INSERT OR FAIL INTO", continuesAfterError: true, joinRowOrder: "rowid",
         needsNullOrdering: false, caseFold: "codablestore_fold", position: "instr", textParameter: "?",
         prefix: "substr(%c, 1, %n)", suffix: "substr(%c, -%n)", isDistinctFrom: "IS NOT", falseCondition: "0",
-        castsAggregates: false, gathersSteps: false, probesPerOwner: false, noLimit: .integer(-1),
+        castsAggregates: false, gathersSteps: false, probesPerOwner: false, typesValuesLists: false, noLimit: .integer(-1),
         isUniqueViolation: { error in (error as? SQLiteError).map { ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= $0.resultCode } ?? false },
         isPrimaryKeyViolation: { error in
             (error as? SQLiteError).map { ResultCode.SQLITE_CONSTRAINT_PRIMARYKEY ~= $0.resultCode } ?? false
@@ -63,7 +65,7 @@ package struct SQLDialect: Sendable {
             name: "PostgreSQL", insertInto: "INSERT INTO", continuesAfterError: false, joinRowOrder: "\"_row\"",
             needsNullOrdering: true, caseFold: "codablestore_fold", position: "strpos", textParameter: "?::text", prefix: "left(%c, %n)",
             suffix: "right(%c, %n)", isDistinctFrom: "IS DISTINCT FROM", falseCondition: "FALSE", castsAggregates: true, gathersSteps: true,
-            probesPerOwner: true,
+            probesPerOwner: true, typesValuesLists: true,
             noLimit: .null, isUniqueViolation: isUniqueViolation, isPrimaryKeyViolation: isPrimaryKeyViolation,
             conflictingValues: conflictingValues)
     }

@@ -1,4 +1,4 @@
-/// The SQLite backend's side of queries: predicates, sorts and key paths rendered as SQL with bound values.
+/// Queries: predicates, sorts and key paths rendered as SQL with bound values, in the store's `SQLDialect`.
 /// Values are always bound, never spliced into the SQL; names are always quoted.
 extension EntityPredicate {
     /// The SQL and arguments of the condition.

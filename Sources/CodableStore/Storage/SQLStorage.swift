@@ -1,7 +1,8 @@
-/// The SQLite backend of the storage seam: the SQL of every statement the context needs, built once per store
-/// from its model — how each step of a ``WritePlan`` runs, identity lookups and membership loads (here), queries
-/// (SQLiteQuery.swift). The context decides what changes and what to read (entities, fields, row ids, values,
-/// predicates); only this type knows how SQLite says it. A PostgreSQL backend would do the same in its dialect.
+/// The SQL side of the storage seam: every statement the context needs, built once per store from its model in
+/// the backend's ``SQLDialect`` (SQLite or PostgreSQL) — how each step of a ``WritePlan`` runs (`StepWriter` gathers
+/// steps for a server), identity lookups and membership loads (here), queries (SQLQuery.swift). The context decides
+/// what changes and what to read (entities, fields, row ids, values, predicates); only this type and the dialect
+/// know how the database says it.
 final class SQLStorage: Sendable {
     let model: Schema
     let dialect: SQLDialect
@@ -180,7 +181,12 @@ final class SQLStorage: Sendable {
         if columns.count == 1 {
             condition = "\(columns[0]) IN (" + Array(repeating: "?", count: rows).joined(separator: ", ") + ")"
         } else {
-            let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
+            // PostgreSQL types an untyped parameter in VALUES as text: each gets its column's type.
+            let placeholders = mapping.identityColumns.map { name in
+                guard dialect.typesValuesLists, let column = mapping.columns.first(where: { $0.name == name }) else { return "?" }
+                return "?::" + PostgresSchema.arrayElementType(column)
+            }
+            let row = "(" + placeholders.joined(separator: ", ") + ")"
             condition = "(" + columns.joined(separator: ", ") + ") IN (VALUES "
                 + Array(repeating: row, count: rows).joined(separator: ", ") + ")"
         }

@@ -45,7 +45,6 @@ final class SQLiteConnections: StoreBackend {
         self.writer = SerializedConnection(connection)
     }
 
-    /// What every connection gets.
     func withWriter<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
         try writer.withConnection { try body($0) }
     }
@@ -57,6 +56,7 @@ final class SQLiteConnections: StoreBackend {
         try withReader { (connection: Connection) in try body(connection) }
     }
 
+    /// What every connection gets.
     private static func configure(_ connection: Connection, cacheSizeKiB: Int, options: Store.Options) throws {
         try connection.execute(sql: "PRAGMA cache_size = -\(max(cacheSizeKiB, 64))")
         // Closing the last connection would otherwise checkpoint under an EXCLUSIVE lock, during which another

@@ -100,9 +100,14 @@ final class StepWriter {
             let width = storage.model.mappings[entity].insertColumnCount + 1
             return (.insert(entity: entity), (0..<count).map { values[($0 * width)..<(($0 + 1) * width)] })
         case .update(let entity, let fields, let values):
-            // An update of identity values runs alone: its order against the others may matter to unique indexes.
+            // An update of identity values, or of a unique index's, runs alone: its order against the others may
+            // matter to the index, which PostgreSQL checks row by row.
             let mapping = storage.model.mappings[entity]
             if fields.contains(where: { mapping.identityFields.contains($0) }) { return nil }
+            let uniqueColumns = mapping.indexes.filter(\.unique).flatMap(\.columns)
+            if !uniqueColumns.isEmpty, fields.contains(where: { uniqueColumns.contains(mapping.columnNameOfField[$0] ?? "") }) {
+                return nil
+            }
             return (.update(entity: entity, fields: fields), [values[...]])
         case .link(let table, let count, let values):
             return (.link(table: table), (0..<count).map { values[($0 * 3)..<(($0 + 1) * 3)] })

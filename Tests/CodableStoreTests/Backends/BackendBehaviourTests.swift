@@ -50,7 +50,20 @@ import Testing
     static let identity = Identity(\Badge.id)
 }
 
-private let entities: [any EntityObject.Type] = [Device.self, Vendor.self, Component.self, Badge.self]
+@Entity final class Release {
+    var repo: String
+    var number: Int
+    var title: String?
+    var slug: String = ""
+    static let identity = Identity(\Release.repo, \Release.number)
+    static let indexes = [EntityIndex(\Release.slug, unique: true)]
+    init(repo: String, number: Int) {
+        self.repo = repo
+        self.number = number
+    }
+}
+
+private let entities: [any EntityObject.Type] = [Device.self, Vendor.self, Component.self, Badge.self, Release.self]
 
 private func decoder() -> StoreDecoder {
     let decoder = StoreDecoder()
@@ -353,6 +366,42 @@ private func save(_ json: String, into store: Store) throws -> Int {
         }
         #expect(seen == 5)
         #expect(try storedRows(store, #"SELECT count(*) FROM "Device""#) == [["4"]])
+    }
+
+    @Test(arguments: Backend.available)
+    func compositeIdentitiesAreLookedUpInBatches(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        let page = { (title: String) in
+            "[" + (0..<40).map { #"{"repo": "r\#($0 % 2)", "number": \#($0), "title": "\#(title)", "slug": "s\#($0)"}"# }
+                .joined(separator: ",") + "]"
+        }
+        try store.write { context in _ = try decoder().decode([Release].self, from: Data(page("one").utf8), into: context) }
+        try store.write { context in _ = try decoder().decode([Release].self, from: Data(page("two").utf8), into: context) }
+        #expect(try storedRows(store, #"SELECT count(*), min("title"), max("title") FROM "Release""#) == [["40", "two", "two"]])
+        let found = try store.write { context in
+            try context.findOrCreate(Release.self, identity: ["r1", 7] as [any AttributeValue]) { Release(repo: "r1", number: 7) }.title
+        }
+        #expect(found == "two")
+    }
+
+    @Test(arguments: Backend.available)
+    func aFailedBatchUpdateChangesNothingAndTheWriteGoesOn(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        try store.write { context in
+            _ = try decoder().decode(
+                [Release].self, from: Data(#"[{"repo": "r", "number": 1, "slug": "a"}, {"repo": "r", "number": 2, "slug": "b"}]"#.utf8),
+                into: context)
+        }
+        try store.write { context in
+            let error = try #require(throws: StoreError.self) {
+                try context.updateAll(Release.self, set: [.set(\Release.slug, to: "same")])
+            }
+            #expect(error.code == .identityConflict)
+            // The write goes on after the failed update, on both backends.
+            try context.updateAll(Release.self, where: \Release.number == 1, set: [.set(\Release.title, to: "kept")])
+        }
+        #expect(try storedRows(store, #"SELECT "number", "title", "slug" FROM "Release" ORDER BY "number""#)
+            == [["1", "kept", "a"], ["2", "NULL", "b"]])
     }
 
     @Test(arguments: Backend.available)
