@@ -145,27 +145,6 @@ public final class Statement {
         try execute()
     }
 
-    /// Runs a statement written for `slots` items (an `IN` list of `slots` groups of parameters) over `items`,
-    /// `slots` at a time, calling `row` on each result row. `bind` binds one item to this statement from a
-    /// parameter index, which it advances. The last chunk repeats its last item to fill the slots, so the SQL stays the same
-    /// and is prepared once.
-    package func run<Item>(
-        chunksOf items: [Item], slots: Int, bind: (Statement, Item, inout Int32) throws -> Void,
-        row: (Statement) throws -> Void
-    ) throws {
-        var start = 0
-        while start < items.count {
-            let chunk = items[start..<min(start + slots, items.count)]
-            var parameter: Int32 = 1
-            for slot in 0..<slots {
-                try bind(self, slot < chunk.count ? chunk[chunk.startIndex + slot] : chunk[chunk.endIndex - 1], &parameter)
-            }
-            defer { reset() }
-            while try step() { try row(self) }
-            start += slots
-        }
-    }
-
     /// Makes the statement ready to run again. Bindings are kept.
     public func reset() {
         sqlite3_reset(sqliteStatement)

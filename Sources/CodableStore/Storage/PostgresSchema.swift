@@ -33,28 +33,13 @@ enum PostgresSchema {
                 sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'model'")
             else {
                 let existing = try userTables(connection)
-                if !existing.isEmpty {
-                    throw StoreError(
-                        .schemaMismatch,
-                        "the database already has tables (\(existing.joined(separator: ", "))) but no CodableStore model; use an empty database or schema, or a store created by CodableStore",
-                        differences: existing.map { "unexpected table \($0)" })
-                }
+                if !existing.isEmpty { throw SchemaSnapshot.unexpectedTables(existing, use: "use an empty database or schema") }
                 try create(model, on: connection)
                 try record(declared, on: connection)
                 if !migrations.isEmpty { try recordMigrations(migrations.map(\.name), on: connection) }
                 return
             }
-            let stored: SchemaSnapshot
-            do {
-                stored = try JSONDecoder().decode(SchemaSnapshot.self, from: Data(json.utf8))
-            } catch {
-                throw StoreError(.schemaMismatch, "the stored model cannot be read: \(error)", cause: error)
-            }
-            if stored.version > declared.version {
-                throw StoreError(
-                    .schemaMismatch,
-                    "the store was written by a newer CodableStore (storage version \(stored.version)); this version reads versions up to \(declared.version)")
-            }
+            let stored = try SchemaSnapshot.stored(json, declared: declared)
             let applied = Set(try appliedMigrations(connection))
             if let pending = migrations.first(where: { !applied.contains($0.name) }), !pending.steps.isEmpty {
                 throw StoreError(

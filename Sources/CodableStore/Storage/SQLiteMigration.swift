@@ -63,6 +63,30 @@ struct SchemaSnapshot: Codable, Equatable, Sendable {
         joinTables = model.joinTables.map(\.name)
     }
 
+    /// The model a store recorded, as JSON, which this version must be able to read.
+    static func stored(_ json: String, declared: SchemaSnapshot) throws -> SchemaSnapshot {
+        let stored: SchemaSnapshot
+        do {
+            stored = try JSONDecoder().decode(SchemaSnapshot.self, from: Data(json.utf8))
+        } catch {
+            throw StoreError(.schemaMismatch, "the stored model cannot be read: \(error)", cause: error)
+        }
+        if stored.version > declared.version {
+            throw StoreError(
+                .schemaMismatch,
+                "the store was written by a newer CodableStore (storage version \(stored.version)); this version reads versions up to \(declared.version)")
+        }
+        return stored
+    }
+
+    /// Tables found where a store without a model is opened: CodableStore does not adopt them.
+    static func unexpectedTables(_ existing: [String], use alternative: String) -> StoreError {
+        StoreError(
+            .schemaMismatch,
+            "the database already has tables (\(existing.joined(separator: ", "))) but no CodableStore model; \(alternative) or a store created by CodableStore",
+            differences: existing.map { "unexpected table \($0)" })
+    }
+
     /// The differences from `stored` (what is on disk) to `self` (what is declared), split into those that
     /// can be applied by adding tables and columns and those that cannot.
     func differences(from stored: SchemaSnapshot) -> (additive: [String], incompatible: [String]) {
@@ -233,29 +257,14 @@ enum SQLiteMigration {
             sql: "CREATE TABLE IF NOT EXISTS \(quoteIdentifier(metadataTable)) (\"key\" TEXT PRIMARY KEY, \"value\" TEXT NOT NULL)")
         guard let json = try storedModelJSON(connection) else {
             let existing = try userTables(connection)
-            if !existing.isEmpty {
-                throw StoreError(
-                    .schemaMismatch,
-                    "the database already has tables (\(existing.joined(separator: ", "))) but no CodableStore model; open an empty file or a store created by CodableStore",
-                    differences: existing.map { "unexpected table \($0)" })
-            }
+            if !existing.isEmpty { throw SchemaSnapshot.unexpectedTables(existing, use: "open an empty file") }
             try create(model, on: connection)
             try record(declared, on: connection)
             // A new store has the declared model: every migration is done.
             if !migrations.isEmpty { try recordMigrations(migrations.map(\.name), on: connection) }
             return
         }
-        var stored: SchemaSnapshot
-        do {
-            stored = try JSONDecoder().decode(SchemaSnapshot.self, from: Data(json.utf8))
-        } catch {
-            throw StoreError(.schemaMismatch, "the stored model cannot be read: \(error)", cause: error)
-        }
-        if stored.version > declared.version {
-            throw StoreError(
-                .schemaMismatch,
-                "the store was written by a newer CodableStore (storage version \(stored.version)); this version reads versions up to \(declared.version)")
-        }
+        var stored = try SchemaSnapshot.stored(json, declared: declared)
         let original = stored
         var plan = MigrationPlan()
         let applied = try appliedMigrations(connection)
