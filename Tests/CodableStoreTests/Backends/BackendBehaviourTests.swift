@@ -317,10 +317,10 @@ private func save(_ json: String, into store: Store) throws -> Int {
         let importing = Task.detached {
             try store.importJSON(Issue.self, from: .file(path), options: ImportOptions(batchSize: 50, decoder: ReferenceModel.decoder()))
         }
+        // Bounded: an import that fails must end the test, not leave it reading forever.
         var seen: Set<Int> = []
-        while !seen.contains(where: { $0 > 0 }) {
+        for _ in 0..<2_000 where !seen.contains(where: { $0 > 0 }) {
             seen.insert(try await store.read { context in try context.count(Issue.self) })
-            if seen.count > 1_000 { break }
         }
         let report = try await importing.value
         let total = report.entities["Issue"]!.inserted
