@@ -6,8 +6,9 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// `SQLITE_TRANSIENT`: SQLite copies the bound bytes before the bind call returns.
-let SQLITE_TRANSIENT = _codablestore_sqlite_transient()
+/// `SQLITE_TRANSIENT`: SQLite copies the bound bytes before the bind call returns. Computed (the C function is
+/// inlined), not a global constant: a global is initialized lazily, and every bind would check that it is.
+var SQLITE_TRANSIENT: sqlite3_destructor_type { _codablestore_sqlite_transient() }
 
 /// A prepared statement, finalized when the object is released.
 ///
@@ -65,16 +66,7 @@ public final class Statement {
 
     public func bind(_ value: String, at index: Int32) throws {
         var value = value
-        let code = value.withUTF8 { buffer -> Int32 in
-            // A NULL pointer would bind SQL NULL: an empty string needs a real (empty) buffer.
-            guard let base = buffer.baseAddress, buffer.count > 0 else {
-                return sqlite3_bind_text(sqliteStatement, index, "", 0, SQLITE_TRANSIENT)
-            }
-            return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
-                sqlite3_bind_text(sqliteStatement, index, $0, Int32(buffer.count), SQLITE_TRANSIENT)
-            }
-        }
-        try checkBind(code)
+        try checkBind(value.withUTF8 { bindText($0, at: index) })
     }
 
     public func bind(_ value: Data, at index: Int32) throws {
@@ -103,8 +95,46 @@ public final class Statement {
 
     /// Binds values to parameters 1, 2, … in order.
     public func bind(_ values: [SQLiteValue]) throws {
-        for (offset, value) in values.enumerated() {
-            try bind(value, at: Int32(offset + 1))
+        try bind(values[...], from: 1)
+    }
+
+    /// Binds values to parameters `first`, `first + 1`, … in order.
+    ///
+    /// The import's writer binds every value of a batch through here: the values are read in place (text as the
+    /// string's own UTF-8), not copied out of the array one by one, which would retain each string on a thread
+    /// other than the one that made it.
+    public func bind(_ values: ArraySlice<SQLiteValue>, from first: Int32) throws {
+        try values.withUnsafeBufferPointer { buffer in
+            var index = first
+            for offset in buffer.indices {
+                let code: Int32
+                switch buffer[offset] {
+                case .null: code = sqlite3_bind_null(sqliteStatement, index)
+                case .integer(let value): code = sqlite3_bind_int64(sqliteStatement, index, value)
+                case .real(let value): code = sqlite3_bind_double(sqliteStatement, index, value)
+                case .text(let value):
+                    code = value.utf8.withContiguousStorageIfAvailable { bindText($0, at: index) } ?? {
+                        var value = value
+                        return value.withUTF8 { bindText($0, at: index) }
+                    }()
+                case .blob(let value):
+                    try bind(value, at: index)
+                    code = SQLITE_OK
+                }
+                try checkBind(code)
+                index += 1
+            }
+        }
+    }
+
+    @inline(__always)
+    private func bindText(_ buffer: UnsafeBufferPointer<UInt8>, at index: Int32) -> Int32 {
+        // A NULL pointer would bind SQL NULL: an empty string needs a real (empty) buffer.
+        guard let base = buffer.baseAddress, buffer.count > 0 else {
+            return sqlite3_bind_text(sqliteStatement, index, "", 0, SQLITE_TRANSIENT)
+        }
+        return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+            sqlite3_bind_text(sqliteStatement, index, $0, Int32(buffer.count), SQLITE_TRANSIENT)
         }
     }
 

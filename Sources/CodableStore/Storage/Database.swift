@@ -19,6 +19,8 @@ package protocol DatabaseStatement: AnyObject {
     var columnCount: Int32 { get }
     func bind(_ value: SQLiteValue, at index: Int32) throws
     func bind(_ value: Int64, at index: Int32) throws
+    /// Binds values to parameters `first`, `first + 1`, … in order.
+    func bind(_ values: ArraySlice<SQLiteValue>, from first: Int32) throws
     /// Advances to the next row; false when the statement is done.
     @discardableResult func step() throws -> Bool
     /// Runs the statement to completion and resets it.
@@ -35,11 +37,7 @@ package protocol DatabaseStatement: AnyObject {
 extension DatabaseStatement {
     /// Binds values to parameters 1, 2, … in order.
     package func bind(_ values: [SQLiteValue]) throws {
-        var parameter: Int32 = 1
-        for value in values {
-            try bind(value, at: parameter)
-            parameter += 1
-        }
+        try bind(values[...], from: 1)
     }
 
     /// Runs the statement with these arguments to completion, then resets it.

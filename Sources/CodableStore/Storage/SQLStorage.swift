@@ -148,11 +148,7 @@ final class SQLStorage: Sendable {
     }
 
     private static func bind(_ values: ArraySlice<SQLiteValue>, to statement: any DatabaseStatement) throws {
-        var parameter: Int32 = 1
-        for value in values {
-            try statement.bind(value, at: parameter)
-            parameter += 1
-        }
+        try statement.bind(values, from: 1)
     }
 
     // MARK: - Lookups
