@@ -206,6 +206,10 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         try statement.execute([.text(announcement.channel), .text(announcement.token + " " + entities.joined(separator: ","))])
     }
 
+    /// The server's buffers are its own: nothing to size here.
+    func pageCacheSize() throws -> Int? { nil }
+    func setPageCacheSize(kibibytes: Int) throws {}
+
     func rollbackIgnoringErrors() {
         guard isInsideTransaction else { return }
         isAborted = false

@@ -30,8 +30,8 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "The input is JSON Lines.")
     var jsonl = false
 
-    @Option(parsing: .unconditional, help: "Records per batch.")
-    var batchSize = 1_000
+    @Option(parsing: .unconditional, help: "Records per batch (default: 500 into SQLite, 1,000 into PostgreSQL).")
+    var batchSize: Int?
 
     @Option(help: "What a bad record does: stop (default, nothing kept) or skip (imported without it, listed in the report; with --jsonl, lines that are not JSON too).")
     var onError: ImportOptions.FailurePolicy = .stop
@@ -53,7 +53,7 @@ struct ImportCommand: ParsableCommand {
 
     func validate() throws {
         if at != nil && jsonl { throw ValidationError("--at and --jsonl cannot be used together") }
-        guard batchSize >= 1 else { throw ValidationError("--batch-size must be 1 or more (got \(batchSize))") }
+        if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be 1 or more (got \(batchSize))") }
         if let maxSkipped {
             guard maxSkipped >= 0 else { throw ValidationError("--max-skipped must be 0 or more (got \(maxSkipped))") }
             guard onError == .skip else { throw ValidationError("--max-skipped needs --on-error skip") }

@@ -15,9 +15,11 @@ struct PostgresCLITests {
         let database = server + "?schema=cli_" + UUID().uuidString.lowercased().filter { $0 != "-" }
         let file = try CLI.temporaryDirectory().appendingPathComponent("issues.sqlite").path
 
-        let intoPostgres = try CLI.run(["import", "issues", fixture, "--store", database, "--json"])
+        // The same batches on both (their default sizes differ): which repeated identities are updates and which
+        // are merged in memory depends on where batches end.
+        let intoPostgres = try CLI.run(["import", "issues", fixture, "--store", database, "--json", "--batch-size", "500"])
         #expect(intoPostgres.status == 0, "\(intoPostgres.stderr)")
-        let intoSQLite = try CLI.run(["import", "issues", fixture, "--store", file, "--json"])
+        let intoSQLite = try CLI.run(["import", "issues", fixture, "--store", file, "--json", "--batch-size", "500"])
         #expect(intoSQLite.status == 0, "\(intoSQLite.stderr)")
         let postgresReport = try JSONDecoder().decode(ImportReport.self, from: Data(intoPostgres.stdout.utf8))
         let sqliteReport = try JSONDecoder().decode(ImportReport.self, from: Data(intoSQLite.stdout.utf8))
@@ -51,13 +53,16 @@ struct PostgresCLITests {
             let process = Process()
             process.executableURL = CLI.binary
             process.arguments = ["import", "issues", path, "--store", database, "--json", "--wait", "60"]
-            let output = Pipe()
+            let (output, errors) = (Pipe(), Pipe())
             process.standardOutput = output
+            process.standardError = errors
             try process.run()
-            return (process, output)
-        }.map { process, output in
+            return (process, output, errors)
+        }.map { process, output, errors in
             let data = output.fileHandleForReading.readDataToEndOfFile()
+            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(message)")
             return (process.terminationStatus, try JSONDecoder().decode(ImportReport.self, from: data))
         }
         #expect(results.map(\.0) == [0, 0])

@@ -163,7 +163,9 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
         }
         defer { printProfile(profile.withLock { $0 }) }
         let database = try Store.open(postgres: store, entities: referenceEntities, options: storeOptions)
-        let report = try database.importJSON(Issue.self, from: .file(dump), options: ImportOptions(decoder: referenceDecoder()))
+        var options = ImportOptions(decoder: referenceDecoder())
+        if let size = ProcessInfo.processInfo.environment["IMPORT_BENCH_BATCH"].flatMap({ Int($0) }) { options.batchSize = size }
+        let report = try database.importJSON(Issue.self, from: .file(dump), options: options)
         records = report.recordsRead
         if ProcessInfo.processInfo.environment["IMPORT_BENCH_CPU"] != nil, let cpu = report.cpu {
             FileHandle.standardError.write(Data(String(
@@ -183,10 +185,8 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
         guard process.terminationStatus == 0 else { fatalError("the psql baseline failed") }
         records = -1
     case "import", "import-sync":
-        // IMPORT_BENCH_CACHE_KIB=N: another SQLite page cache size than the default, to compare.
-        let cacheSize = ProcessInfo.processInfo.environment["IMPORT_BENCH_CACHE_KIB"].flatMap { Int($0) } ?? Store.Options().cacheSizeKiB
         let profile = Mutex<[String: (count: Int, time: Duration)]>([:])
-        var storeOptions = Store.Options(cacheSizeKiB: cacheSize)
+        var storeOptions = Store.Options()
         if ProcessInfo.processInfo.environment["IMPORT_BENCH_PROFILE"] != nil {
             storeOptions.statementProfiler = { sql, time in
                 profile.withLock { $0[sql, default: (0, .zero)].count += 1; $0[sql, default: (0, .zero)].time += time }
@@ -197,6 +197,8 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
         var options = ImportOptions(decoder: referenceDecoder())
         // IMPORT_BENCH_BATCH=N: another batch size than the default, to compare.
         if let size = ProcessInfo.processInfo.environment["IMPORT_BENCH_BATCH"].flatMap({ Int($0) }) { options.batchSize = size }
+        // IMPORT_BENCH_CACHE_KIB=N: another page cache for the import than the default (`ImportOptions.cacheSizeKiB`).
+        if let size = ProcessInfo.processInfo.environment["IMPORT_BENCH_CACHE_KIB"].flatMap({ Int($0) }) { options.cacheSizeKiB = size }
         let report = try database.importJSON(
             Issue.self, from: .file(dump), options: options, syncing: contender == "import-sync" ? .all : nil)
         records = report.recordsRead

@@ -38,7 +38,20 @@ public struct ImportOptions: @unchecked Sendable {
     /// batch is decoded, at most three more are in memory (the next, whose identities are being looked up;
     /// one waiting; one being read), and the values of at most two batches wait to be written, so memory
     /// grows with the batch size, not with the input.
-    public var batchSize: Int
+    ///
+    /// `nil` (the default): the backend's. On SQLite 500 records, which leaves more of the import's memory to the
+    /// page cache (``cacheSizeKiB``); on PostgreSQL 1,000, since each batch costs a few round trips per table
+    /// (batches of 500 take about 10% longer there).
+    public var batchSize: Int?
+    /// The SQLite page cache of the store's writer connection while the import runs, in KiB (the store's own
+    /// ``Store/Options/cacheSizeKiB`` if that is larger; restored when the import ends). An import changes tables
+    /// and indexes far larger than any cache, at random places (an index on a foreign key, the rows of repeated
+    /// identities): every changed page the cache cannot hold is written to the WAL and read back when it changes
+    /// again. A page cache is what the import's memory is best spent on: with the defaults (batches of 500
+    /// records and 24 MiB), a 1M-record import peaks at about 60 MiB and takes about 5% less time and 7% less CPU
+    /// than with batches of 1,000 and the store's 16 MiB, which peak at 56 MiB. `nil`: the store's own. Not used on PostgreSQL, whose
+    /// buffers are the server's.
+    public var cacheSizeKiB: Int?
     public var failurePolicy: FailurePolicy
     /// Under the skip policy, the most records that may be skipped: more fail the import like a bad record under
     /// the stop policy (in one transaction nothing is kept; with ``commitEveryBatch``, the batches before stay),
@@ -63,7 +76,8 @@ public struct ImportOptions: @unchecked Sendable {
 
     public init(
         layout: Layout = .array,
-        batchSize: Int = 1_000,
+        batchSize: Int? = nil,
+        cacheSizeKiB: Int? = 24 * 1_024,
         failurePolicy: FailurePolicy = .stop,
         maximumSkippedRecords: Int? = nil,
         commitEveryBatch: Bool = false,
@@ -74,7 +88,8 @@ public struct ImportOptions: @unchecked Sendable {
     ) {
         self.logger = logger
         self.layout = layout
-        self.batchSize = max(1, batchSize)
+        self.batchSize = batchSize.map { max(1, $0) }
+        self.cacheSizeKiB = cacheSizeKiB.map { max(64, $0) }
         self.failurePolicy = failurePolicy
         self.maximumSkippedRecords = maximumSkippedRecords.map { max(0, $0) }
         self.commitEveryBatch = commitEveryBatch

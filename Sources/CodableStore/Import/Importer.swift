@@ -40,6 +40,9 @@ final class Importer {
         self.start = clock.now
     }
 
+    /// Records per batch: the options', or the backend's.
+    var batchSize: Int { options.batchSize ?? storage.dialect.importBatchSize }
+
     var elapsed: Double {
         let duration = clock.now - start
         return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
@@ -56,13 +59,17 @@ final class Importer {
             "import started",
             metadata: [
                 "entity": "\(mapping.name)", "input": "\(path ?? "standard input")", "layout": "\(mode)",
-                "batchSize": "\(options.batchSize)", "failurePolicy": "\(options.failurePolicy.rawValue)",
+                "batchSize": "\(batchSize)", "failurePolicy": "\(options.failurePolicy.rawValue)",
             ])
+        let restoredCacheSize: Int?
         do {
+            restoredCacheSize = try enlargePageCache()
             if !options.commitEveryBatch { try connection.beginWriteTransaction() }
         } catch {
             throw Self.importError(error)
         }
+        // Once the import is over, the writer thread too: the connection is this thread's again.
+        defer { if let restoredCacheSize { try? connection.setPageCacheSize(kibibytes: restoredCacheSize) } }
         var readingCPU = 0.0
         do {
             if deleteUnseen != nil { syncTracker = try context.startSync(of: mapping) }
@@ -108,6 +115,14 @@ final class Importer {
                 "skipped": "\(report.recordsSkipped)", "seconds": "\(report.duration)",
             ])
         return report
+    }
+
+    /// Gives the writer connection the import's page cache (``ImportOptions/cacheSizeKiB``) unless its own is
+    /// larger; returns the size to restore afterwards, if it changed.
+    private func enlargePageCache() throws -> Int? {
+        guard let requested = options.cacheSizeKiB, let own = try connection.pageCacheSize(), own < requested else { return nil }
+        try connection.setPageCacheSize(kibibytes: requested)
+        return own
     }
 
     /// The input's descriptor, and its path when this import opened it (and closes it).
@@ -156,7 +171,7 @@ final class Importer {
 
     /// Starts the reader thread on the input.
     private func startReading(_ descriptor: Int32, path: String?) throws -> RecordPipeline {
-        var batcher = JSONRecordBatcher(mode: mode, size: options.batchSize)
+        var batcher = JSONRecordBatcher(mode: mode, size: batchSize)
         // Under the skip policy, a JSON Lines line that is not valid JSON is a skipped record; in an array, a syntax
         // error ends the import under either policy (where the next record starts cannot be known).
         batcher.skipsMalformedLines = options.failurePolicy == .skip && mode == .jsonLines

@@ -95,6 +95,11 @@ package protocol DatabaseConnection: AnyObject {
     /// Tells other processes' stores, once the transaction commits, that it changed these entities' tables (the
     /// PostgreSQL backend's NOTIFY; nothing for SQLite, whose observers live in one process).
     func announceChanges(to entities: [String]) throws
+    /// The size of the connection's page cache, in KiB; nil for a backend without one on the client side
+    /// (PostgreSQL's buffers are the server's).
+    func pageCacheSize() throws -> Int?
+    /// Sets the size of the page cache, in KiB (nothing, for a backend without one).
+    func setPageCacheSize(kibibytes: Int) throws
 }
 
 extension DatabaseConnection {
@@ -159,6 +164,18 @@ extension Connection: DatabaseConnection {
     }
 
     package func announceChanges(to entities: [String]) throws {}
+
+    package func pageCacheSize() throws -> Int? {
+        // A negative cache_size is in KiB, a positive one in pages.
+        guard case .integer(let size)? = try scalar(sql: "PRAGMA cache_size") else { return nil }
+        if size < 0 { return Int(-size) }
+        guard case .integer(let pageSize)? = try scalar(sql: "PRAGMA page_size") else { return nil }
+        return Int(size * pageSize / 1_024)
+    }
+
+    package func setPageCacheSize(kibibytes: Int) throws {
+        try execute(sql: "PRAGMA cache_size = -\(max(kibibytes, 64))")
+    }
 }
 
 /// An error of a backend other than SQLite (whose `SQLiteError` is known by name): a failure of the store, not of

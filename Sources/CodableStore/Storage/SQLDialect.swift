@@ -44,6 +44,8 @@ package struct SQLDialect: Sendable {
     /// The values of a unique violation as the backend reports them (`id = 5`), where rows cannot be run again to
     /// find the conflicting one (``continuesAfterError``).
     package var conflictingValues: @Sendable (any Error) -> String?
+    /// Records per import batch where ``ImportOptions/batchSize`` leaves it to the backend.
+    package var importBatchSize = 500
 
     package static let sqlite = SQLDialect(
         name: "SQLite", insertInto: "INSERT OR FAIL INTO", continuesAfterError: true, joinRowOrder: "rowid",
@@ -61,13 +63,16 @@ package struct SQLDialect: Sendable {
         isUniqueViolation: @escaping @Sendable (any Error) -> Bool, isPrimaryKeyViolation: @escaping @Sendable (any Error) -> Bool,
         conflictingValues: @escaping @Sendable (any Error) -> String?
     ) -> SQLDialect {
-        SQLDialect(
+        var dialect = SQLDialect(
             name: "PostgreSQL", insertInto: "INSERT INTO", continuesAfterError: false, joinRowOrder: "\"_row\"",
             needsNullOrdering: true, caseFold: "codablestore_fold", position: "strpos", textParameter: "?::text", prefix: "left(%c, %n)",
             suffix: "right(%c, %n)", isDistinctFrom: "IS DISTINCT FROM", falseCondition: "FALSE", castsAggregates: true, gathersSteps: true,
             probesPerOwner: true, typesValuesLists: true,
             noLimit: .null, isUniqueViolation: isUniqueViolation, isPrimaryKeyViolation: isPrimaryKeyViolation,
             conflictingValues: conflictingValues)
+        // A batch costs a few round trips per table: larger batches carry more rows per trip.
+        dialect.importBatchSize = 1_000
+        return dialect
     }
 
     /// The first (`prefix`) or last characters of `column`, as many as the bound text has.

@@ -263,6 +263,22 @@ private func save(_ json: String, into store: Store) throws -> Int {
         #expect(try storedRows(store, #"SELECT count(*) FROM "User""#) == [["\(first.entities["User"]!.inserted)"]])
     }
 
+    /// Without a batch size, the backend's: 500 records on SQLite (its memory goes to the page cache instead),
+    /// 1,000 on PostgreSQL (each batch costs round trips). Progress comes after each batch.
+    @Test(arguments: Backend.available)
+    func theDefaultBatchSizeIsTheBackends(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: ReferenceModel.entities)
+        let path = try SharedFixtures.url("issues-1k.json").path
+        let seen = StatementLog()
+        var options = ImportOptions(decoder: ReferenceModel.decoder())
+        #expect(options.batchSize == nil)
+        options.progress = { seen.observer("\($0.recordsRead)") }
+        let report = try store.importJSON(Issue.self, from: .file(path), options: options)
+        #expect(report.recordsRead == 1_000)
+        // After each batch, and once more at the end.
+        #expect(seen.all == (backend == .sqlite ? ["500", "1000", "1000"] : ["1000", "1000"]))
+    }
+
     @Test(arguments: Backend.available)
     func twoStoresWritingOverlappingDataKeepOneRowPerIdentity(_ backend: Backend) async throws {
         let first = try backend.makeStore(entities: entities)
