@@ -120,11 +120,14 @@ extension Context {
             layers.append((Array(repeating: 0, count: blocks * Self.wordsPerBlock), capacity, 0))
         }
 
-        /// The block and the key's bits in each of its words (8 words, 7 bits set in all).
-        private static func probes(_ key: IdentityKey, words: Int) -> (block: Int, bits: SIMD8<UInt64>) {
+        private static func hash(_ key: IdentityKey) -> UInt64 {
             var hasher = Hasher()
             hasher.combine(key)
-            let hash = UInt64(bitPattern: Int64(hasher.finalize()))
+            return UInt64(bitPattern: Int64(hasher.finalize()))
+        }
+
+        /// The block and the key's bits in each of its words (8 words, 7 bits set in all), from the key's hash.
+        private static func probes(_ hash: UInt64, words: Int) -> (block: Int, bits: SIMD8<UInt64>) {
             let block = Int((hash >> 32) % UInt64(words / wordsPerBlock)) * wordsPerBlock
             // Seven 9-bit positions in the block from a second, remixed hash.
             var positions = hash &* 0x9E37_79B9_7F4A_7C15
@@ -143,7 +146,7 @@ extension Context {
                 addLayer(capacity: layers[layers.count - 1].capacity * 2)
             }
             let last = layers.count - 1
-            let (block, bits) = Self.probes(key, words: layers[last].words.count)
+            let (block, bits) = Self.probes(Self.hash(key), words: layers[last].words.count)
             layers[last].words.withUnsafeMutableBufferPointer { words in
                 for word in 0..<Self.wordsPerBlock { words[block + word] |= bits[word] }
             }
@@ -151,8 +154,10 @@ extension Context {
         }
 
         func mayContain(_ key: IdentityKey) -> Bool {
-            layers.contains { layer in
-                let (block, bits) = Self.probes(key, words: layer.words.count)
+            // One hash for every layer (a key not stored is looked for in all of them: 5 at 1M keys).
+            let hash = Self.hash(key)
+            return layers.contains { layer in
+                let (block, bits) = Self.probes(hash, words: layer.words.count)
                 return layer.words.withUnsafeBufferPointer { words in
                     (0..<Self.wordsPerBlock).allSatisfy { words[block + $0] & bits[$0] == bits[$0] }
                 }
