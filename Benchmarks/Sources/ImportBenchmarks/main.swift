@@ -148,8 +148,10 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
     switch contender {
     case "baseline":
         records = try baseline(dump: dump, store: store)
-    case "limit", "limit-rollback":
-        let imported = limit_import(dump, store, contender == "limit" ? 1 : 0)
+    case "limit", "limit-rollback", "limit-indexed":
+        // limit-indexed: the minimal layout plus the index on the user foreign key (see limit_importer.c).
+        if contender == "limit-indexed" { setenv("LIMIT_LAYOUT", "indexed", 1) }
+        let imported = limit_import(dump, store, contender == "limit-rollback" ? 0 : 1)
         guard imported >= 0 else { exit(1) }
         records = Int(imported)
     case "import-postgres":
@@ -451,6 +453,7 @@ for count in counts {
     var uniqueAgain = base
     var limit = base
     var limitAgain = base
+    var limitIndexed = base
     var plainPartial = base
     var syncPartial = base
     var syncRatios: [Double] = []
@@ -467,6 +470,10 @@ for count in counts {
         limitRatios.append(roundFirst.seconds / roundLimit.seconds)
         if roundLimit.seconds < limit.seconds { limit = roundLimit }
         if roundLimitAgain.seconds < limitAgain.seconds { limitAgain = roundLimitAgain }
+        removeStore(stores[3])
+        let roundLimitIndexed = try run("limit-indexed", dump: dump, store: stores[3])
+        precondition(sameRows(store: stores[1], limit: stores[3]), "the indexed limit baseline's rows differ from the store's")
+        if roundLimitIndexed.seconds < limitIndexed.seconds { limitIndexed = roundLimitIndexed }
         let roundAgain = try run("import", dump: dump, store: stores[1])
         let roundUniqueFirst = try run("import", dump: uniqueDump, store: stores[2])
         let roundUniqueAgain = try run("import", dump: uniqueDump, store: stores[2])
@@ -502,7 +509,7 @@ for count in counts {
     for (name, result) in [
         ("JSONDecoder + raw sqlite3", base), ("importJSON (new store)", first), ("importJSON (re-import)", again),
         ("unique dump: import", uniqueFirst), ("unique dump: re-import", uniqueAgain),
-        ("limit: C on yajl + sqlite3", limit), ("limit: re-import", limitAgain),
+        ("limit: C on yajl + sqlite3", limit), ("limit: re-import", limitAgain), ("limit + user index", limitIndexed),
         ("a tenth gone: re-import", plainPartial), ("a tenth gone: sync import", syncPartial),
     ] {
         print(String(format: "  %-28@ %7.2f s  %9.0f records/s  %6.1f MB/s  peak RSS %7.1f MiB", name as NSString, result.seconds,
@@ -512,6 +519,7 @@ for count in counts {
     print(String(format: "  re-importing unchanged data (the unique dump): %.2fx of its import (target < 1x)", uniqueAgain.seconds / uniqueFirst.seconds))
     print(String(format: "  against the limit baseline (same rows): import %.2fx its time, re-import %.2fx (targets <= 1.3x, <= 1.2x)",
                  first.seconds / limit.seconds, again.seconds / limitAgain.seconds))
+    print(String(format: "  against the limit baseline with the index User.issues needs: import %.2fx its time", first.seconds / limitIndexed.seconds))
     print(String(format: "  sync import of the dump without a tenth of its identities: %.2fx its plain re-import (target <= 1.2x)%@",
                  syncPartial.seconds / plainPartial.seconds,
                  rounds > 1 ? String(format: "; per round %.2fx to %.2fx", syncRatios.min()!, syncRatios.max()!) as NSString : "" as NSString))
