@@ -100,9 +100,8 @@ public final class Statement {
 
     /// Binds values to parameters `first`, `first + 1`, … in order.
     ///
-    /// The import's writer binds every value of a batch through here: the values are read in place (text as the
-    /// string's own UTF-8), not copied out of the array one by one, which would retain each string on a thread
-    /// other than the one that made it.
+    /// The import's writer binds every row of a batch through here: one call per statement, not one (through the
+    /// storage seam's protocol) per value; text is bound from the string's own UTF-8 storage.
     public func bind(_ values: ArraySlice<SQLiteValue>, from first: Int32) throws {
         try values.withUnsafeBufferPointer { buffer in
             var index = first

@@ -49,8 +49,8 @@ public struct ImportOptions: @unchecked Sendable {
     /// identities): every changed page the cache cannot hold is written to the WAL and read back when it changes
     /// again. A page cache is what the import's memory is best spent on: with the defaults (batches of 500
     /// records and 24 MiB), a 1M-record import peaks at about 60 MiB and takes about 5% less time and 7% less CPU
-    /// than with batches of 1,000 and the store's 16 MiB, which peak at 56 MiB. `nil`: the store's own. Not used on PostgreSQL, whose
-    /// buffers are the server's.
+    /// than with batches of 1,000 and the store's 16 MiB, which peak at 56 MiB. `nil`: the store's own. Not used
+    /// on PostgreSQL, whose buffers are the server's.
     public var cacheSizeKiB: Int?
     public var failurePolicy: FailurePolicy
     /// Under the skip policy, the most records that may be skipped: more fail the import like a bad record under
