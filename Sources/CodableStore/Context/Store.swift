@@ -26,7 +26,8 @@ public final class Store: Sendable {
         public var schemaChangePolicy: SchemaChangePolicy
         /// How long a connection waits for a lock held by another process, in milliseconds.
         public var busyTimeout: Int32
-        /// The page cache of each connection, in KiB.
+        /// The page cache of the writer connection, in KiB (readers get a quarter of it). An import raises the
+        /// writer's for its duration (``ImportOptions/cacheSizeKiB``).
         public var cacheSizeKiB: Int
         /// At most this many reader connections are kept open.
         public var maximumReaderCount: Int
