@@ -151,7 +151,12 @@ final class PostgresBackend: StoreBackend {
             let name = quoteIdentifier(schema)
             // Created only when missing: CREATE SCHEMA IF NOT EXISTS needs the privilege to create even when it exists.
             if try connection.scalar(sql: "SELECT count(*) FROM pg_namespace WHERE nspname = ?", arguments: [.text(schema)]) == .integer(0) {
-                try connection.execute(sql: "CREATE SCHEMA IF NOT EXISTS \(name)")
+                do {
+                    try connection.execute(sql: "CREATE SCHEMA IF NOT EXISTS \(name)")
+                } catch let error as PostgresError where error.sqlState == "23505" || error.sqlState == "42P06" {
+                    // Another process created it at the same moment: IF NOT EXISTS does not cover that race (both
+                    // see no schema, and the second insert into the catalog fails on its unique index).
+                }
             }
             try connection.execute(sql: "SET search_path TO \(name)")
         }

@@ -458,8 +458,31 @@ private func save(_ json: String, into store: Store) throws -> Int {
     }
 }
 
-/// What only a server backend does: hear of other processes' commits.
+/// What only a server backend does: hear of other processes' commits, share schemas.
 @Suite struct PostgresOnlyBehaviourTests {
+    /// Stores opened at the same moment on a schema nobody has created yet (two processes importing into a new
+    /// schema): each opens, and they share one schema and one set of tables.
+    @Test(arguments: Backend.available.filter { $0 == .postgres })
+    func storesOpenedAtOnceOnANewSchemaAllOpen(_ backend: Backend) async throws {
+        let server = try #require(Backend.postgresURL)
+        for _ in 0..<6 {
+            let url = server + "?schema=race_" + UUID().uuidString.lowercased().filter { $0 != "-" }
+            let opened = try await withThrowingTaskGroup(of: Int.self) { group in
+                for id in 1...4 {
+                    group.addTask {
+                        let store = try await Store.open(postgres: url, entities: entities)
+                        try save(#"[{"id": \#(id)}]"#, into: store)
+                        return id
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(opened.sorted() == [1, 2, 3, 4])
+            let store = try await Store.open(postgres: url, entities: entities)
+            #expect(try storedRows(store, #"SELECT "id" FROM "Device" ORDER BY "id""#) == [["1"], ["2"], ["3"], ["4"]])
+        }
+    }
+
     @Test(arguments: Backend.available.filter { $0 == .postgres })
     func anotherProcessesCommitsReachObservers(_ backend: Backend) async throws {
         let store = try backend.makeStore(entities: entities)
