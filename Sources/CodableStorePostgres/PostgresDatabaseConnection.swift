@@ -304,14 +304,6 @@ final class PostgresStatement: DatabaseStatement {
         try bind(.integer(value), at: index)
     }
 
-    func bind(_ values: ArraySlice<SQLiteValue>, from first: Int32) throws {
-        var index = first
-        for value in values {
-            try bind(value, at: index)
-            index += 1
-        }
-    }
-
     @discardableResult
     func step() throws -> Bool {
         if rows == nil {

@@ -40,17 +40,25 @@ public func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
 
-/// Runs this executable again as a child process with `arguments`, and returns the fields of the one line it
-/// prints: each contender runs alone, so its peak memory is its own.
-public func runChild(_ arguments: [String]) throws -> [String] {
+/// Runs `executable` with `arguments`, waits for it, and returns what it printed on standard output; a failure
+/// stops the benchmark, with that output.
+@discardableResult
+public func runProcess(_ executable: String, _ arguments: [String]) throws -> String {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     let pipe = Pipe()
     process.standardOutput = pipe
     try process.run()
     let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
-    guard process.terminationStatus == 0 else { fatalError("\(arguments) failed: \(output)") }
-    return output.split(separator: " ").map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) }
+    guard process.terminationStatus == 0 else { fatalError("\(executable) \(arguments) failed: \(output)") }
+    return output
+}
+
+/// Runs this executable again as a child process with `arguments`, and returns the fields of the one line it
+/// prints: each contender runs alone, so its peak memory is its own.
+public func runChild(_ arguments: [String]) throws -> [String] {
+    try runProcess(CommandLine.arguments[0], arguments)
+        .split(separator: " ").map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) }
 }

@@ -179,12 +179,7 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
         let parts = store.split(separator: "#", maxSplits: 1).map(String.init)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Scripts/postgres-baseline.sh").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [script, dump, parts[0], parts[1]]
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { fatalError("the psql baseline failed") }
+        try runProcess("/bin/bash", [script, dump, parts[0], parts[1]])
         records = -1
     case "import", "import-sync":
         let profile = Mutex<[String: (count: Int, time: Duration)]>([:])
@@ -378,16 +373,7 @@ func generateLines(_ path: String, count: Int) throws {
 /// Runs SQL with psql; its output.
 @discardableResult
 func psql(_ url: String, _ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["psql", url, "-q", "-At", "-v", "ON_ERROR_STOP=1"] + arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { fatalError("psql \(arguments) failed") }
-    return output
+    try runProcess("/usr/bin/env", ["psql", url, "-q", "-At", "-v", "ON_ERROR_STOP=1"] + arguments)
 }
 
 // `--postgres URL`: the import into PostgreSQL against the psql baseline (COPY into staging, one upsert per table), in

@@ -40,6 +40,15 @@ extension DatabaseStatement {
         try bind(values[...], from: 1)
     }
 
+    /// One value at a time (SQLite's statement binds a row in one call).
+    package func bind(_ values: ArraySlice<SQLiteValue>, from first: Int32) throws {
+        var index = first
+        for value in values {
+            try bind(value, at: index)
+            index += 1
+        }
+    }
+
     /// Runs the statement with these arguments to completion, then resets it.
     package func execute(_ arguments: [SQLiteValue]) throws {
         try bind(arguments)

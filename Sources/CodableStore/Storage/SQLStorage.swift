@@ -96,7 +96,7 @@ final class SQLStorage: Sendable {
             try statement.execute()
         case .insert(let entity, let rows, let values):
             let statement = try statements(rows == 1 ? entities[entity].insert : entities[entity].insertBatch)
-            try Self.bind(values[...], to: statement)
+            try statement.bind(values[...], from: 1)
             do {
                 try statement.execute()
             } catch let error where dialect.isUniqueViolation(error) {
@@ -104,7 +104,7 @@ final class SQLStorage: Sendable {
             }
         case .update(let entity, let fields, let values):
             let statement = try statements(updateSQL(entity, fields))
-            try Self.bind(values[...], to: statement)
+            try statement.bind(values[...], from: 1)
             do {
                 try statement.execute()
             } catch let error where dialect.isUniqueViolation(error) {
@@ -115,7 +115,7 @@ final class SQLStorage: Sendable {
             try execute(statements(sql), position.map(SQLiteValue.integer) ?? .null, .integer(rowID))
         case .link(let table, let rows, let values):
             let statement = try statements(rows == 1 ? joinTables[table].link : joinTables[table].linkBatch)
-            try Self.bind(values[...], to: statement)
+            try statement.bind(values[...], from: 1)
             try statement.execute()
         case .appendLink(let table, let source, let target):
             try execute(statements(joinTables[table].appendLink), .integer(source), .integer(target), .integer(source))
@@ -143,12 +143,8 @@ final class SQLStorage: Sendable {
 
     /// Binds and runs a statement of the rare steps (positions).
     private func execute(_ statement: any DatabaseStatement, _ values: SQLiteValue...) throws {
-        try Self.bind(values[...], to: statement)
+        try statement.bind(values[...], from: 1)
         try statement.execute()
-    }
-
-    private static func bind(_ values: ArraySlice<SQLiteValue>, to statement: any DatabaseStatement) throws {
-        try statement.bind(values, from: 1)
     }
 
     // MARK: - Lookups
@@ -266,7 +262,7 @@ final class SQLStorage: Sendable {
         let single = try statements(entities[mapping.index].insert)
         for row in 0..<rows {
             let rowValues = values[(row * width)..<((row + 1) * width)]
-            try Self.bind(rowValues, to: single)
+            try single.bind(rowValues, from: 1)
             do {
                 try single.execute()
             } catch let error where dialect.isUniqueViolation(error) {
