@@ -22,6 +22,8 @@ final class StoreDump {
         let references: [String?]
         /// The identity columns of an entity table (the columns of its `<table>_identity` index), else empty.
         let identityColumns: [String]
+        /// False for a `WITHOUT ROWID` table (a join table without positions, whose links have no order).
+        let hasRowID: Bool
     }
 
     let store: Store
@@ -54,7 +56,11 @@ final class StoreDump {
                 let target = Dictionary(foreignKeys.map { ($0[0], $0[1]) }, uniquingKeysWith: { first, _ in first })
                 let identity = try Self.strings(
                     db, "SELECT name FROM pragma_index_info(\(Self.literal(name + "_identity"))) ORDER BY seqno")
-                return Table(name: name, columns: columns, references: columns.map { target[$0] }, identityColumns: identity)
+                let withoutRowID = try Self.strings(
+                    db, "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = \(Self.literal(name))")
+                return Table(
+                    name: name, columns: columns, references: columns.map { target[$0] }, identityColumns: identity,
+                    hasRowID: withoutRowID != ["1"])
             }
         }
         guard tables.count >= 3, tables.contains(where: { !$0.identityColumns.isEmpty }) else {
@@ -98,7 +104,7 @@ final class StoreDump {
     private static func rank(of column: String, in table: Table) -> String? {
         let owner: String
         let tiebreak: String
-        if column == "position", table.columns.contains("source"), !table.columns.contains("_pk") {
+        if column == "position", table.columns.contains("source"), !table.columns.contains("_pk"), table.hasRowID {
             (owner, tiebreak) = ("source", "rowid")
         } else if column.hasSuffix("_order"), table.columns.contains(String(column.dropLast("_order".count))) {
             (owner, tiebreak) = (String(column.dropLast("_order".count)), "_pk")

@@ -199,7 +199,7 @@ enum PostgresSchema {
     static func createJoinTable(_ join: JoinTable, model: Schema, on connection: any DatabaseConnection) throws {
         let source = quoteIdentifier(model.mappings[join.source].name)
         let target = quoteIdentifier(model.mappings[join.target].name)
-        // "_row" orders the links of an unordered relationship by insertion, as SQLite's rowid does.
+        // "_row" orders by insertion the links of the unordered side of an ordered pair, as SQLite's rowid does.
         try connection.execute(
             sql: """
                 CREATE TABLE \(quoteIdentifier(join.name)) (\

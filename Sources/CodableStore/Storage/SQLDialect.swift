@@ -9,7 +9,8 @@ package struct SQLDialect: Sendable {
     /// Whether a statement may run again after one of the transaction's statements failed. PostgreSQL aborts the
     /// transaction on any error, so a conflict is described from the error instead of found by running rows again.
     package var continuesAfterError: Bool
-    /// The column that orders a join table's rows by insertion (`rowid` in SQLite).
+    /// The column that orders a join table's rows by insertion (`rowid` in SQLite), in tables with positions (the
+    /// links of a table without them have no order).
     package var joinRowOrder: String
     /// Whether ORDER BY needs `NULLS FIRST`/`NULLS LAST` to sort NULL first in ascending order, as SQLite does.
     package var needsNullOrdering: Bool

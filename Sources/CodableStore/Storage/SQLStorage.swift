@@ -225,15 +225,18 @@ final class SQLStorage: Sendable {
         case .joinTable(let index, let ownerIsSource):
             let join = model.joinTables[index]
             let (mine, theirs) = ownerIsSource ? ("source", "target") : ("target", "source")
-            let order = ownerIsSource && join.hasPosition ? "j.\"position\" IS NULL, j.\"position\", " : ""
+            // Links of a table without positions (both sides unordered) have no order to keep: SQLite's such tables
+            // have no rowid (see SQLiteMigration.joinTableDefinition), and a sort would be work for nothing.
+            let order = !join.hasPosition ? ""
+                : " ORDER BY " + (ownerIsSource ? "j.\"position\" IS NULL, j.\"position\", " : "") + "j.\(dialect.joinRowOrder)"
             if dialect.probesPerOwner {
                 return "SELECT j.\"\(mine)\", \(entities[destination.index].qualifiedColumns) FROM " + ownerValues(owners)
                     + " CROSS JOIN LATERAL (SELECT * FROM \(quoteIdentifier(join.name)) WHERE \"\(mine)\" = o.\"owner\" OFFSET 0) AS j "
-                    + "JOIN \(table) ON \(table).\"_pk\" = j.\"\(theirs)\" ORDER BY \(order)j.\(dialect.joinRowOrder)"
+                    + "JOIN \(table) ON \(table).\"_pk\" = j.\"\(theirs)\"" + order
             }
             return "SELECT j.\"\(mine)\", \(entities[destination.index].qualifiedColumns) FROM \(table) "
                 + "JOIN \(quoteIdentifier(join.name)) AS j ON j.\"\(theirs)\" = \(table).\"_pk\" "
-                + "WHERE j.\"\(mine)\" IN (\(placeholders)) ORDER BY \(order)j.\(dialect.joinRowOrder)"
+                + "WHERE j.\"\(mine)\" IN (\(placeholders))" + order
         }
     }
 

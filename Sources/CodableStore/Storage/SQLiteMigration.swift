@@ -36,8 +36,9 @@ struct SchemaSnapshot: Codable, Equatable, Sendable {
     }
     /// The storage format: 1 stored `Decimal` as text compared as text, and `UInt64` above `Int64.max` as negative
     /// integers; 2 compares decimals by value (a collation) and stores such `UInt64`s as 8-byte big-endian blobs,
-    /// so both sort by value. A version 1 store is brought to 2 on open.
-    var version = 2
+    /// so both sort by value; 3 keeps the links of join tables without positions in `WITHOUT ROWID` tables keyed
+    /// by (source, target). An older store is brought to 3 on open.
+    var version = 3
     var entities: [Entity]
     var joinTables: [String]
 
@@ -231,9 +232,11 @@ enum SQLiteMigration {
         guard let row = try connection.rows(sql: "PRAGMA foreign_key_check").first else { return }
         let table = text(row[0])
         let parent = text(row[2])
+        // A join table without positions has no row id to name.
+        let place = row[1] == .null ? "a link in \(table)" : "\(table) row \(row[1])"
         throw StoreError(
             .migrationFailed,
-            "after migrating, \(table) row \(row[1]) refers to a \(parent) row that does not exist; nothing was changed",
+            "after migrating, \(place) refers to a \(parent) row that does not exist; nothing was changed",
             entity: table)
     }
 
@@ -280,7 +283,9 @@ enum SQLiteMigration {
             }
             logger.info("migration ran", metadata: ["migration": "\(migration.name)", "steps": "\(migration.steps.count)"])
         }
-        if stored.version < 2 { upgradeStorage(&stored, to: declared, plan: &plan) }
+        let storedVersion = stored.version
+        if storedVersion < 2 { upgradeStorage(&stored, to: declared, plan: &plan) }
+        stored.version = declared.version
         if !pending.isEmpty { try recordMigrations(applied + pending.map(\.name), on: connection) }
         // Nothing ran and nothing differs (the open came for a missing index): nothing more to do here.
         if pending.isEmpty && plan.isEmpty && stored == original && stored == declared { return }
@@ -306,6 +311,7 @@ enum SQLiteMigration {
         logger.info("store schema migrated", metadata: ["changes": "\(additive)"])
         try migrateAdditively(from: stored, to: model, on: connection)
         try reorientJoinTables(from: stored, to: model, on: connection)
+        if storedVersion < 3 { try rebuildJoinTablesWithoutRowID(model, on: connection) }
         let mappingNamed = Dictionary(model.mappings.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for (entity, transforms) in plan.rebuilds.sorted(by: { $0.key < $1.key }) {
             guard let mapping = mappingNamed[entity] else { continue }
@@ -505,7 +511,6 @@ enum SQLiteMigration {
                 }
             }
         }
-        stored.version = declared.version
     }
 
     /// Makes a table again as the model declares it and copies its rows, through the transforms of its changed
@@ -743,16 +748,48 @@ enum SQLiteMigration {
     }
 
     static func createJoinTable(_ join: JoinTable, model: Schema, on connection: Connection) throws {
+        try connection.execute(sql: joinTableDefinition(join, named: join.name, model: model))
+        try create(.foreignKey(of: join.name, column: "target"), on: connection)
+    }
+
+    /// `CREATE TABLE` for a join table under `name`. A table without positions (both sides unordered) is one
+    /// B-tree keyed by (source, target), `WITHOUT ROWID`: a link is written once, where a rowid table writes it
+    /// to the table and again to its unique index (storage version 3). A table with positions keeps a rowid: the
+    /// unordered inverse side of an ordered pair reads its links in insertion order.
+    static func joinTableDefinition(_ join: JoinTable, named name: String, model: Schema) -> String {
         let source = quoteIdentifier(model.mappings[join.source].name)
         let target = quoteIdentifier(model.mappings[join.target].name)
-        try connection.execute(
-            sql: """
-                CREATE TABLE \(quoteIdentifier(join.name)) (\
-                "source" INTEGER NOT NULL REFERENCES \(source)("_pk") ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, \
-                "target" INTEGER NOT NULL REFERENCES \(target)("_pk") ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, \
-                "position" INTEGER, UNIQUE ("source", "target"))
-                """)
-        try create(.foreignKey(of: join.name, column: "target"), on: connection)
+        let columns = """
+            "source" INTEGER NOT NULL REFERENCES \(source)("_pk") ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, \
+            "target" INTEGER NOT NULL REFERENCES \(target)("_pk") ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, \
+            "position" INTEGER
+            """
+        if join.hasPosition {
+            return "CREATE TABLE \(quoteIdentifier(name)) (\(columns), UNIQUE (\"source\", \"target\"))"
+        }
+        return "CREATE TABLE \(quoteIdentifier(name)) (\(columns), PRIMARY KEY (\"source\", \"target\")) WITHOUT ROWID"
+    }
+
+    /// Storage version 3: the join tables without positions that a version 2 store (or a step of this migration,
+    /// a rename) holds as rowid tables become `WITHOUT ROWID` tables with the same links. Foreign keys are off
+    /// during a migration, so the drop leaves the entity tables alone.
+    private static func rebuildJoinTablesWithoutRowID(_ model: Schema, on connection: Connection) throws {
+        for join in model.joinTables where !join.hasPosition {
+            guard case .text(let sql)? = try connection.scalar(
+                sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", arguments: [.text(join.name)]),
+                !sql.uppercased().hasSuffix("WITHOUT ROWID")
+            else { continue }
+            let table = quoteIdentifier(join.name)
+            let temporaryName = join.name + "_codablestore_migrating"
+            let temporary = quoteIdentifier(temporaryName)
+            try connection.execute(sql: joinTableDefinition(join, named: temporaryName, model: model))
+            try connection.execute(
+                sql: "INSERT INTO \(temporary) (\"source\", \"target\", \"position\") "
+                    + "SELECT \"source\", \"target\", \"position\" FROM \(table)")
+            try connection.execute(sql: "DROP TABLE \(table)")
+            try connection.execute(sql: "ALTER TABLE \(temporary) RENAME TO \(table)")
+            try create(.foreignKey(of: join.name, column: "target"), on: connection)
+        }
     }
 
     static func create(_ model: Schema, on connection: Connection) throws {
