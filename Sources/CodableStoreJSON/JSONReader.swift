@@ -125,6 +125,7 @@ public final class JSONReader {
         state = .allocate(capacity: 1)
         state.initialize(to: State())
         handle = yajl_alloc(callbacks, nil, Unmanaged.passUnretained(self).toOpaque())
+        codablestore_yajl_skip_string_validation(handle)
     }
 
     deinit {
@@ -239,6 +240,7 @@ public final class JSONReader {
     func startNextValue() {
         yajl_free(handle)
         handle = yajl_alloc(callbacks, nil, Unmanaged.passUnretained(self).toOpaque())
+        codablestore_yajl_skip_string_validation(handle)
         validator.reset()
         containers.removeAll(keepingCapacity: true)
         lastEvent = .none
