@@ -210,6 +210,10 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     func pageCacheSize() throws -> Int? { nil }
     func setPageCacheSize(kibibytes: Int) throws {}
 
+    /// A server's constraints cannot be turned off for a session (short of a superuser's replication role): they
+    /// stay checked, deferred to the commit.
+    func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool { false }
+
     func rollbackIgnoringErrors() {
         guard isInsideTransaction else { return }
         isAborted = false

@@ -152,6 +152,9 @@ extension Context {
             if let object = registries[mapping.index][rowID] { try deleteObject(object) }
         }
         try flush()
+        if !enforcesForeignKeys {
+            try storage.clearReferences(to: mapping.index, rowIDs: rowIDs) { try connection.cached($0) }
+        }
         let delete = try storage.delete(mapping, where: predicate)
         let statement = try connection.cached(delete.sql)
         try statement.bind(delete.arguments)

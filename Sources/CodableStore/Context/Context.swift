@@ -21,6 +21,9 @@ public final class Context {
     /// While set (an import under the stop policy), saves hand their plans to this writer thread instead of
     /// writing them, and it is told of every object the context uses (see ``DeferredWriter``).
     var deferredWriter: (any DeferredWriter)?
+    /// False while the connection runs without foreign keys (an import turns them off, see `Importer`): whatever
+    /// deletes rows then clears the links and foreign keys that refer to them, as the keys' `ON DELETE` actions would.
+    var enforcesForeignKeys = true
     /// The most parameters a statement takes (read once: saves ask for it, and must not wait for the writer).
     let maximumVariableCount: Int
 

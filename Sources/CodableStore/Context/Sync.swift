@@ -215,6 +215,9 @@ extension Context {
         }
         try flush()
         if !unregistered.isEmpty {
+            if !enforcesForeignKeys {
+                try storage.clearReferences(to: mapping.index, rowIDs: unregistered) { try connection.cached($0) }
+            }
             let statement = try connection.cached(storage.deleteByRowIDs(mapping, count: Self.membershipChunk))
             try statement.run(chunksOf: unregistered, slots: Self.membershipChunk, bind: Self.bindRowID) { _ in }
             noteRowsDeletedBySQL(mapping)

@@ -53,7 +53,11 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
         init(_ body: @escaping () -> Void) { self.body = body }
     }
 
-    init(connection: any DatabaseConnection, storage: SQLStorage) {
+    /// The connection does not enforce foreign keys (see `Importer`): deletes clear what refers to their rows.
+    private let clearsReferences: Bool
+
+    init(connection: any DatabaseConnection, storage: SQLStorage, clearsReferences: Bool = false) {
+        self.clearsReferences = clearsReferences
         self.connection = connection
         self.storage = storage
         self.model = storage.model
@@ -199,7 +203,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
             var error: (any Error)?
             switch work {
             case .plan(let plan):
-                let writer = StepWriter(storage: storage, statements: statement)
+                let writer = StepWriter(storage: storage, clearsReferences: clearsReferences, statements: statement)
                 for step in plan.steps {
                     serveRequest()
                     do {

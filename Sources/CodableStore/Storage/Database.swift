@@ -109,6 +109,10 @@ package protocol DatabaseConnection: AnyObject {
     func pageCacheSize() throws -> Int?
     /// Sets the size of the page cache, in KiB (nothing, for a backend without one).
     func setPageCacheSize(kibibytes: Int) throws
+    /// Turns the checking of foreign keys, and their `ON DELETE` actions, on or off for this connection, between
+    /// transactions; false when the backend cannot (PostgreSQL's constraints stay checked) or a transaction is open.
+    /// With them off, whoever deletes rows clears what refers to them (``SQLStorage/clearReferences(to:rowIDs:statements:)``).
+    func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool
 }
 
 extension DatabaseConnection {
@@ -184,6 +188,13 @@ extension Connection: DatabaseConnection {
 
     package func setPageCacheSize(kibibytes: Int) throws {
         try execute(sql: "PRAGMA cache_size = -\(max(kibibytes, 64))")
+    }
+
+    package func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool {
+        // SQLite ignores the pragma inside a transaction.
+        guard !isInsideTransaction else { return false }
+        try execute(sql: "PRAGMA foreign_keys = \(enabled ? "ON" : "OFF")")
+        return true
     }
 }
 

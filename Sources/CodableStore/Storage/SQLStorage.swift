@@ -23,7 +23,14 @@ final class SQLStorage: Sendable {
         let insert: String
         let insertBatch: String
         let delete: String
+        /// What the foreign keys' `ON DELETE` actions do for deleted rows of the entity, for connections that do not
+        /// enforce them (see ``clearReferences(to:rowIDs:statements:)``): each statement with one row id, and with
+        /// ``referenceChunk`` of them.
+        let clearReferences: [(one: String, chunk: String)]
     }
+
+    /// Row ids per statement when the references to many deleted rows are cleared.
+    static let referenceChunk = 256
 
     /// The statements of one join table.
     private struct JoinStatements: Sendable {
@@ -67,7 +74,8 @@ final class SQLStorage: Sendable {
                 qualifiedColumns: columns.map { table + "." + quoteIdentifier($0) }.joined(separator: ", "),
                 insert: prefix + row,
                 insertBatch: prefix + Array(repeating: row, count: EntitySchema.insertBatchRows).joined(separator: ", "),
-                delete: "DELETE FROM \(table) WHERE \"_pk\" = ?")
+                delete: "DELETE FROM \(table) WHERE \"_pk\" = ?",
+                clearReferences: Self.referenceClearing(to: mapping.index, in: model))
         }
         joinTables = model.joinTables.map { join in
             let table = quoteIdentifier(join.name)
@@ -83,14 +91,60 @@ final class SQLStorage: Sendable {
         }
     }
 
+    /// The statements that do for deleted rows of `entity` what the schema's foreign keys do on delete: links in
+    /// join tables deleted (`ON DELETE CASCADE`), foreign keys of rows that refer to them set to NULL
+    /// (`ON DELETE SET NULL`).
+    private static func referenceClearing(to entity: Int, in model: Schema) -> [(one: String, chunk: String)] {
+        var statements: [(prefix: String, column: String)] = []
+        for join in model.joinTables {
+            if join.source == entity { statements.append(("DELETE FROM \(quoteIdentifier(join.name))", "source")) }
+            if join.target == entity { statements.append(("DELETE FROM \(quoteIdentifier(join.name))", "target")) }
+        }
+        for mapping in model.mappings {
+            for column in mapping.columns {
+                guard case .foreignKey(_, let destination) = column.kind, destination == entity else { continue }
+                let name = quoteIdentifier(column.name)
+                statements.append(("UPDATE \(quoteIdentifier(mapping.name)) SET \(name) = NULL", column.name))
+            }
+        }
+        let chunk = Array(repeating: "?", count: referenceChunk).joined(separator: ", ")
+        return statements.map { prefix, column in
+            let name = quoteIdentifier(column)
+            return ("\(prefix) WHERE \(name) = ?", "\(prefix) WHERE \(name) IN (\(chunk))")
+        }
+    }
+
+    /// Clears what refers to rows of `entity` that are deleted, as the foreign keys' `ON DELETE` actions would: for a
+    /// connection that does not enforce them (an import turns them off: see `Importer`), before or after the rows
+    /// go, in the same transaction.
+    func clearReferences(to entity: Int, rowIDs: [Int64], statements: (String) throws -> any DatabaseStatement) throws {
+        guard !rowIDs.isEmpty else { return }
+        for (one, chunk) in entities[entity].clearReferences {
+            if rowIDs.count == 1 {
+                let statement = try statements(one)
+                try statement.bind(rowIDs[0], at: 1)
+                try statement.execute()
+            } else {
+                try statements(chunk).run(chunksOf: rowIDs, slots: Self.referenceChunk, bind: { statement, rowID, parameter in
+                    try statement.bind(rowID, at: parameter)
+                    parameter += 1
+                }, row: { _ in })
+            }
+        }
+    }
+
     /// `SELECT "_pk", … FROM "T"`: every read of an entity's rows starts so (``EntitySchema/columnOfField`` maps
     /// fields to its columns).
     func selectSQL(_ mapping: EntitySchema) -> String { entities[mapping.index].select }
 
-    /// Runs one step, with statements from `statements` (cached for the connection they belong to).
-    func run(_ step: WritePlan.Step, statements: (String) throws -> any DatabaseStatement) throws {
+    /// Runs one step, with statements from `statements` (cached for the connection they belong to). With
+    /// `clearsReferences` (the connection does not enforce foreign keys), a delete also clears what refers to the row.
+    func run(
+        _ step: WritePlan.Step, clearsReferences: Bool = false, statements: (String) throws -> any DatabaseStatement
+    ) throws {
         switch step {
         case .delete(let entity, let rowID):
+            if clearsReferences { try clearReferences(to: entity, rowIDs: [rowID], statements: statements) }
             let statement = try statements(entities[entity].delete)
             try statement.bind(rowID, at: 1)
             try statement.execute()

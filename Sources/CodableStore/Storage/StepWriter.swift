@@ -14,6 +14,8 @@ import Foundation
 final class StepWriter {
     private let storage: SQLStorage
     private let statements: (String) throws -> any DatabaseStatement
+    /// The connection does not enforce foreign keys: deletes clear what refers to their rows themselves.
+    private let clearsReferences: Bool
     private var key: Key?
     /// The gathered rows, each the values of one row in the statement's column order.
     private var rows: [ArraySlice<SQLiteValue>] = []
@@ -33,15 +35,18 @@ final class StepWriter {
         case delete(entity: Int)
     }
 
-    init(storage: SQLStorage, statements: @escaping (String) throws -> any DatabaseStatement) {
+    init(
+        storage: SQLStorage, clearsReferences: Bool = false, statements: @escaping (String) throws -> any DatabaseStatement
+    ) {
         self.storage = storage
+        self.clearsReferences = clearsReferences
         self.statements = statements
     }
 
     func run(_ step: WritePlan.Step) throws {
-        guard storage.dialect.gathersSteps, let (stepKey, stepRows) = gather(step) else {
+        guard storage.dialect.gathersSteps, !clearsReferences, let (stepKey, stepRows) = gather(step) else {
             try finish()
-            try storage.run(step, statements: statements)
+            try storage.run(step, clearsReferences: clearsReferences, statements: statements)
             return
         }
         if case .update = stepKey {
