@@ -24,7 +24,10 @@ extension Store {
     /// (the default), a third thread runs SQLite: it writes batch N-1 and looks up the identities of batch N+1
     /// while the calling thread decodes batch N, so that decoding and SQLite use both cores. Decoding, your
     /// `init(from:)` and decoding hooks, progress and logging stay on the calling thread. The whole import is
-    /// one transaction (all or nothing) unless ``ImportOptions/commitEveryBatch`` is set.
+    /// one transaction (all or nothing) unless ``ImportOptions/commitEveryBatch`` is set. On SQLite, an import
+    /// without `scope` runs without the foreign-key checks, which cost a search per reference written; what a
+    /// decoding hook deletes meanwhile has its links and the references to it cleared by the store (see
+    /// <doc:StorageMapping>).
     ///
     /// - Throws: ``ImportError`` with the record index, position and coding path of the failure (stop policy,
     ///   or a syntax error: a malformed document is never partly imported unless batches are committed). A
