@@ -82,27 +82,49 @@ import Testing
             let store = try Store(path: path, entities: TestStore.entities)
             try store.write { _ = try StoreDecoder().decode([Person].self, from: Data(Self.people.utf8), into: $0) }
         }
+        let links = try Self.links(try RawDatabase(path))
+        try makeVersionTwo(path, joinTable: "Person_tags", source: "Person", target: "Tag")
+        return (path, links)
+    }
+
+    /// Turns a version 3 store into what version 2 wrote: `joinTable` with a rowid and a unique index.
+    static func makeVersionTwo(_ path: String, joinTable: String, source: String, target: String) throws {
         let raw = try RawDatabase(path)
         let model = try raw.value("SELECT value FROM _codablestore_metadata WHERE key = 'model'")
         let old = model.replacingOccurrences(of: #""version":3"#, with: #""version":2"#)
         #expect(old != model)
-        let links = try Self.links(raw)
         try raw.execute("""
             PRAGMA foreign_keys = OFF;
             BEGIN;
-            CREATE TABLE "Person_tags_v2" (\
-            "source" INTEGER NOT NULL REFERENCES "Person"("_pk") ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, \
-            "target" INTEGER NOT NULL REFERENCES "Tag"("_pk") ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, \
+            CREATE TABLE "\(joinTable)_v2" (\
+            "source" INTEGER NOT NULL REFERENCES "\(source)"("_pk") ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, \
+            "target" INTEGER NOT NULL REFERENCES "\(target)"("_pk") ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, \
             "position" INTEGER, UNIQUE ("source", "target"));
-            INSERT INTO Person_tags_v2 SELECT source, target, position FROM Person_tags;
-            DROP TABLE Person_tags;
-            ALTER TABLE Person_tags_v2 RENAME TO Person_tags;
-            CREATE INDEX "Person_tags_target" ON "Person_tags" ("target");
+            INSERT INTO "\(joinTable)_v2" SELECT source, target, position FROM "\(joinTable)";
+            DROP TABLE "\(joinTable)";
+            ALTER TABLE "\(joinTable)_v2" RENAME TO "\(joinTable)";
+            CREATE INDEX "\(joinTable)_target" ON "\(joinTable)" ("target");
             UPDATE _codablestore_metadata SET value = '\(old.replacingOccurrences(of: "'", with: "''"))' WHERE key = 'model';
             COMMIT;
             """)
-        #expect(try !raw.value("SELECT sql FROM sqlite_master WHERE name = 'Person_tags'").contains("WITHOUT ROWID"))
-        return (path, links)
+        #expect(try !raw.value("SELECT sql FROM sqlite_master WHERE name = '\(joinTable)'").contains("WITHOUT ROWID"))
+    }
+
+    /// A version 2 store whose migration steps rename an entity: the join table that changes sides is made in the new
+    /// layout, with the same links, in the same open.
+    @Test func aVersionTwoStoreUpgradedWhileItsStepsRenameAnEntity() throws {
+        let path = try MigrationStepTests.seeded()
+        try Self.makeVersionTwo(path, joinTable: "Tag_tickets", source: "Tag", target: "Ticket")
+        _ = try Store(path: path, entities: After.entities, options: .init(migrations: After.migrations))
+        let raw = try RawDatabase(path)
+        #expect(try raw.value("SELECT sql FROM sqlite_master WHERE name = 'Bug_labels'").hasSuffix("WITHOUT ROWID"))
+        #expect(try raw.rows("SELECT b.id, t.id FROM Bug_labels j JOIN Bug b ON b._pk = j.source JOIN Tag t ON t._pk = j.target ORDER BY 1, 2") == [
+            ["1", "1"], ["2", "1"], ["2", "2"], ["3", "1"],
+        ])
+        #expect(try raw.rows("SELECT name FROM sqlite_master WHERE tbl_name = 'Bug_labels' AND sql IS NOT NULL AND type = 'index'")
+            == [["Bug_labels_target"]])
+        #expect(try raw.value("SELECT value FROM _codablestore_metadata WHERE key = 'model'").contains(#""version":3"#))
+        #expect(try raw.rows("PRAGMA foreign_key_check") == [])
     }
 
     @Test func aVersionTwoStoreGetsItsJoinTablesRebuiltOnOpen() throws {
