@@ -276,6 +276,12 @@ func sameRows(store: String, limit: String) -> Bool {
     return true
 }
 
+// `--write-dump PATH [--count N]`: only writes the reference dump of N records (Scripts/import-instructions.sh).
+if let path = option("--write-dump") {
+    try generate(path, count: Int(option("--count") ?? "100000") ?? 100_000, duplicates: 0.1)
+    exit(0)
+}
+
 let counts = (option("--counts") ?? "100000,1000000").split(separator: ",").compactMap { Int($0) }
 let rounds = max(1, Int(option("--rounds") ?? "1") ?? 1)
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("codablestore-import-bench")
