@@ -63,6 +63,12 @@ final class Importer {
             ])
         var restoredCacheSize: Int?
         var foreignKeysOff = false
+        // Once the import is over (or failed to begin), the writer thread too: the connection is this thread's again,
+        // and outside a transaction, where the foreign keys can be turned on again.
+        defer {
+            if let restoredCacheSize { try? connection.setPageCacheSize(kibibytes: restoredCacheSize) }
+            if foreignKeysOff { _ = try? connection.setForeignKeyEnforcement(true) }
+        }
         do {
             restoredCacheSize = try enlargePageCache()
             // SQLite checks a row's foreign keys on every insert, update and delete of it: a B-tree search of the
@@ -74,15 +80,7 @@ final class Importer {
             context.enforcesForeignKeys = !foreignKeysOff
             if !options.commitEveryBatch { try connection.beginWriteTransaction() }
         } catch {
-            if let restoredCacheSize { try? connection.setPageCacheSize(kibibytes: restoredCacheSize) }
-            if foreignKeysOff { _ = try? connection.setForeignKeyEnforcement(true) }
             throw Self.importError(error)
-        }
-        // Once the import is over, the writer thread too: the connection is this thread's again (and outside a
-        // transaction, where the foreign keys can be turned on again).
-        defer {
-            if let restoredCacheSize { try? connection.setPageCacheSize(kibibytes: restoredCacheSize) }
-            if foreignKeysOff { _ = try? connection.setForeignKeyEnforcement(true) }
         }
         var readingCPU = 0.0
         do {
