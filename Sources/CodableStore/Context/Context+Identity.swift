@@ -53,7 +53,7 @@ extension Context {
         /// Entries by key. Single integer identities, the most common kind, have a table of their own keyed by
         /// the integer: hashing one word instead of a key struct, and entries a third the size.
         struct Table {
-            private var integers: [Int64: Entry] = [:]
+            private var integers: [IntegerKey: Entry] = [:]
             private var others: [IdentityKey: Entry] = [:]
 
             init() {}
@@ -299,7 +299,7 @@ extension Context {
     /// be newer), as if loaded with ``loadToManyBatch(_:_:)``.
     func adoptLookup(_ lookup: Lookahead) throws {
         try deferredWriter?.waitForLookup(lookup)
-        var made: [Int64: any EntityObject] = [:]
+        var made: [IntegerKey: any EntityObject] = [:]
         for (position, (entry, rows)) in zip(lookup.keys, lookup.rows).enumerated() {
             let mapping = model.mappings[entry.entity]
             let index = try identityIndex(entry.entity)
@@ -319,7 +319,7 @@ extension Context {
         for (field, rows) in zip(lookup.memberships, lookup.membershipRows) {
             guard let relationship = mapping.relationships[field] else { continue }
             let destination = model.mappings[relationship.destination]
-            var members: [Int64: [any EntityObject]] = [:]
+            var members: [IntegerKey: [any EntityObject]] = [:]
             for row in 0..<rows.count {
                 let row = rows[row]
                 guard case .integer(let owner) = row.first, made[owner] != nil else { continue }

@@ -67,7 +67,7 @@ public final class Context {
     // touches them again, so they opt out of the run-time check (the compile-time checks still apply).
 
     /// Registered objects by entity, by row id. Strong references: the context keeps its objects alive.
-    @exclusivity(unchecked) var registries: [[Int64: any EntityObject]]
+    @exclusivity(unchecked) var registries: [[IntegerKey: any EntityObject]]
     @exclusivity(unchecked) var insertedObjects: [any EntityObject] = []
     @exclusivity(unchecked) var updatedObjects: [any EntityObject] = []
     var deletedObjects: [(entity: Int, rowID: Int64)] = []
@@ -169,7 +169,7 @@ public final class Context {
             let mapping = model.mappings[entity]
             // Room for as many objects as are registered now: the registry is filled to about as many again, and
             // growing a dictionary rehashes it (a tenth of the hashing of a re-import, counted with callgrind).
-            var kept = [Int64: any EntityObject](minimumCapacity: registries[entity].count)
+            var kept = [IntegerKey: any EntityObject](minimumCapacity: registries[entity].count)
             // Detaching an evicted object changes only its own relationships, and forgetting changes only the kept
             // object's: one pass does both, reading each state once.
             for (rowID, object) in registries[entity] {
