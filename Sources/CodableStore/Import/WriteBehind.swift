@@ -28,6 +28,12 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     private var running = false
     private var failure: (any Error)?
     private var statements: [String: any DatabaseStatement] = [:]
+    /// The last statements `statement(_:)` returned, looked at before `statements`: the writer asks for the same
+    /// few statements again and again with the same `String` (the storage builds each once), and comparing strings
+    /// that share storage costs nothing, where hashing the text of a multi-row INSERT for every batch of rows cost
+    /// 1.4% of the writer thread (callgrind).
+    private var recentStatements: [(sql: String, statement: any DatabaseStatement)] = []
+    private var nextRecentSlot = 0
     /// Plans handed over so far, and plans written (by the writer) so far.
     private(set) var enqueued = 0
     private var written = 0
@@ -176,6 +182,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     func finish() {
         worker.finish { queue.removeAll() }
         statements.removeAll()
+        recentStatements.removeAll()
     }
 
     /// The CPU time the writer thread used, in seconds, once ``finish()`` joined it.
@@ -280,12 +287,24 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
 
     /// The writer's own prepared statement for `sql` (the context's cache is the context's thread's).
     private func statement(_ sql: String) throws -> any DatabaseStatement {
-        if let statement = statements[sql] {
-            statement.reset()
-            return statement
+        for recent in recentStatements where recent.sql == sql {
+            recent.statement.reset()
+            return recent.statement
         }
-        let statement = try connection.prepare(sql)
-        statements[sql] = statement
+        let statement: any DatabaseStatement
+        if let cached = statements[sql] {
+            cached.reset()
+            statement = cached
+        } else {
+            statement = try connection.prepare(sql)
+            statements[sql] = statement
+        }
+        if recentStatements.count < 8 {
+            recentStatements.append((sql, statement))
+        } else {
+            recentStatements[nextRecentSlot] = (sql, statement)
+            nextRecentSlot = (nextRecentSlot + 1) % recentStatements.count
+        }
         return statement
     }
 }
