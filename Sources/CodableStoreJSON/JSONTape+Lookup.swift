@@ -5,12 +5,44 @@
 public struct JSONKey: Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
     public let string: String
     let hash: UInt32
+    /// The UTF-8 length, and for a key of at most 16 bytes all of its bytes in two words (see ``words(_:)``):
+    /// a lookup compares them with a key on the tape without calling `memcmp`.
+    let length: UInt32
+    let words: (UInt64, UInt64)
 
     public init(_ string: String) {
         var string = string
         string.makeContiguousUTF8()
         self.string = string
-        hash = string.withUTF8 { JSONKey.hash(UnsafeRawBufferPointer($0)) }
+        (hash, length, words) = string.withUTF8 { utf8 in
+            let bytes = UnsafeRawBufferPointer(utf8)
+            return (JSONKey.hash(bytes), UInt32(truncatingIfNeeded: bytes.count), JSONKey.words(bytes))
+        }
+    }
+
+    public static func == (left: JSONKey, right: JSONKey) -> Bool { left.string == right.string }
+    public func hash(into hasher: inout Hasher) { hasher.combine(string) }
+
+    /// Up to 16 bytes as two words that are equal for two byte strings of the same length exactly when their
+    /// bytes are: the first and last 8 bytes (overlapping below 16), the first and last 4 (below 8), or the
+    /// first, middle and last byte (below 4). Zero for longer strings, which are compared with `memcmp`.
+    @inline(__always)
+    static func words(_ bytes: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
+        let count = bytes.count
+        if count > 16 { return (0, 0) }
+        if count >= 8 {
+            return (bytes.loadUnaligned(as: UInt64.self), bytes.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
+        }
+        if count >= 4 {
+            return (
+                UInt64(bytes.loadUnaligned(as: UInt32.self)),
+                UInt64(bytes.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self))
+            )
+        }
+        if count > 0 {
+            return (UInt64(bytes[0]) | UInt64(bytes[count >> 1]) << 8 | UInt64(bytes[count - 1]) << 16, 0)
+        }
+        return (0, 0)
     }
 
     public init(stringLiteral value: String) {
@@ -78,6 +110,11 @@ extension JSONTape {
     /// duplicate wins: objects with duplicate keys are always searched fully).
     public func value(forKey key: JSONKey, in object: Index, hint: inout LookupHint) -> Index? {
         let from = hint.object == object.position ? hint.position : -1
+        // Without a hint, the first member is the likeliest: decoders ask for the keys in about document order.
+        if let found = keyAtHint(key, in: object.position, at: from >= 0 ? from : object.position + 1) {
+            hint = LookupHint(object: object.position, position: subtreeEnd(found))
+            return Index(found)
+        }
         // The key's string is contiguous UTF-8 (made so by JSONKey.init): read in place, without the copy (and
         // the retain and release) that `withUTF8` needs.
         let found = key.string.utf8.withContiguousStorageIfAvailable { utf8 in
@@ -89,6 +126,34 @@ extension JSONTape {
         guard let found else { return nil }
         hint = LookupHint(object: object.position, position: subtreeEnd(found))
         return Index(found)
+    }
+
+    /// The common case of a hinted lookup, when keys are asked for in document order: the member at the hint is
+    /// the one asked for. Its value's position, or nil to search (another key there, a key longer than 16 bytes,
+    /// an object that may have duplicate keys, or a hint that does not point at a key of the object).
+    @inline(__always)
+    private func keyAtHint(_ key: JSONKey, in object: Int, at position: Int) -> Int? {
+        guard key.length <= 16 else { return nil }
+        return nodes.withUnsafeBufferPointer { nodes -> Int? in
+            guard object >= 0, object < nodes.count else { return nil }
+            let objectNode = nodes[object]
+            guard objectNode.info & (0xF | JSONTape.mayHaveDuplicateKeys) == NodeKind.object.rawValue,
+                position > object, position < Int(objectNode.a)
+            else { return nil }
+            let node = nodes[position]
+            guard node.info & (0xF | JSONTape.escapedInInput) == NodeKind.key.rawValue, node.info >> 8 == key.hash,
+                node.b == key.length
+            else {
+                return nil
+            }
+            let isInInput = node.info & JSONTape.bytesInInput != 0
+            let words: (UInt64, UInt64)? =
+                isInInput
+                ? input?.buffer.map { JSONKey.words(UnsafeRawBufferPointer(rebasing: $0[Int(node.a)..<Int(node.a + node.b)])) }
+                : bytes.withUnsafeBytes { JSONKey.words(UnsafeRawBufferPointer(rebasing: $0[Int(node.a)..<Int(node.a + node.b)])) }
+            guard let words, words == key.words else { return nil }
+            return position + 1
+        }
     }
 
     /// Whether the key (or string) at `index` is `string`, without creating a `String`.

@@ -121,6 +121,67 @@ struct JSONTapeTests {
         #expect(tape.value(forKey: "id", in: tape.root, hint: &hint).flatMap(tape.number(at:))?.text == "41")
     }
 
+    /// Hinted lookups in document order compare the key at the hint word by word (keys of up to 16 bytes): keys of
+    /// every length up to 20 bytes, each next to keys of its length that differ in one byte only, must match
+    /// exactly, in a tape that owns its bytes and in one that borrows the document's.
+    @Test func hintedLookupsInDocumentOrderTellNearlyEqualKeysApart() throws {
+        var members: [(key: String, value: Int)] = []
+        for length in 0...20 {
+            let base = String((0..<length).map { Character(UnicodeScalar(UInt8(ascii: "a") + UInt8($0 % 26))) })
+            members.append((base, length * 100))
+            for position in 0..<length {
+                var bytes = Array(base.utf8)
+                bytes[position] = UInt8(ascii: "Z")
+                members.append((String(decoding: bytes, as: UTF8.self), length * 100 + position + 1))
+            }
+        }
+        let document = "{" + members.map { "\"\($0.key)\": \($0.value)" }.joined(separator: ",") + "}"
+        func check(_ tape: JSONTape) {
+            // In document order, each key found at the hint.
+            var hint = JSONTape.LookupHint()
+            for member in members {
+                let found = tape.value(forKey: JSONKey(member.key), in: tape.root, hint: &hint)
+                #expect(found.flatMap(tape.number(at:))?.text == "\(member.value)", "\(member.key)")
+            }
+            // Each key asked for when the hint is at its neighbour of the same length (one byte apart).
+            for (index, member) in members.enumerated().dropFirst() where members[index - 1].key.utf8.count == member.key.utf8.count {
+                var hint = JSONTape.LookupHint()
+                _ = tape.value(forKey: JSONKey(members[index - 2 >= 0 ? index - 2 : 0].key), in: tape.root, hint: &hint)
+                let previous = tape.value(forKey: JSONKey(members[index - 1].key), in: tape.root, hint: &hint)
+                #expect(previous.flatMap(tape.number(at:))?.text == "\(members[index - 1].value)")
+                let found = tape.value(forKey: JSONKey(member.key), in: tape.root, hint: &hint)
+                #expect(found.flatMap(tape.number(at:))?.text == "\(member.value)", "\(member.key)")
+            }
+            // A key one byte away from the one at the hint, and absent from the object, is not found there.
+            var missHint = JSONTape.LookupHint()
+            _ = tape.value(forKey: JSONKey(members[0].key), in: tape.root, hint: &missHint)
+            #expect(tape.value(forKey: "Q", in: tape.root, hint: &missHint) == nil)
+            #expect(tape.value(forKey: "abcdefghijklmnoY", in: tape.root, hint: &missHint) == nil)
+        }
+        check(try JSONTape.parse(document))
+        try JSONTape.withDocumentTape(Data(document.utf8)) { check($0) }
+    }
+
+    /// Two keys of the same length whose 24-bit hashes collide (found by search), sharing their first 8 bytes: the
+    /// one at the hint is not taken for the other.
+    @Test func aHashCollisionAtTheHintIsNotAMatch() throws {
+        var seen: [UInt32: String] = [:]
+        var collision: (String, String)?
+        for number in 0..<1_000_000 where collision == nil {
+            let key = "abcdefgh" + String(number, radix: 16).leftPadded(to: 5)
+            let hash = Array(key.utf8).withUnsafeBytes { JSONKey.hash($0) }
+            if let other = seen[hash] { collision = (other, key) } else { seen[hash] = key }
+        }
+        let (first, second) = try #require(collision)
+        let tape = try JSONTape.parse(#"{"start": 0, ""# + first + #"": 1, ""# + second + #"": 2}"#)
+        var hint = JSONTape.LookupHint()
+        _ = tape.value(forKey: "start", in: tape.root, hint: &hint)
+        #expect(tape.value(forKey: JSONKey(second), in: tape.root, hint: &hint).flatMap(tape.number(at:))?.text == "2")
+        var other = JSONTape.LookupHint()
+        _ = tape.value(forKey: "start", in: tape.root, hint: &other)
+        #expect(tape.value(forKey: JSONKey(first), in: tape.root, hint: &other).flatMap(tape.number(at:))?.text == "1")
+    }
+
     @Test func keyComparisonsWithoutStrings() throws {
         let tape = try JSONTape.parse(#"{"name": 1, "naïve": 2, "": 3}"#)
         let keys = tape.members(of: tape.root).map(\.key)
@@ -270,4 +331,8 @@ struct JSONTapeTests {
         #expect(fromData == fromArray)
         #expect(throws: JSONSyntaxError.self) { try JSONTape.parse(Data()) }
     }
+}
+
+extension String {
+    fileprivate func leftPadded(to length: Int) -> String { String(repeating: "0", count: max(0, length - count)) + self }
 }

@@ -174,7 +174,13 @@ extension StoreDecoderImpl {
     /// pass: decoding reports those).
     func presentField(_ object: Node, _ mapping: EntitySchema, _ index: Int) -> Node? {
         var hint = JSONTape.LookupHint()
-        return ((try? field(object, mapping, index, .root, &hint)) ?? nil)?.node
+        return presentField(object, mapping, index, hint: &hint)
+    }
+
+    /// ``presentField(_:_:_:)`` for one of several fields of the same object asked for in turn: `hint` carries
+    /// where the last lookup stopped (see `JSONTape.value(forKey:in:hint:)`).
+    func presentField(_ object: Node, _ mapping: EntitySchema, _ index: Int, hint: inout JSONTape.LookupHint) -> Node? {
+        ((try? field(object, mapping, index, .root, &hint)) ?? nil)?.node
     }
 
     /// Decodes an attribute's JSON value as stored. Common types are read straight from the tape; others go
@@ -629,8 +635,9 @@ extension StoreDecoderImpl {
             keys[mapping.index].append(key)
         }
         guard mapping.hasRelationships else { return }
+        var hint = JSONTape.LookupHint()
         for relationshipDescription in description.relationships {
-            guard let valueNode = presentField(node, mapping, relationshipDescription.index),
+            guard let valueNode = presentField(node, mapping, relationshipDescription.index, hint: &hint),
                 let relationship = mapping.relationships[relationshipDescription.index]
             else { continue }
             let destination = session.model.mappings[relationship.destination]
