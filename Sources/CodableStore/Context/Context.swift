@@ -632,11 +632,7 @@ public final class Context {
     /// Makes and registers the object of a stored row given as values (see ``object(for:row:)``), which the
     /// caller knows is not in memory.
     func makeStoredObject(for mapping: EntitySchema, rowID: Int64, row: ArraySlice<SQLiteValue>) throws -> any EntityObject {
-        var values = Array(repeating: SQLiteValue.null, count: mapping.description.fields.count)
-        for field in values.indices where mapping.columnOfField[field] > 0 {
-            values[field] = row[row.startIndex + Int(mapping.columnOfField[field])]
-        }
-        let object = try mapping.description.type.init(row: EntityRow(values: values, mapping: mapping))
+        let object = try mapping.description.type.init(row: EntityRow(row: row, mapping: mapping))
         registerStored(object, mapping, rowID: rowID) { column in
             if case .integer(let value) = row[row.startIndex + Int(column)] { return value }
             return nil

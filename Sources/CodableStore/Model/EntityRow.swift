@@ -4,8 +4,10 @@
 /// `NULL` for a non-optional) throws a ``StoreError`` naming the entity and the field. Relationships are not
 /// read here: they start empty and load on first access.
 public struct EntityRow {
-    /// The current row of a statement, or (when nil) values by field index: the decoder creating an object.
+    /// The current row of a statement; or (when nil) a stored row read ahead, its values in column order (the row id
+    /// first); or (when both are nil) values by field index: the decoder creating an object.
     @usableFromInline let statement: Statement?
+    @usableFromInline let row: ArraySlice<SQLiteValue>?
     @usableFromInline let values: [SQLiteValue]
     let mapping: EntitySchema
     /// Where the entity's columns start in the statement's result (after extra leading columns).
@@ -13,13 +15,24 @@ public struct EntityRow {
 
     init(statement: Statement, mapping: EntitySchema, columnOffset: Int32 = 0) {
         self.statement = statement
+        self.row = nil
         self.values = []
         self.mapping = mapping
         self.columnOffset = columnOffset
     }
 
+    /// A stored row read ahead (an import's identity lookups): read in place, without copying it by field first.
+    init(row: ArraySlice<SQLiteValue>, mapping: EntitySchema) {
+        self.statement = nil
+        self.row = row
+        self.values = []
+        self.mapping = mapping
+        self.columnOffset = 0
+    }
+
     init(values: [SQLiteValue], mapping: EntitySchema) {
         self.statement = nil
+        self.row = nil
         self.values = values
         self.mapping = mapping
         self.columnOffset = 0
@@ -32,6 +45,9 @@ public struct EntityRow {
         do throws(AttributeValueError) {
             if let statement {
                 return try V.read(from: statement, at: column(of: field))
+            }
+            if let row {
+                return try V(sqliteValue: row[row.startIndex + Int(column(of: field))])
             }
             return try V(sqliteValue: values[field])
         } catch {
