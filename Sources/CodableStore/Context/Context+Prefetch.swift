@@ -82,7 +82,7 @@ extension Context {
         if !missing.isEmpty {
             let sql = storage.selectByRowIDs(destination, count: Self.membershipChunk)
             let statement = try connection.cached(sql)
-            try statement.run(chunksOf: missing, slots: Self.membershipChunk, bind: Self.bindRowID) { statement in
+            try statement.run(rowIDs: missing, slots: Self.membershipChunk) { statement in
                 _ = try object(for: destination, statement: statement)
             }
         }

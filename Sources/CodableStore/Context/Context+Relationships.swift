@@ -264,7 +264,7 @@ extension Context {
         var members: [Int64: [any EntityObject]] = [:]
         try withMembershipConnection(relationship, owners: pending) { connection in
             let statement = try connection.cached(sql)
-            try statement.run(chunksOf: rowIDs, slots: Self.membershipChunk, bind: Self.bindRowID) { statement in
+            try statement.run(rowIDs: rowIDs, slots: Self.membershipChunk) { statement in
                 members[statement.int64(at: 0), default: []].append(try object(for: destination, statement: statement, columnOffset: 1))
             }
         }
@@ -284,14 +284,8 @@ extension Context {
         return linkChanges.contains { $0.table == table && rowIDs.contains(ownerIsSource ? $0.source : $0.target) }
     }
 
-    /// Owners per membership query.
-    static let membershipChunk = 256
-
-    /// Binds a row id, for `Statement/run(chunksOf:slots:bind:row:)`.
-    static func bindRowID(_ statement: any DatabaseStatement, _ rowID: Int64, _ parameter: inout Int32) throws {
-        try statement.bind(rowID, at: parameter)
-        parameter += 1
-    }
+    /// Owners (row ids) per membership query, and per load or delete by row id: the storage's chunk.
+    static let membershipChunk = SQLStorage.referenceChunk
 }
 
 extension Context {

@@ -219,7 +219,7 @@ extension Context {
                 try storage.clearReferences(to: mapping.index, rowIDs: unregistered) { try connection.cached($0) }
             }
             let statement = try connection.cached(storage.deleteByRowIDs(mapping, count: Self.membershipChunk))
-            try statement.run(chunksOf: unregistered, slots: Self.membershipChunk, bind: Self.bindRowID) { _ in }
+            try statement.run(rowIDs: unregistered, slots: Self.membershipChunk) { _ in }
             noteRowsDeletedBySQL(mapping)
         }
         return [mapping.index: rowIDs.count]
@@ -231,7 +231,7 @@ extension Context {
         if !unregistered.isEmpty {
             // Made into objects, which registers them.
             let statement = try connection.cached(storage.selectByRowIDs(mapping, count: Self.membershipChunk))
-            try statement.run(chunksOf: unregistered, slots: Self.membershipChunk, bind: Self.bindRowID) { statement in
+            try statement.run(rowIDs: unregistered, slots: Self.membershipChunk) { statement in
                 _ = try object(for: mapping, statement: statement)
             }
         }

@@ -277,7 +277,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
         let statement = try statements(sql)
         // The width is known once a row is (a PostgreSQL statement has no columns before it ran).
         var rows = StoredRows(width: 0)
-        try statement.run(chunksOf: owners, slots: Context.membershipChunk, bind: Context.bindRowID) { statement in
+        try statement.run(rowIDs: owners, slots: Context.membershipChunk) { statement in
             rows.width = Int(statement.columnCount)
             for column in 0..<Int32(rows.width) { rows.values.append(statement.value(at: column)) }
         }

@@ -77,6 +77,17 @@ extension DatabaseStatement {
     }
 }
 
+extension DatabaseStatement {
+    /// ``run(chunksOf:slots:bind:row:)`` over row ids, one parameter each: what loads, deletes and clears rows by
+    /// row id use.
+    package func run(rowIDs: [Int64], slots: Int, row: (any DatabaseStatement) throws -> Void) throws {
+        try run(chunksOf: rowIDs, slots: slots, bind: { statement, rowID, parameter in
+            try statement.bind(rowID, at: parameter)
+            parameter += 1
+        }, row: row)
+    }
+}
+
 /// A connection of a store: statements, transactions and savepoints. Used by one thread at a time.
 package protocol DatabaseConnection: AnyObject {
     /// A statement prepared once per connection and reused (reset before it is returned).

@@ -29,7 +29,8 @@ final class SQLStorage: Sendable {
         let clearReferences: [(one: String, chunk: String)]
     }
 
-    /// Row ids per statement when the references to many deleted rows are cleared.
+    /// Row ids per statement when the references to many deleted rows are cleared (and when the context loads or
+    /// deletes rows by row id: ``Context/membershipChunk``).
     static let referenceChunk = 256
 
     /// The statements of one join table.
@@ -125,10 +126,7 @@ final class SQLStorage: Sendable {
                 try statement.bind(rowIDs[0], at: 1)
                 try statement.execute()
             } else {
-                try statements(chunk).run(chunksOf: rowIDs, slots: Self.referenceChunk, bind: { statement, rowID, parameter in
-                    try statement.bind(rowID, at: parameter)
-                    parameter += 1
-                }, row: { _ in })
+                try statements(chunk).run(rowIDs: rowIDs, slots: Self.referenceChunk) { _ in }
             }
         }
     }
