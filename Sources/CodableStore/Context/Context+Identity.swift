@@ -48,7 +48,29 @@ extension Context {
         /// Whether every stored object of the entity is in `entries`: its table was empty when the index was
         /// made and every insert since went through the index. A key not in `entries` is then missing, and
         /// nothing needs to be asked of the store (decoding into an empty store, a first sync).
-        var isComplete = false
+        @exclusivity(unchecked) var isComplete = false
+        /// In an import's context, which lets go of objects between batches, the keys marked missing since the
+        /// last ``forgetMissingKeys()`` (nil elsewhere): a mark is forgotten with the batch that made it, as the
+        /// objects are, so that marks do not pile up over a long import.
+        @exclusivity(unchecked) var markedMissing: [IdentityKey]?
+
+        /// Marks `key` missing in `entry` (an entry of `entries`), remembering it when marks are forgotten.
+        @inline(__always)
+        func markMissing(_ entry: inout Entry?, _ key: IdentityKey) {
+            entry = .missing
+            markedMissing?.append(key)
+        }
+
+        /// Removes the missing marks made since the last call (see ``markedMissing``).
+        func forgetMissingKeys() {
+            guard let keys = markedMissing, !keys.isEmpty else { return }
+            for key in keys {
+                entries.update(key) { entry in
+                    if case .missing? = entry { entry = nil }
+                }
+            }
+            markedMissing = []
+        }
 
         /// Entries by key. Single integer identities, the most common kind, have a table of their own keyed by
         /// the integer: hashing one word instead of a key struct, and entries a third the size.
@@ -176,12 +198,14 @@ extension Context {
         let isComplete = try !isReadOnly && registries[entity].isEmpty && isTableEmpty(entity)
         let index = IdentityIndex()
         index.isComplete = isComplete
+        if deferredWriter != nil { index.markedMissing = [] }
         identityIndexes[entity] = index
-        // Objects inserted before the index existed and not written yet: lookups do not write them first (see
-        // `lookUp`), so the index must answer for them.
+        // Objects held before the index existed answer for their identities: those inserted and not written yet,
+        // since lookups do not write them first (see `lookUp`), and stored ones, since a held object is newer than
+        // its row (see `adoptLookup`).
         let mapping = model.mappings[entity]
         if !mapping.identityColumns.isEmpty {
-            for object in insertedObjects where object.entityState.entityIndex == entity && object.entityState.status == .inserted {
+            for object in registries[entity].values {
                 index.entries[identityKey(of: object, mapping)] = .object(object)
             }
         }
@@ -222,7 +246,7 @@ extension Context {
         case .object(let object):
             let state = object.entityState
             if isCurrent(object, state, key, entity) {
-                noteUse(state)
+                noteUse(object, state)
                 return (object, true)
             }
             // Its identity changed, or it was deleted: the store decides.
@@ -233,6 +257,12 @@ extension Context {
         case nil:
             return (nil, index.isComplete || insertedIdentities[entity]?.mayContain(key) == false)
         }
+    }
+
+    /// Whether an object in memory answers for this identity (without noting its use, unlike ``cachedObject(entity:key:)``).
+    func holdsObject(entity: Int, key: IdentityKey) -> Bool {
+        guard case .object(let object)? = identityIndexes[entity]?.entries[key] else { return false }
+        return isCurrent(object, object.entityState, key, entity)
     }
 
     /// Looks up many identities of one entity with as few queries as possible (one per chunk of keys),
@@ -251,13 +281,13 @@ extension Context {
             let ask = index.entries.update(key) { entry -> Bool in
                 switch entry {
                 case nil:
-                    entry = .missing
+                    index.markMissing(&entry, key)
                     return filter?.mayContain(key) != false
                 case .missing:
                     return false
                 case .object(let object):
                     if isCurrent(object, object.entityState, key, entity) { return false }
-                    entry = .missing
+                    index.markMissing(&entry, key)
                     return true
                 }
             }
@@ -305,13 +335,19 @@ extension Context {
             let index = try identityIndex(entry.entity)
             for row in 0..<rows.count {
                 let row = rows[row]
-                guard case .integer(let rowID) = row.first, registries[entry.entity][rowID] == nil else { continue }
+                guard case .integer(let rowID) = row.first else { continue }
+                if let held = registries[entry.entity][rowID] {
+                    // Newer than its row, the held object answers for its identity (one a membership load made, or
+                    // one held before the index was made, may not be indexed yet).
+                    index.entries[identityKey(of: held, mapping)] = .object(held)
+                    continue
+                }
                 let object = try makeStoredObject(for: mapping, rowID: rowID, row: row)
                 index.entries[identityKey(of: object, mapping)] = .object(object)
                 if position == 0 { made[rowID] = object }
             }
             for key in entry.keys {
-                index.entries.update(key) { if $0 == nil { $0 = .missing } }
+                index.entries.update(key) { if $0 == nil { index.markMissing(&$0, key) } }
             }
         }
         guard let first = lookup.keys.first, !made.isEmpty else { return }

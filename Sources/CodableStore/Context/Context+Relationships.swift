@@ -15,6 +15,7 @@ extension Context {
         let state = owner.entityState
         let field = relationship.description.index
         guard state.unloadedRelationships.contains(field) else { return relationship.description.getOne(owner) }
+        noteUse(owner, state)  // it now reaches another object: an import's retention must look at it (see ObjectRetention)
         var destination: (any EntityObject)?
         if let rowID = state.foreignKeys[field] {
             do {
@@ -36,6 +37,7 @@ extension Context {
         let field = relationship.description.index
         guard state.unloadedRelationships.contains(field) else { return relationship.description.getMany(owner) }
         state.unloadedRelationships.remove(field)
+        noteUse(owner, state)  // as in resolveToOne
         var members: [any EntityObject] = []
         // flush() throws (and forgets) a failure deferred earlier: that one stays the error the next save
         // throws. Wrapped in this relationship's error instead, it would be wrapped again by the next load, and
@@ -134,7 +136,7 @@ extension Context {
         for member in removed {
             let memberState = member.entityState
             if case .joinTable(let table, let ownerIsSource) = relationship.storage {
-                recordLink(table, state, memberState, ownerIsSource: ownerIsSource, isLink: false)
+                recordLink(table, owner, state, member, memberState, ownerIsSource: ownerIsSource, isLink: false)
             }
             if let inverse { unlinkInverse(member: member, memberState, inverse, owner: owner) }
         }
@@ -155,7 +157,7 @@ extension Context {
         for member in members {
             let memberState = member.entityState
             if case .joinTable(let table, let ownerIsSource) = relationship.storage {
-                recordLink(table, state, memberState, ownerIsSource: ownerIsSource, isLink: true)
+                recordLink(table, owner, state, member, memberState, ownerIsSource: ownerIsSource, isLink: true)
             }
             if let inverse { linkInverse(member: member, memberState, inverse, owner: owner) }
         }
@@ -169,12 +171,15 @@ extension Context {
         }
     }
 
-    private func recordLink(_ table: Int, _ owner: EntityState, _ member: EntityState, ownerIsSource: Bool, isLink: Bool) {
+    private func recordLink(
+        _ table: Int, _ ownerObject: any EntityObject, _ owner: EntityState, _ memberObject: any EntityObject,
+        _ member: EntityState, ownerIsSource: Bool, isLink: Bool
+    ) {
         let ownerRow = owner.rowID
         let memberRow = member.rowID
         guard ownerRow != 0, memberRow != 0 else { return }
-        noteUse(owner)
-        noteUse(member)
+        noteUse(ownerObject, owner)
+        noteUse(memberObject, member)
         linkChanges.append(
             LinkChange(
                 table: table, source: ownerIsSource ? ownerRow : memberRow, target: ownerIsSource ? memberRow : ownerRow,
@@ -270,6 +275,7 @@ extension Context {
         }
         for owner in pending where owner.entityState.unloadedRelationships.contains(field) {
             owner.entityState.unloadedRelationships.remove(field)
+            noteUse(owner, owner.entityState)  // as in resolveToOne
             relationship.description.setMany(owner, members[owner.entityState.rowID] ?? [])
         }
     }
@@ -319,6 +325,7 @@ extension Context {
             let newRowID = new.flatMap { $0.entityState.status == .transient ? nil : $0.entityState.rowID }
             state.unloadedRelationships.remove(field)
             state.foreignKeys[field] = nil
+            noteUse(owner, state)  // as in resolveToOne
             if stored == newRowID, (new == nil) == (stored == nil) {
                 relationship.description.setOne(owner, new)
                 return

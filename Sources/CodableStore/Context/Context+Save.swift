@@ -51,12 +51,12 @@ extension Context {
         for object in insertedObjects {
             let state = object.entityState
             touched[state.entityIndex] = true
-            noteUse(state)
+            noteUse(object, state)
         }
         for object in updatedObjects {
             let state = object.entityState
             touched[state.entityIndex] = true
-            noteUse(state)
+            noteUse(object, state)
         }
         for (entity, isTouched) in touched.enumerated() where isTouched { touchedEntities.insert(entity) }
         for (entity, _) in deletedObjects { touchedEntities.insert(entity) }
@@ -377,7 +377,7 @@ extension Context {
     /// Each member's position in an ordered one-to-many relationship, written into its order column.
     private func planOrderColumn(_ orderColumn: String, of members: [any EntityObject], in destination: EntitySchema, _ emit: (WritePlan.Step) throws -> Void) rethrows {
         for (position, member) in members.enumerated() {
-            noteUse(member.entityState)  // its row is written: held while the plan waits
+            noteUse(member, member.entityState)  // its row is written: held while the plan waits
             try emit(.setOrder(entity: destination.index, orderColumn: orderColumn, rowID: member.entityState.rowID, position: Int64(position)))
         }
     }

@@ -46,10 +46,11 @@ public final class Context {
         defer { isSharingConnection = false }
         return try deferredWriter.withConnection { try body(storeConnection) }
     }
-    /// Tells a writer thread, if any, that the object of `state` was used (see ``DeferredWriter/didUse(_:)``).
+    /// Tells a writer thread, if any, that `object` (whose state is `state`) was used (see
+    /// ``DeferredWriter/didUse(_:_:)``).
     @inline(__always)
-    func noteUse(_ state: EntityState) {
-        if let deferredWriter { deferredWriter.didUse(state) }
+    func noteUse(_ object: any EntityObject, _ state: EntityState) {
+        if let deferredWriter { deferredWriter.didUse(object, state) }
     }
 
     /// Whether a ``withSharedConnection(_:)`` body is running (it nests: the decoder's hold across a batch's
@@ -197,24 +198,115 @@ public final class Context {
         detachedObjects = []
     }
 
-    /// Makes the relationships of a kept object that reach an evicted object unloaded (see ``evictObjects(keeping:)``).
-    private func forgetEvictedDestinations(
-        _ object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema, _ isKept: (EntityState) -> Bool
+    /// Makes the relationships of `object` that reach an object `isHeld` rejects unloaded, as if just read from the
+    /// store: those of a kept object that reach an evicted one (see ``evictObjects(keeping:)``), or all of those of
+    /// an object an import retains (see ``prepareForRetention(_:_:)``). A to-one stored as a foreign key keeps it.
+    /// With `destinations`, only relationships to the entities it marks are looked at (no object of the others is gone).
+    private func unloadRelationships(
+        _ object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema, destinations: [Bool]? = nil,
+        reaching isGone: (EntityState) -> Bool
     ) {
         for case let relationship? in mapping.relationships {
             let field = relationship.description.index
             if state.unloadedRelationships.contains(field) { continue }
+            if let destinations, !destinations[relationship.destination] { continue }
             if relationship.description.isToMany {
                 let members = relationship.description.getMany(object)
-                if members.allSatisfy({ isKept($0.entityState) }) { continue }
+                if !members.contains(where: { isGone($0.entityState) }) { continue }
                 relationship.description.setMany(object, [])
             } else {
-                guard let destination = relationship.description.getOne(object), !isKept(destination.entityState)
+                guard let destination = relationship.description.getOne(object), isGone(destination.entityState)
                 else { continue }
                 if case .foreignKey = relationship.storage { state.foreignKeys[field] = destination.entityState.rowID }
                 relationship.description.setOne(object, nil)
             }
             state.unloadedRelationships.insert(field)
+        }
+    }
+
+    private func forgetEvictedDestinations(
+        _ object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema, _ isKept: (EntityState) -> Bool
+    ) {
+        unloadRelationships(object, state, mapping) { !isKept($0) }
+    }
+
+    /// The object of `state` if this context still holds it (not deleted, nor let go).
+    func heldObject(_ state: EntityState) -> (any EntityObject)? {
+        guard state.context === self, let object = registries[state.entityIndex][state.rowID], object.entityState === state
+        else { return nil }
+        return object
+    }
+
+    /// Readies an object an import keeps beyond the batches that used it (see `ObjectRetention`): one with no unsaved
+    /// change has its relationships unloaded, so that it reaches no other object (relationships that are empty or nil
+    /// reach none, and stay as they are). Returns false, changing nothing, for an object with unsaved changes, which
+    /// must not be retained.
+    func prepareForRetention(_ object: any EntityObject, _ state: EntityState) -> Bool {
+        guard state.status == .persistent, state.changedFields.isEmpty, !state.isScheduledForUpdate else { return false }
+        let mapping = model.mappings[state.entityIndex]
+        if mapping.hasRelationships { unloadRelationships(object, state, mapping) { _ in true } }
+        return true
+    }
+
+    /// Lets go of `evicted` and keeps every other object: what an import does between two batches while it retains
+    /// objects (see `ObjectRetention`), at the cost of what the batch used rather than of every object held
+    /// (``evictObjects(keeping:)``).
+    ///
+    /// The caller guarantees that no object held but not in `kept` (the objects used in the batch) reaches another
+    /// object: the relationships of `kept` objects that reach one no longer held are unloaded, as
+    /// ``evictObjects(keeping:)`` does, and no other object is looked at. Identity lookups of evicted objects, and of
+    /// keys marked missing since the last eviction, go to the store again.
+    func evict(_ evicted: [any EntityObject], keeping kept: [any EntityObject]) {
+        var rebuilds: [Int] = []
+        // The entities with an object gone: only relationships to them can reach one (an object evicted before
+        // was unloaded then from every relationship of the objects kept, and retained objects reach nothing).
+        var gone = Array(repeating: false, count: model.mappings.count)
+        for object in evicted {
+            let state = object.entityState
+            let mapping = model.mappings[state.entityIndex]
+            gone[mapping.index] = true
+            registries[mapping.index][state.rowID] = nil
+            forgetIdentity(of: object, state, mapping, rebuilding: &rebuilds)
+            detach(object, state, mapping)
+        }
+        for object in detachedObjects {
+            guard let mapping = try? model.mapping(of: object) else { continue }
+            gone[mapping.index] = true
+            forgetIdentity(of: object, object.entityState, mapping, rebuilding: &rebuilds)
+            detach(object, mapping)
+        }
+        detachedObjects = []
+        for case let index? in identityIndexes { index.forgetMissingKeys() }
+        for entity in rebuilds {
+            // An evicted object's identity changed in memory: entries under an older key may point at it.
+            guard let index = identityIndexes[entity] else { continue }
+            let mapping = model.mappings[entity]
+            index.entries = IdentityIndex.Table(roomFor: index.entries.count, like: index.entries)
+            for object in registries[entity].values { index.entries[identityKey(of: object, mapping)] = .object(object) }
+        }
+        for object in kept {
+            let state = object.entityState
+            guard state.context === self else { continue }
+            let mapping = model.mappings[state.entityIndex]
+            if mapping.hasRelationships {
+                unloadRelationships(object, state, mapping, destinations: gone) { $0.context !== self }
+            }
+        }
+    }
+
+    /// Removes the identity index entry of an object let go, marking its entity's index incomplete.
+    private func forgetIdentity(
+        of object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema, rebuilding rebuilds: inout [Int]
+    ) {
+        guard let index = identityIndexes[mapping.index] else { return }
+        index.isComplete = false
+        guard !mapping.identityColumns.isEmpty else { return }
+        if state.identityMayHaveChanged {
+            if !rebuilds.contains(mapping.index) { rebuilds.append(mapping.index) }
+            return
+        }
+        index.entries.update(identityKey(of: object, mapping)) { entry in
+            if case .object(let indexed)? = entry, indexed === object { entry = nil }
         }
     }
 
@@ -532,6 +624,7 @@ public final class Context {
             throw StoreError(.wrongContext, "cannot delete a \(type) object that this context does not hold", entity: "\(type)")
         }
         guard state.status == .inserted || state.status == .persistent else { return }
+        noteUse(object, state)  // an import's retention must hear of it (see ObjectRetention)
         let mapping = model.mappings[state.entityIndex]
         // Detach from related objects that are in memory; the database's foreign keys (SET NULL, CASCADE)
         // take care of rows that are not.
@@ -595,7 +688,7 @@ public final class Context {
     func object(for mapping: EntitySchema, statement: any DatabaseStatement, columnOffset: Int32 = 0) throws -> any EntityObject {
         let rowID = statement.int64(at: columnOffset)
         if let existing = registries[mapping.index][rowID] {
-            noteUse(existing.entityState)
+            noteUse(existing, existing.entityState)
             return existing
         }
         let row: EntityRow
@@ -623,7 +716,7 @@ public final class Context {
             throw StoreError(.invalidObject, "a stored row of \(mapping.name) without its row id", entity: mapping.name)
         }
         if let existing = registries[mapping.index][rowID] {
-            noteUse(existing.entityState)
+            noteUse(existing, existing.entityState)
             return existing
         }
         return try makeStoredObject(for: mapping, rowID: rowID, row: row)
@@ -648,7 +741,7 @@ public final class Context {
         state.entityIndex = mapping.index
         state.status = .persistent
         state.rowID = rowID
-        noteUse(state)
+        noteUse(object, state)
         materializedCounts[mapping.index] += 1
         for case let relationship? in mapping.relationships {
             let field = relationship.description.index
@@ -667,7 +760,7 @@ public final class Context {
     /// The registered object for a row id, reading the row if it is not in memory.
     func object(entity: Int, rowID: Int64) throws -> (any EntityObject)? {
         if let existing = registries[entity][rowID] {
-            noteUse(existing.entityState)
+            noteUse(existing, existing.entityState)
             return existing
         }
         let mapping = model.mappings[entity]

@@ -42,8 +42,8 @@ struct WritePlan: Sendable {
 /// waiting plan writes, so that a key of such an object is answered from memory, never from a row the writer
 /// has not written yet.
 protocol DeferredWriter: AnyObject {
-    /// The context used the object of `state`: looked it up, read it, linked it or saved it.
-    func didUse(_ state: EntityState)
+    /// The context used `object` (whose state is `state`): looked it up, read it, linked it or saved it.
+    func didUse(_ object: any EntityObject, _ state: EntityState)
     /// Whether a plan handed over may still change the join rows of the object of `state` (a membership load of
     /// it then waits until every plan is written). Objects the context used only since the writer's last
     /// eviction have none: a link change holds both objects, see ``didUse(_:)``.

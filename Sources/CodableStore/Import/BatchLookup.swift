@@ -29,12 +29,16 @@ struct BatchLookup {
         // Context.withMembershipConnection).
         var requested: [(entity: Int, keys: [Context.IdentityKey])] = []
         for entity in [mapping.index] + keys.indices.filter({ $0 != mapping.index }) where !keys[entity].isEmpty {
-            // Keys the filter of inserted identities rules out are not stored, nor held by a waiting plan.
-            let distinct: [Context.IdentityKey]
-            if let filter = context.insertedIdentities[entity] {
-                distinct = identities.distinct[entity].filter { filter.mayContain($0) }
-            } else {
-                distinct = identities.distinct[entity]
+            // Keys the filter of inserted identities rules out are not stored, nor held by a waiting plan. Keys of
+            // objects the context retains are answered from memory (one it lets go before decoding this batch is
+            // looked up then).
+            let filter = context.insertedIdentities[entity]
+            let retains = writer.retention.mayRetain(entity)
+            var distinct = identities.distinct[entity]
+            if filter != nil || retains {
+                distinct.removeAll { key in
+                    filter?.mayContain(key) == false || (retains && context.holdsObject(entity: entity, key: key))
+                }
             }
             if !distinct.isEmpty { requested.append((entity, distinct)) }
         }

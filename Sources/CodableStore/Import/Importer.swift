@@ -171,7 +171,9 @@ final class Importer {
             context.insertedIdentities[mapping.index] = Context.IdentityFilter(expectedCount: (totalBytes ?? 0) / 256)
         }
         guard options.failurePolicy == .stop, !options.commitEveryBatch else { return }
-        let started = WriteBehind(connection: connection, storage: storage, clearsReferences: !context.enforcesForeignKeys)
+        let started = WriteBehind(
+            connection: connection, storage: storage, clearsReferences: !context.enforcesForeignKeys,
+            retention: ObjectRetention(limit: options.retainedObjectLimit, excluding: mapping.index))
         do {
             try started.start()
         } catch {

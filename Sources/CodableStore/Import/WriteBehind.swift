@@ -38,7 +38,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     private(set) var enqueued = 0
     private var written = 0
     /// The objects the context keeps between batches (used by the context's thread only).
-    let retention = ObjectRetention()
+    let retention: ObjectRetention
     /// Plans that may wait, besides the one being written: one keeps the writer busy while the context
     /// decodes, without holding a second batch of values in memory. (Lookups do not count: they are small.)
     static let capacity = 1
@@ -62,8 +62,12 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     /// The connection does not enforce foreign keys (see `Importer`): deletes clear what refers to their rows.
     private let clearsReferences: Bool
 
-    init(connection: any DatabaseConnection, storage: SQLStorage, clearsReferences: Bool = false) {
+    init(
+        connection: any DatabaseConnection, storage: SQLStorage, clearsReferences: Bool = false,
+        retention: ObjectRetention = ObjectRetention()
+    ) {
         self.clearsReferences = clearsReferences
+        self.retention = retention
         self.connection = connection
         self.storage = storage
         self.model = storage.model
@@ -74,8 +78,8 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
         try worker.start { [self] in run() }
     }
 
-    func didUse(_ state: EntityState) {
-        retention.didUse(state)
+    func didUse(_ object: any EntityObject, _ state: EntityState) {
+        retention.didUse(object, state)
     }
 
     func mayHaveUnwrittenLinks(_ state: EntityState) -> Bool {

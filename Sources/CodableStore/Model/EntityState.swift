@@ -25,7 +25,7 @@ public final class EntityState {
     /// `unowned(unsafe)` rather than `weak`: a weak reference costs an atomic operation per object on a
     /// million-object insert. It is safe because a context clears this property on every object it ever
     /// held (registered or deleted) when its closure ends, before the context itself can go away.
-    public internal(set) unowned(unsafe) var context: Context?
+    @exclusivity(unchecked) public internal(set) unowned(unsafe) var context: Context?
     /// Where the object stands.
     @exclusivity(unchecked) public internal(set) var status: Status = .transient
     /// The row id (the `_pk` column): assigned on insert, before anything is written. 0 while transient.
@@ -51,6 +51,9 @@ public final class EntityState {
     /// Whether an identity attribute was ever assigned a new value: until then, the identity the context
     /// indexed the object under is still its identity, and lookups need not recompute it.
     @exclusivity(unchecked) var identityMayHaveChanged = false
+    /// While an import keeps the object beyond the batches that used it, the ticket it was kept under (see
+    /// `ObjectRetention`); 0 otherwise.
+    @exclusivity(unchecked) var retentionTicket: UInt32 = 0
 
     /// Whether the object is stored or inserted and has unsaved changes.
     public var hasChanges: Bool { status == .inserted || status == .deleted || !changedFields.isEmpty }

@@ -1,18 +1,21 @@
 import Foundation
+import IssuesModel
+import Synchronization
 import Testing
 
 @testable import CodableStore
 
-/// What an import writing behind keeps between batches: the objects used since the last eviction.
+/// What an import writing behind keeps between batches: the objects used since the last eviction, and up to a limit
+/// more of the entities records refer to, retained with their relationships unloaded.
 @Suite struct ObjectRetentionTests {
     @Test func retentionKeepsTheObjectsUsedSinceTheLastEvictionAndRemembersThem() throws {
         let store = try Store(path: TestStore.temporaryPath(), entities: TestStore.entities)
         try store.write { context in
             let (ada, bob, country, tag) = try ContextEvictionTests.populate(context)
             let retention = ObjectRetention()
-            retention.didUse(ada.entityState)
-            retention.didUse(ada.entityState)
-            retention.didUse(tag.entityState)
+            retention.didUse(ada, ada.entityState)
+            retention.didUse(ada, ada.entityState)
+            retention.didUse(tag, tag.entityState)
             retention.evict(from: context)
             #expect(context.registeredObjectCount == 2)
             #expect(bob.entityState.context == nil)
@@ -21,12 +24,194 @@ import Testing
             #expect(retention.wasKept(tag.entityState))
             #expect(!retention.wasKept(bob.entityState))
             // Kept once, not used since: evicted at the next eviction, and no longer remembered as kept.
-            retention.didUse(tag.entityState)
+            retention.didUse(tag, tag.entityState)
             retention.evict(from: context)
             #expect(context.registeredObjectCount == 1)
             #expect(ada.entityState.context == nil)
             #expect(!retention.wasKept(ada.entityState))
             #expect(retention.wasKept(tag.entityState))
+            #expect(retention.retainedCount == 0)
         }
+    }
+
+    static func use(_ objects: [any EntityObject], in retention: ObjectRetention) {
+        for object in objects { retention.didUse(object, object.entityState) }
+    }
+
+    @Test func objectsOfReferredEntitiesNotUsedAgainAreRetainedWithTheirRelationshipsUnloaded() throws {
+        let store = try Store(path: TestStore.temporaryPath(), entities: TestStore.entities)
+        try store.write { context in
+            let (ada, bob, country, tag) = try ContextEvictionTests.populate(context)
+            let person = try context.model.mapping(for: Person.self).index
+            let retention = ObjectRetention(limit: 10, excluding: person)
+            Self.use([ada, bob, country, tag], in: retention)
+            retention.evict(from: context)
+            #expect(context.registeredObjectCount == 4)
+
+            Self.use([ada], in: retention)
+            retention.evict(from: context)
+            // Bob is of the records' own entity: let go. The country and the tag were not used, and are retained.
+            #expect(bob.entityState.context == nil)
+            #expect(country.entityState.context === context)
+            #expect(tag.entityState.context === context)
+            #expect(retention.retainedCount == 2)
+            #expect(context.registeredObjectCount == 3)
+            #expect(!retention.wasKept(country.entityState))
+            // They reach no object any more: their relationships read the store again when used.
+            let peopleOfCountry = try #require(Country.entityDescription.field(named: "people")).index
+            let peopleOfTag = try #require(Tag.entityDescription.field(named: "people")).index
+            #expect(country.entityState.unloadedRelationships.contains(peopleOfCountry))
+            #expect(tag.entityState.unloadedRelationships.contains(peopleOfTag))
+            // Ada's relationships reach retained objects: they stay as they were, without a read.
+            let tagsOfPerson = try #require(Person.entityDescription.field(named: "tags")).index
+            #expect(!ada.entityState.unloadedRelationships.contains(tagsOfPerson))
+            #expect(ada.country === country)
+
+            retention.evict(from: context)
+            #expect(ada.entityState.context == nil)
+            #expect(context.registeredObjectCount == 2)
+            #expect(retention.retainedCount == 2)
+            // A retained object answers its identity from memory; used again, it is kept as any used object (and
+            // stays retained, in its place among the retained ones).
+            #expect(try context.object(Tag.self, identity: 7) === tag)
+            Self.use([tag], in: retention)
+            retention.evict(from: context)
+            #expect(retention.retainedCount == 2)
+            #expect(retention.wasKept(tag.entityState))
+            #expect(!retention.wasKept(country.entityState))
+            #expect(context.registeredObjectCount == 2)
+            // Its relationship reads the store, where Ada and Bob are (as new objects: they were let go).
+            #expect(Set(tag.people.map(\.id)) == [1, 2])
+            #expect(!tag.people.contains { $0 === ada })
+        }
+    }
+
+    @Test func pastTheLimitTheObjectsRetainedLongestGoFirst() throws {
+        let store = try Store(path: TestStore.temporaryPath(), entities: TestStore.entities)
+        try store.write { context in
+            let (ada, bob, country, tag) = try ContextEvictionTests.populate(context)
+            let retention = ObjectRetention(limit: 1, excluding: try context.model.mapping(for: Person.self).index)
+            Self.use([ada, bob, country, tag], in: retention)
+            retention.evict(from: context)
+            Self.use([tag], in: retention)
+            retention.evict(from: context)
+            // The country, kept from the batch before, is retained.
+            #expect(retention.retainedCount == 1)
+            #expect(country.entityState.context === context)
+            retention.evict(from: context)
+            // Then the tag is too: one over the limit, and the country, retained first, goes.
+            #expect(retention.retainedCount == 1)
+            #expect(country.entityState.context == nil)
+            #expect(tag.entityState.context === context)
+            #expect(context.registeredObjectCount == 1)
+            // Looked up again, the country is read from the store into a new object.
+            let again = try #require(try context.object(Country.self, identity: "uk"))
+            #expect(again !== country)
+            #expect(again.name == "United Kingdom")
+        }
+    }
+
+    @Test func anObjectWithUnsavedChangesIsNotRetained() throws {
+        let store = try Store(path: TestStore.temporaryPath(), entities: TestStore.entities)
+        try store.write { context in
+            let (_, _, country, tag) = try ContextEvictionTests.populate(context)
+            tag.label = "changed"
+            #expect(!context.prepareForRetention(tag, tag.entityState))
+            let peopleOfTag = try #require(Tag.entityDescription.field(named: "people")).index
+            #expect(!tag.entityState.unloadedRelationships.contains(peopleOfTag))
+            #expect(context.prepareForRetention(country, country.entityState))
+        }
+    }
+
+    /// Users recur across the dump: retained, they are looked up once or twice instead of in most batches, and the
+    /// store ends the same whatever the limit (one forces an object out at almost every batch).
+    @Test(arguments: [1, 3])
+    func anImportRetainingUsersLooksThemUpLessAndEndsInTheSameStore(batchSize: Int) throws {
+        let dump = try ImportTests.dump(count: 600, duplicates: 0.3)
+        var contents: [Int: [[String]]] = [:]
+        var userLookups: [Int: Int] = [:]
+        for limit in [0, 1, 16_384] {
+            let profile = Mutex<[String]>([])
+            let path = TestStore.temporaryPath()
+            let store = try Store(
+                path: path, entities: issueEntities, options: .init(statementProfiler: { sql, _ in profile.withLock { $0.append(sql) } }))
+            var options = ImportTests.options(batchSize: batchSize)
+            options.retainedObjectLimit = limit
+            _ = try store.importJSON(GitIssue.self, from: .file(dump), options: options)
+            _ = try store.importJSON(GitIssue.self, from: .file(dump), options: options)  // everything stored
+            contents[limit] = try ImportTests.contents(path)
+            userLookups[limit] = profile.withLock { $0 }.count { $0.hasPrefix("SELECT") && $0.contains(#"FROM "User" WHERE"#) }
+            #expect(try RawDatabase(path).value("SELECT count(*) FROM User") == "40")
+        }
+        #expect(contents[1] == contents[0])
+        #expect(contents[16_384] == contents[0])
+        // 600 records of 40 users: without retention most batches look users up, with it only the first ones.
+        let without = try #require(userLookups[0])
+        let with = try #require(userLookups[16_384])
+        #expect(without > 100 / batchSize)
+        #expect(with * 4 < without, "lookups of users: \(with) retaining, \(without) not")
+    }
+}
+
+/// The verdict on retaining an entity: kept while retained objects come back, given up when most are let go unused.
+@Suite struct RetentionVerdictTests {
+    /// 600 tags; each batch looks up 20 of them (`pick`) as an import would; returns whether retention of tags was
+    /// given up, how many objects the context held at the end, and how many of the tags `inUse` it held.
+    static func run(
+        batches: Int, limit: Int, inUse: Range<Int> = 0..<0, pick: (inout SplitMix) -> Int
+    ) throws -> (givenUp: Bool, held: Int, heldInUse: Int) {
+        let store = try Store(path: TestStore.temporaryPath(), entities: TestStore.entities)
+        return try store.write { context in
+            let tags = (0..<600).map { Tag(id: $0, label: "t\($0)") }
+            for tag in tags { try context.insert(tag) }
+            try context.save()
+            let tagEntity = try context.model.mapping(for: Tag.self).index
+            let retention = ObjectRetention(limit: limit, excluding: try context.model.mapping(for: Person.self).index)
+            ObjectRetentionTests.use(tags, in: retention)
+            retention.evict(from: context)
+            var random = SplitMix(seed: 11)
+            for _ in 0..<batches {
+                for _ in 0..<20 {
+                    // As the decoder does: by the identity index, which answers retained objects from memory.
+                    let key = Context.IdentityKey(single: .integer(Int64(pick(&random))))
+                    let tag = try #require(try context.object(entity: tagEntity, identity: key))
+                    retention.didUse(tag, tag.entityState)
+                }
+                retention.evict(from: context)
+                #expect(context.registeredObjectCount <= limit + 20)
+            }
+            let heldInUse = inUse.count { id in
+                context.holdsObject(entity: tagEntity, key: Context.IdentityKey(single: .integer(Int64(id))))
+            }
+            return (retention.hasGivenUp(tagEntity), context.registeredObjectCount, heldInUse)
+        }
+    }
+
+    @Test func objectsUsedAgainWithinTheLimitStayRetained() throws {
+        // 40 tags in use, at random: all fit in the limit, and come back.
+        let result = try Self.run(batches: 400, limit: 64, inUse: 0..<40) { Int($0.next() % 40) }
+        #expect(!result.givenUp)
+        #expect(result.heldInUse == 40)
+    }
+
+    @Test func objectsMostlyLetGoUnusedEndRetention() throws {
+        // 600 tags at random for a limit of 64: a retained tag is let go unused nine times in ten.
+        let result = try Self.run(batches: 400, limit: 64) { Int($0.next() % 600) }
+        #expect(result.givenUp)
+        // Given up: only the last batch's tags are held.
+        #expect(result.held <= 20)
+    }
+}
+
+/// SplitMix64, for reproducible picks.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
