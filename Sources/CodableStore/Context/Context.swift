@@ -158,9 +158,9 @@ public final class Context {
     }
 
     /// Lets go of the objects `isKept` rejects, as ``reset()`` lets go of all of them, and keeps the others with
-    /// their unsaved changes: what an import with a writer thread does between two batches (the writer decides what is
-    /// kept, see ``DeferredWriter``), so that memory stays flat while the objects used in every batch (a
-    /// repository, its labels) stay in memory.
+    /// their unsaved changes, looking at every object held: what an import with a writer thread falls back to between
+    /// two batches when ``evict(_:keeping:)``, which looks only at the batch's objects, finds an object it was not
+    /// told of (see `ObjectRetention`).
     ///
     /// Relationships of a kept object that reach an evicted one become unloaded, as if just read from the store,
     /// so that a relationship of an object used in every batch (a label's issues) does not grow for ever;

@@ -38,9 +38,9 @@ struct WritePlan: Sendable {
 /// Writes a context's plans later, on a thread of its own, while the context goes on: an import's writer
 /// thread. While a context has one (``Context/deferredWriter``), a save hands its plan over instead of
 /// writing it. The writer decides which objects the context keeps meanwhile (it is told of every object the
-/// context uses, and evicts the others with ``Context/evictObjects(keeping:)``): it must keep every object a
-/// waiting plan writes, so that a key of such an object is answered from memory, never from a row the writer
-/// has not written yet.
+/// context uses, and lets the others go with ``Context/evict(_:keeping:)``, see `ObjectRetention`): it must keep
+/// every object a waiting plan writes, so that a key of such an object is answered from memory, never from a row
+/// the writer has not written yet.
 protocol DeferredWriter: AnyObject {
     /// The context used `object` (whose state is `state`): looked it up, read it, linked it or saved it.
     func didUse(_ object: any EntityObject, _ state: EntityState)

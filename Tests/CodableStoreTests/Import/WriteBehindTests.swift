@@ -29,13 +29,16 @@ import Testing
 /// (`WriteBehind`). Committing every batch writes each batch before decoding the next: the two must end in
 /// the same store, whatever repeats across batches.
 @Suite struct WriteBehindTests {
-    static func importBothWays(_ dumps: [String], batchSize: Int) throws -> (behind: [[String]], inOrder: [[String]]) {
+    static func importBothWays(
+        _ dumps: [String], batchSize: Int, retainedObjectLimit: Int = ImportOptions().retainedObjectLimit
+    ) throws -> (behind: [[String]], inOrder: [[String]]) {
         var results: [[[String]]] = []
         for commitEveryBatch in [false, true] {
             let path = TestStore.temporaryPath()
             let store = try Store(path: path, entities: issueEntities)
             var options = ImportTests.options(batchSize: batchSize)
             options.commitEveryBatch = commitEveryBatch
+            options.retainedObjectLimit = retainedObjectLimit
             for dump in dumps { _ = try store.importJSON(GitIssue.self, from: .file(dump), options: options) }
             let raw = try RawDatabase(path)
             #expect(try raw.value("PRAGMA integrity_check") == "ok")
@@ -52,9 +55,10 @@ import Testing
     }
 
     /// 40% of the records repeat an earlier id (often one of the batch before, still waiting for the writer),
-    /// with other values, users and labels; a second dump then updates the stored records.
-    @Test(arguments: [1, 2, 7, 64])
-    func writingBehindEndsInTheSameStoreAsWritingEachBatchFirst(batchSize: Int) throws {
+    /// with other values, users and labels; a second dump then updates the stored records. With the default limit of
+    /// retained objects every user and label stays in memory; with 3, retained ones are let go at almost every batch.
+    @Test(arguments: [1, 2, 7, 64], [3, ImportOptions().retainedObjectLimit])
+    func writingBehindEndsInTheSameStoreAsWritingEachBatchFirst(batchSize: Int, retainedObjectLimit: Int) throws {
         var dumps: [String] = []
         for seed: UInt64 in [3, 4] {
             var generator = IssueDumpGenerator(seed: seed, duplicateFraction: 0.4)
@@ -65,7 +69,7 @@ import Testing
             try Data(bytes).write(to: URL(fileURLWithPath: path))
             dumps.append(path)
         }
-        let (behind, inOrder) = try Self.importBothWays(dumps, batchSize: batchSize)
+        let (behind, inOrder) = try Self.importBothWays(dumps, batchSize: batchSize, retainedObjectLimit: retainedObjectLimit)
         #expect(behind.count > 400)
         #expect(behind == inOrder)
     }
