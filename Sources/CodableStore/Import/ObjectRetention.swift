@@ -3,7 +3,7 @@
 ///
 /// **Kept:** the objects used in the batch just decoded. A plan the writer has not written yet must find its objects
 /// in memory: a lookup of one of their keys would otherwise go to a table the writer has not reached. Every object a
-/// plan writes was used in the batch that saved it (its save tells the writer, ``DeferredWriter/didUse(_:)``), and the
+/// plan writes was used in the batch that saved it (its save tells the writer, ``DeferredWriter/didUse(_:_:)``), and the
 /// importer waits for the plans of the batch before the one ending first, so keeping the objects of the batch ending
 /// is enough. Keeping them also keeps what every batch uses (a repository, its labels) in memory.
 ///
@@ -15,7 +15,11 @@
 /// not what is retained. Its plans are all written (it was not used in the batch ending), so loads of its
 /// memberships need not wait for the writer.
 ///
-/// Used by the context's thread only. Objects are known by identity; every set here holds the states it lists.
+/// An entity whose retained objects are mostly let go before they are used again is no longer retained (see
+/// `verdicts`).
+///
+/// Used by the context's thread only. Objects are known by identity: the lists here hold the objects (and the queue
+/// their states) that the sets name by address, so no address is reused while it is in a set.
 final class ObjectRetention {
     /// The most objects retained beyond the batches that used them (0: none).
     let limit: Int
