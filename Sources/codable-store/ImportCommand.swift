@@ -33,6 +33,9 @@ struct ImportCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: "Records per batch (default: 500 into SQLite, 1,000 into PostgreSQL).")
     var batchSize: Int?
 
+    @Option(parsing: .unconditional, help: "Users and labels kept in memory after the batches that used them, so that records mentioning them again need no lookup (default: 8192; 0: none).")
+    var retainedObjects: Int?
+
     @Option(help: "What a bad record does: stop (default, nothing kept) or skip (imported without it, listed in the report; with --jsonl, lines that are not JSON too).")
     var onError: ImportOptions.FailurePolicy = .stop
 
@@ -54,6 +57,9 @@ struct ImportCommand: ParsableCommand {
     func validate() throws {
         if at != nil && jsonl { throw ValidationError("--at and --jsonl cannot be used together") }
         if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be 1 or more (got \(batchSize))") }
+        if let retainedObjects, retainedObjects < 0 {
+            throw ValidationError("--retained-objects must be 0 or more (got \(retainedObjects))")
+        }
         if let maxSkipped {
             guard maxSkipped >= 0 else { throw ValidationError("--max-skipped must be 0 or more (got \(maxSkipped))") }
             guard onError == .skip else { throw ValidationError("--max-skipped needs --on-error skip") }
@@ -66,7 +72,7 @@ struct ImportCommand: ParsableCommand {
 
     func run() throws {
         let progress = ProgressDisplay(isTerminal: isatty(2) == 1)
-        let options = ImportOptions(
+        var options = ImportOptions(
             layout: jsonl ? .jsonLines : at.map { .arrayAt($0) } ?? .array,
             batchSize: batchSize,
             failurePolicy: onError,
@@ -75,6 +81,7 @@ struct ImportCommand: ParsableCommand {
             decoder: ReferenceModel.decoder(),
             progress: { progress.show($0) }
         )
+        if let retainedObjects { options.retainedObjectLimit = retainedObjects }
         let report: ImportReport
         do {
             let database = try StoreLocation.open(

@@ -99,6 +99,7 @@ import Glibc
         (["--on-error", "skip", "--max-skipped", "-1"], "Error: --max-skipped must be 0 or more (got -1)"),
         (["--batch-size", "-5"], "Error: --batch-size must be 1 or more (got -5)"),
         (["--batch-size", "0"], "Error: --batch-size must be 1 or more (got 0)"),
+        (["--retained-objects", "-1"], "Error: --retained-objects must be 0 or more (got -1)"),
         (["--wait", "-1"], "Error: --wait must be a number of seconds from 0 to 2147483 (got -1.0)"),
     ])
     func numbersOutOfRangeAreNamed(arguments: [String], message: String) throws {
