@@ -158,7 +158,7 @@ import Testing
     /// 600 tags; each batch looks up 20 of them (`pick`) as an import would; returns whether retention of tags was
     /// given up, how many objects the context held at the end, and how many of the tags `inUse` it held.
     static func run(
-        batches: Int, limit: Int, inUse: Range<Int> = 0..<0, pick: (inout SplitMix) -> Int
+        batches: Int, limit: Int, inUse: Range<Int> = 0..<0, pick: (inout SyncOracleTests.SeededGenerator) -> Int
     ) throws -> (givenUp: Bool, held: Int, heldInUse: Int) {
         let store = try Store(path: TestStore.temporaryPath(), entities: TestStore.entities)
         return try store.write { context in
@@ -169,7 +169,7 @@ import Testing
             let retention = ObjectRetention(limit: limit, excluding: try context.model.mapping(for: Person.self).index)
             ObjectRetentionTests.use(tags, in: retention)
             retention.evict(from: context)
-            var random = SplitMix(seed: 11)
+            var random = SyncOracleTests.SeededGenerator(seed: 11)
             for _ in 0..<batches {
                 for _ in 0..<20 {
                     // As the decoder does: by the identity index, which answers retained objects from memory.
@@ -200,18 +200,5 @@ import Testing
         #expect(result.givenUp)
         // Given up: only the last batch's tags are held.
         #expect(result.held <= 20)
-    }
-}
-
-/// SplitMix64, for reproducible picks.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
