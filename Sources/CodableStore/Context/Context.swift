@@ -177,20 +177,14 @@ public final class Context {
                 let state = object.entityState
                 if isKept(state) {
                     kept[rowID] = object
-                    if mapping.hasRelationships { forgetEvictedDestinations(object, state, mapping, isKept) }
+                    if mapping.hasRelationships { unloadRelationships(object, state, mapping) { !isKept($0) } }
                 } else {
                     detach(object, state, mapping)
                 }
             }
             registries[entity] = kept
-            if let index = identityIndexes[entity] {
-                // Only the kept objects answer from memory now; every other key goes to the store again.
-                index.entries = IdentityIndex.Table(roomFor: index.entries.count, like: index.entries)
-                index.isComplete = false
-                if !mapping.identityColumns.isEmpty {
-                    for object in kept.values { index.entries[identityKey(of: object, mapping)] = .object(object) }
-                }
-            }
+            // Only the kept objects answer from memory now; every other key goes to the store again.
+            reindex(entity)
         }
         for object in detachedObjects {
             if let mapping = try? model.mapping(of: object) { detach(object, mapping) }
@@ -198,8 +192,8 @@ public final class Context {
         detachedObjects = []
     }
 
-    /// Makes the relationships of `object` that reach an object `isHeld` rejects unloaded, as if just read from the
-    /// store: those of a kept object that reach an evicted one (see ``evictObjects(keeping:)``), or all of those of
+    /// Makes the relationships of `object` that reach an object `isGone` accepts unloaded, as if just read from the
+    /// store: those of a kept object that reach an evicted one (see ``evict(_:keeping:)``), or all of those of
     /// an object an import retains (see ``prepareForRetention(_:_:)``). A to-one stored as a foreign key keeps it.
     /// With `destinations`, only relationships to the entities it marks are looked at (no object of the others is gone).
     private func unloadRelationships(
@@ -224,10 +218,15 @@ public final class Context {
         }
     }
 
-    private func forgetEvictedDestinations(
-        _ object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema, _ isKept: (EntityState) -> Bool
-    ) {
-        unloadRelationships(object, state, mapping) { !isKept($0) }
+    /// Makes the identity index of `entity` (if it has one) answer for the objects registered now, and for no other
+    /// key: every other lookup goes to the store.
+    private func reindex(_ entity: Int) {
+        guard let index = identityIndexes[entity] else { return }
+        let mapping = model.mappings[entity]
+        index.entries = IdentityIndex.Table(roomFor: index.entries.count, like: index.entries)
+        index.isComplete = false
+        guard !mapping.identityColumns.isEmpty else { return }
+        for object in registries[entity].values { index.entries[identityKey(of: object, mapping)] = .object(object) }
     }
 
     /// The object of `state` if this context still holds it (not deleted, nor let go).
@@ -277,13 +276,8 @@ public final class Context {
         }
         detachedObjects = []
         for case let index? in identityIndexes { index.forgetMissingKeys() }
-        for entity in rebuilds {
-            // An evicted object's identity changed in memory: entries under an older key may point at it.
-            guard let index = identityIndexes[entity] else { continue }
-            let mapping = model.mappings[entity]
-            index.entries = IdentityIndex.Table(roomFor: index.entries.count, like: index.entries)
-            for object in registries[entity].values { index.entries[identityKey(of: object, mapping)] = .object(object) }
-        }
+        // An evicted object's identity changed in memory: entries under an older key may point at it.
+        for entity in rebuilds { reindex(entity) }
         for object in kept {
             let state = object.entityState
             guard state.context === self else { continue }
