@@ -220,6 +220,7 @@ extension StoreDecoderImpl {
 
     /// The identity values of the JSON object, converted to the identity attributes' types.
     func identityKey(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode) throws -> Context.IdentityKey {
+        if let key = known?.key(for: node, entity: mapping.index) { return key }
         let description = mapping.description
         var hint = JSONTape.LookupHint()
         if description.identity.count == 1, case .attribute(let attribute) = description.fields[description.identity[0]] {
@@ -487,6 +488,7 @@ extension StoreDecoderImpl {
 
     /// The identity in a bare reference.
     func referenceKey(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode) throws -> Context.IdentityKey {
+        if let key = known?.key(for: node, entity: mapping.index) { return key }
         let description = mapping.description
         let attributes: [AttributeDescription] = description.identity.compactMap {
             if case .attribute(let attribute) = description.fields[$0] { attribute } else { nil }
@@ -613,12 +615,45 @@ extension StoreDecoderImpl {
     /// The identities decoding `items` will look up, per entity (with repeats).
     /// Uses no context: the importer's reader thread runs it with a session of its own (``DecodingSession/init(model:options:)``).
     static func collectKeys(_ mapping: EntitySchema, _ items: [(StoreDecoderImpl, Node)], model: Schema) -> [[Context.IdentityKey]] {
-        var keys: [[Context.IdentityKey]] = Array(repeating: [], count: model.mappings.count)
+        var keys = CollectedKeys(entities: model.mappings.count, keepingNodes: false)
         for (impl, node) in items { impl.collectKeys(mapping, node, depth: 0, into: &keys) }
-        return keys
+        return keys.all
     }
 
-    func collectKeys(_ mapping: EntitySchema, _ node: Node, depth: Int, into keys: inout [[Context.IdentityKey]]) {
+    /// The identities decoding `items` will look up, per entity (with repeats), and each with the node it was
+    /// read from (for ``KnownIdentities``), the entries of `items[i]` ending at `ends[i]`.
+    static func collectKnownKeys(
+        _ mapping: EntitySchema, _ items: [(StoreDecoderImpl, Node)], model: Schema
+    ) -> (all: [[Context.IdentityKey]], known: [KnownIdentity], ends: [Int]) {
+        var keys = CollectedKeys(entities: model.mappings.count, keepingNodes: true)
+        var ends: [Int] = []
+        ends.reserveCapacity(items.count)
+        for (impl, node) in items {
+            impl.collectKeys(mapping, node, depth: 0, into: &keys)
+            ends.append(keys.known.count)
+        }
+        return (keys.all, keys.known, ends)
+    }
+
+    /// What ``collectKeys(_:_:depth:into:)`` collects into.
+    struct CollectedKeys {
+        var all: [[Context.IdentityKey]]
+        let keepsNodes: Bool
+        var known: [KnownIdentity] = []
+
+        init(entities: Int, keepingNodes: Bool) {
+            all = Array(repeating: [], count: entities)
+            keepsNodes = keepingNodes
+        }
+
+        @inline(__always)
+        mutating func add(_ key: Context.IdentityKey, entity: Int, node: Node) {
+            all[entity].append(key)
+            if keepsNodes { known.append(KnownIdentity(node: node, entity: entity, key: key)) }
+        }
+    }
+
+    func collectKeys(_ mapping: EntitySchema, _ node: Node, depth: Int, into keys: inout CollectedKeys) {
         guard depth < 16 else { return }
         switch tape.kind(of: node) {
         case .object: break
@@ -626,13 +661,13 @@ extension StoreDecoderImpl {
         default:
             // A bare identity as an element of the array itself (`[1, {"id": 2}, 3]`).
             if depth == 0, !mapping.description.identity.isEmpty, let key = try? referenceKey(mapping, node, .root) {
-                keys[mapping.index].append(key)
+                keys.add(key, entity: mapping.index, node: node)
             }
             return
         }
         let description = mapping.description
         if !description.identity.isEmpty, let key = try? identityKey(mapping, node, .root) {
-            keys[mapping.index].append(key)
+            keys.add(key, entity: mapping.index, node: node)
         }
         guard mapping.hasRelationships else { return }
         var hint = JSONTape.LookupHint()
@@ -649,7 +684,7 @@ extension StoreDecoderImpl {
                     collectKeys(destination, value, depth: depth + 1, into: &keys)
                 default:
                     if !destination.description.identity.isEmpty, let key = try? referenceKey(destination, value, .root) {
-                        keys[destination.index].append(key)
+                        keys.add(key, entity: destination.index, node: value)
                     }
                 }
             }

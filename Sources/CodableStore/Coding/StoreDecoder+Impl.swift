@@ -12,6 +12,9 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
     var node: Node
     var path: CodingPathNode
     let session: DecodingSession
+    /// Identities in ``tape`` read ahead by the import's reader thread, which ``identityKey(_:_:_:)`` and
+    /// ``referenceKey(_:_:_:)`` take instead of reading them again.
+    var known: KnownIdentities?
 
     init(tape: JSONTape, node: Node, path: CodingPathNode, session: DecodingSession) {
         self.tape = tape

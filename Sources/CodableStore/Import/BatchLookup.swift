@@ -23,6 +23,14 @@ struct BatchLookup {
         let session = DecodingSession(context: context, options: options)
         let items = records.map { StoreDecoderImpl.item(for: $0, session) }
         let identities = collected ?? Keys(StoreDecoderImpl.collectKeys(mapping, items, model: model))
+        if let known = identities.known, known.ends.count == items.count {
+            // Decoding takes the identities the reader read instead of reading them again.
+            var start = 0
+            for (index, end) in known.ends.enumerated() {
+                items[index].0.known = KnownIdentities(known.entries[start..<end])
+                start = end
+            }
+        }
         let keys = identities.all
         // The batch's own entity first: the writer also loads the join-table memberships of its stored rows,
         // which decoding replaces (memberships stored as foreign keys wait for the writer: see
@@ -70,9 +78,13 @@ struct BatchLookup {
         let all: [[Context.IdentityKey]]
         /// Per entity index, each identity once, in first-seen order.
         let distinct: [[Context.IdentityKey]]
+        /// Every identity with the node it was read from, in record order, the entries of the `i`th record ending
+        /// at `ends[i]` (for ``KnownIdentities``), when collected with them.
+        let known: (entries: [KnownIdentity], ends: [Int])?
 
-        init(_ all: [[Context.IdentityKey]]) {
+        init(_ all: [[Context.IdentityKey]], known: (entries: [KnownIdentity], ends: [Int])? = nil) {
             self.all = all
+            self.known = known
             distinct = all.map { keys in
                 var seen = Set<Context.IdentityKey>(minimumCapacity: keys.count)
                 return keys.filter { seen.insert($0).inserted }
@@ -111,7 +123,8 @@ struct BatchLookup {
 
         func identities(of records: [JSONRecord]) -> Keys {
             let items = records.map { StoreDecoderImpl.item(for: $0, session) }
-            return Keys(StoreDecoderImpl.collectKeys(mapping, items, model: session.model))
+            let collected = StoreDecoderImpl.collectKnownKeys(mapping, items, model: session.model)
+            return Keys(collected.all, known: (collected.known, collected.ends))
         }
     }
 }

@@ -49,6 +49,72 @@ import Testing
         #expect(collected.distinct[issues] == collected.all[issues].filter { seen.insert($0).inserted })
     }
 
+    /// Each identity the reader reads is kept with the node it read it from, so that decoding takes it instead of
+    /// reading it again (`KnownIdentities`): it must be what decoding would read there.
+    @Test func theReaderKeepsEachIdentityWithItsNode() throws {
+        var generator = IssueDumpGenerator(seed: 12, duplicateFraction: 0.3)
+        // Bare label references too, and a record that is one.
+        var json = #"[{"id": 1, "number": 1, "title": "a", "user": {"id": 5, "login": "u5"}, "labels": [7, {"id": 8, "name": "x"}, 9]}, 4"#
+        for index in 0..<100 { json += ", " + generator.record(index: index, count: 100) }
+        let records = try Self.records(json + "]")
+        let model = try Schema(entities: issueEntities)
+        let mapping = try model.mapping(for: GitIssue.self)
+        let options = issueDecoder().options
+        let collector = try #require(BatchLookup.Collector(mapping, model: model, options: options))
+        let collected = collector.identities(of: records)
+        let known = try #require(collected.known)
+        #expect(known.ends.count == records.count)
+        #expect(known.entries.count == collected.all.map(\.count).reduce(0, +))
+        #expect(known.ends == known.ends.sorted() && known.ends.last == known.entries.count)
+        // Per entity, in the same order as `all`.
+        for entity in model.mappings.indices {
+            #expect(known.entries.filter { $0.entity == entity }.map(\.key) == collected.all[entity])
+        }
+        // Read again where each was read, by a decoder without them, as the entity it was read as.
+        let session = DecodingSession(model: model, options: options)
+        var start = 0
+        for (record, end) in zip(records, known.ends) {
+            let (impl, _) = StoreDecoderImpl.item(for: record, session)
+            for entry in known.entries[start..<end] {
+                let destination = model.mappings[entry.entity]
+                #expect(try impl.referenceKey(destination, entry.node, .root) == entry.key)
+            }
+            start = end
+        }
+        // The first record: its issue, its user and three topics, two of them bare.
+        let topics = try model.mapping(for: Topic.self).index
+        #expect(known.entries[..<known.ends[0]].filter { $0.entity == topics }.map(\.key.singleInteger) == [7, 8, 9])
+        #expect(known.ends[1] - known.ends[0] == 1)  // the bare record `4`
+    }
+
+    /// A decoder takes the identity kept for a node and entity, and reads any other.
+    @Test func aDecoderTakesTheIdentitiesKeptForIt() throws {
+        let records = try Self.records(#"[{"id": 1, "number": 1, "title": "a", "user": {"id": 5}, "labels": [7, 8]}]"#)
+        let model = try Schema(entities: issueEntities)
+        let issues = try model.mapping(for: GitIssue.self)
+        let users = try model.mapping(for: User.self)
+        let topics = try model.mapping(for: Topic.self)
+        let session = DecodingSession(model: model, options: issueDecoder().options)
+        let (impl, root) = StoreDecoderImpl.item(for: records[0], session)
+        let user = try #require(impl.tape.value(forKey: "user", in: root))
+        let labels = try #require(impl.tape.value(forKey: "labels", in: root))
+        let seven = try #require(Array(impl.tape.elements(of: labels)).first)
+        func key(_ value: Int64) -> Context.IdentityKey { Context.IdentityKey(single: .integer(value)) }
+        // Kept keys unlike the JSON's, to see which are taken.
+        let kept = [
+            KnownIdentity(node: root, entity: issues.index, key: key(101)),
+            KnownIdentity(node: user, entity: users.index, key: key(105)),
+            KnownIdentity(node: seven, entity: users.index, key: key(107)),  // the node, not as that entity
+        ]
+        impl.known = KnownIdentities(kept[...])
+        #expect(try impl.identityKey(users, user, .root) == key(105))
+        #expect(try impl.identityKey(issues, root, .root) == key(101))  // before the last match: searched again
+        #expect(try impl.referenceKey(topics, seven, .root) == key(7))
+        #expect(try impl.identityKey(users, user, .root) == key(105))
+        impl.known = nil
+        #expect(try impl.identityKey(issues, root, .root) == key(1))
+    }
+
     @Test func notWhenAnIdentityIsReadWithADateFormatter() throws {
         let model = try Schema(entities: [Reading.self])
         let mapping = try model.mapping(for: Reading.self)
