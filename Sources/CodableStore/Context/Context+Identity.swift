@@ -29,6 +29,16 @@ extension Context {
 
         var values: [SQLiteValue] { [first] + (rest ?? []) }
 
+        // The hashing entry point of `Set` and `Dictionary` (see IntegerKey): a single integer, the common
+        // identity, is hashed as IntegerKey hashes it, not through SipHash; equal keys take the same branch.
+        func _rawHashValue(seed: Int) -> Int {
+            if rest == nil, case .integer(let value) = first { return IntegerKey(value)._rawHashValue(seed: seed) }
+            var hasher = Hasher()
+            hasher.combine(seed)
+            hash(into: &hasher)
+            return hasher.finalize()
+        }
+
         /// Calls `body` with each value, in identity order, without building an array.
         func forEach(_ body: (SQLiteValue) throws -> Void) rethrows {
             try body(first)
@@ -128,7 +138,8 @@ extension Context {
     /// Blocked: all the probes of a key fall in one 64-byte block (one cache line), so a lookup in a filter far
     /// larger than the CPU caches costs one memory access instead of one per probe.
     final class IdentityFilter {
-        private var layers: [(words: [UInt64], capacity: Int, count: Int)] = []
+        // Unchecked: read for every key a batch mentions; the filter belongs to its context's thread.
+        @exclusivity(unchecked) private var layers: [(words: [UInt64], capacity: Int, count: Int)] = []
         private static let hashes = 7
         private static let wordsPerBlock = 8
 
@@ -143,9 +154,8 @@ extension Context {
         }
 
         private static func hash(_ key: IdentityKey) -> UInt64 {
-            var hasher = Hasher()
-            hasher.combine(key)
-            return UInt64(bitPattern: Int64(hasher.finalize()))
+            // A single integer through a 64-bit finalizer, anything else through SipHash (see IdentityKey).
+            UInt64(bitPattern: Int64(key._rawHashValue(seed: 0)))
         }
 
         /// The block and the key's bits in each of its words (8 words, 7 bits set in all), from the key's hash.

@@ -37,4 +37,22 @@ import Testing
         let other = keys.map { IntegerKey($0)._rawHashValue(seed: seed + 1) & 1_023 }
         #expect(zip(keys.map { IntegerKey($0)._rawHashValue(seed: seed) & 1_023 }, other).filter { $0 == $1 }.count < 16)
     }
+
+    /// `IdentityKey` hashes a single integer as `IntegerKey` does and anything else with SipHash: sets of mixed keys
+    /// must still find each key, equal keys in either form meet, and a single integer spreads like an `IntegerKey`.
+    @Test func identityKeysOfEveryShapeInASet() {
+        let integers = (Int64(0)..<2_000).map { Context.IdentityKey(single: .integer($0 * 1_000_003)) }
+        let texts = (0..<2_000).map { Context.IdentityKey(single: .text("login-\($0)")) }
+        let composite = (0..<2_000).map { Context.IdentityKey([.text("team-\($0 % 7)"), .integer(Int64($0))]) }
+        let reals = (0..<2_000).map { Context.IdentityKey(single: .real(Double($0))) }  // 5.0 is not 5
+        var set = Set<Context.IdentityKey>()
+        for key in integers + texts + composite + reals { #expect(set.insert(key).inserted) }
+        #expect(set.count == 8_000)
+        #expect(integers.allSatisfy { set.contains($0) } && texts.allSatisfy { set.contains($0) })
+        #expect(composite.allSatisfy { set.contains($0) } && reals.allSatisfy { set.contains($0) })
+        // Built from one value or from an array of one, a key is the same key.
+        #expect(set.contains(Context.IdentityKey([.integer(7 * 1_000_003)])))
+        #expect(!set.insert(Context.IdentityKey([.text("login-3")])).inserted)
+        #expect(Context.IdentityKey(single: .integer(42))._rawHashValue(seed: 9) == IntegerKey(42)._rawHashValue(seed: 9))
+    }
 }
