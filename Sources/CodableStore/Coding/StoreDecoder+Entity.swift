@@ -296,7 +296,7 @@ extension StoreDecoderImpl {
         identity: Context.IdentityKey? = nil, leavingFieldsToHook: Bool = false
     ) throws -> any EntityObject {
         let description = mapping.description
-        var values = Array(repeating: SQLiteValue.null, count: description.fields.count)
+        var values = session.takeFieldValues(count: description.fields.count)
         var hint = JSONTape.LookupHint()
         for attribute in description.attributes {
             if let stubIdentity, let position = description.identity.firstIndex(of: attribute.index) {
@@ -334,6 +334,7 @@ extension StoreDecoderImpl {
             }
         }
         let object = try context.makeObject(entity: mapping.index, values: values, identity: identity ?? stubIdentity)
+        session.giveBack(values)
         // To-many relationships the JSON does not set start unloaded rather than empty: they are read from the
         // store (after a flush) if anyone asks, and meanwhile the inverse updates of a large import (a user
         // gaining thousands of issues) do not have to maintain them in memory.

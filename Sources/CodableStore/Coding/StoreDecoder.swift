@@ -298,6 +298,22 @@ final class DecodingSession {
         if countedObjects.insert(state) { decodedCounts![entity] += 1 }
     }
 
+    /// The field values of the last object created, kept for the next one: creating an object then allocates no
+    /// array (see ``takeFieldValues(count:)``).
+    @exclusivity(unchecked) private var spareFieldValues: [SQLiteValue] = []
+
+    /// `count` nulls, in the array the last ``giveBack(_:)`` returned when there is one.
+    func takeFieldValues(count: Int) -> [SQLiteValue] {
+        var values = spareFieldValues
+        spareFieldValues = []
+        values.removeAll(keepingCapacity: true)
+        values.append(contentsOf: repeatElement(SQLiteValue.null, count: count))
+        return values
+    }
+
+    /// Keeps an array of ``takeFieldValues(count:)`` for the next object.
+    func giveBack(_ values: consuming [SQLiteValue]) { spareFieldValues = values }
+
     /// Whether JSON keys are used as they are (no key strategy): field lookups then use precomputed keys.
     let usesDefaultKeys: Bool
     // Options read for every value, kept apart: reading them through `options` copies the whole struct (its
