@@ -36,6 +36,9 @@ struct ImportCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: "Users and labels kept in memory after the batches that used them, so that records mentioning them again need no lookup (default: 8192; 0: none).")
     var retainedObjects: Int?
 
+    @Option(parsing: .unconditional, help: ArgumentHelp("SQLite's page cache while the import writes, in MiB (default: 24, or the store's own if larger; SQLite stores only). Imports of more than a few million records into one store write faster with more.", valueName: "MiB"))
+    var cacheSize: Int?
+
     @Option(help: "What a bad record does: stop (default, nothing kept) or skip (imported without it, listed in the report; with --jsonl, lines that are not JSON too).")
     var onError: ImportOptions.FailurePolicy = .stop
 
@@ -60,6 +63,15 @@ struct ImportCommand: ParsableCommand {
         if let retainedObjects, retainedObjects < 0 {
             throw ValidationError("--retained-objects must be 0 or more (got \(retainedObjects))")
         }
+        if let cacheSize {
+            // KiB in an Int for the pragma: a terabyte is far beyond any machine this runs on.
+            guard cacheSize >= 1, cacheSize <= 1 << 20 else {
+                throw ValidationError("--cache-size must be a number of MiB from 1 to \(1 << 20) (got \(cacheSize))")
+            }
+            if StoreLocation.isPostgres(store) {
+                throw ValidationError("--cache-size applies to SQLite stores; a PostgreSQL server's buffers are its own (shared_buffers)")
+            }
+        }
         if let maxSkipped {
             guard maxSkipped >= 0 else { throw ValidationError("--max-skipped must be 0 or more (got \(maxSkipped))") }
             guard onError == .skip else { throw ValidationError("--max-skipped needs --on-error skip") }
@@ -82,6 +94,7 @@ struct ImportCommand: ParsableCommand {
             progress: { progress.show($0) }
         )
         if let retainedObjects { options.retainedObjectLimit = retainedObjects }
+        if let cacheSize { options.cacheSizeKiB = cacheSize * 1_024 }
         let report: ImportReport
         do {
             let database = try StoreLocation.open(

@@ -100,6 +100,8 @@ import Glibc
         (["--batch-size", "-5"], "Error: --batch-size must be 1 or more (got -5)"),
         (["--batch-size", "0"], "Error: --batch-size must be 1 or more (got 0)"),
         (["--retained-objects", "-1"], "Error: --retained-objects must be 0 or more (got -1)"),
+        (["--cache-size", "0"], "Error: --cache-size must be a number of MiB from 1 to 1048576 (got 0)"),
+        (["--cache-size", "1048577"], "Error: --cache-size must be a number of MiB from 1 to 1048576 (got 1048577)"),
         (["--wait", "-1"], "Error: --wait must be a number of seconds from 0 to 2147483 (got -1.0)"),
     ])
     func numbersOutOfRangeAreNamed(arguments: [String], message: String) throws {
@@ -109,6 +111,14 @@ import Glibc
         #expect(result.status == 64)
         #expect(result.stderr.split(separator: "\n").first.map(String.init) == message)
         #expect(!FileManager.default.fileExists(atPath: store))
+    }
+
+    /// A PostgreSQL server's buffers are its own: the option is refused before anything connects.
+    @Test func aCacheSizeForPostgreSQLIsAUsageError() throws {
+        let result = try CLI.run(["import", "issues", CLI.fixture, "--store", "postgres://nobody@127.0.0.1:1/none", "--cache-size", "64"])
+        #expect(result.status == 64)
+        #expect(result.stderr.split(separator: "\n").first.map(String.init)
+            == "Error: --cache-size applies to SQLite stores; a PostgreSQL server's buffers are its own (shared_buffers)")
     }
 
     @Test func aTruncatedLastLineOfJSONLinesIsTheEndOfInput() throws {
