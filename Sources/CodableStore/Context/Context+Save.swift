@@ -311,12 +311,12 @@ extension Context {
             while start < rowsToWrite.count {
                 let rows = rowsToWrite.count - start >= JoinTable.linkBatchRows ? JoinTable.linkBatchRows : 1
                 var values: [SQLiteValue] = []
-                values.reserveCapacity(rows * 3)
+                values.reserveCapacity(rows * join.linkWidth)
                 for row in rowsToWrite[start..<(start + rows)] {
                     let change = linkChanges[row.change]
                     values.append(.integer(change.source))
                     values.append(.integer(change.target))
-                    values.append(row.position.map { .integer(Int64($0)) } ?? .null)
+                    if join.hasPosition { values.append(row.position.map { .integer(Int64($0)) } ?? .null) }
                 }
                 try emit(.link(table: table, rows: rows, values: values))
                 start += rows

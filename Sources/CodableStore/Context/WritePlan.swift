@@ -20,8 +20,8 @@ struct WritePlan: Sendable {
         /// Sets (or, with nil, clears) a row's position in an ordered one-to-many relationship stored by its
         /// foreign key: `orderColumn` of the entity's table.
         case setOrder(entity: Int, orderColumn: String, rowID: Int64, position: Int64?)
-        /// Links `rows` pairs (1 or ``JoinTable/linkBatchRows``): source, target and position per row; a link
-        /// that exists takes the new position.
+        /// Links `rows` pairs (1 or ``JoinTable/linkBatchRows``): source and target per row, and in a table with
+        /// positions the position (``JoinTable/linkWidth`` values a row); a link that exists takes the new position.
         case link(table: Int, rows: Int, values: [SQLiteValue])
         /// Links a pair after the source's last link, when its place in the owner's list is unknown; a link that
         /// exists keeps its position.

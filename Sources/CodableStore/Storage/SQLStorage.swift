@@ -35,7 +35,7 @@ final class SQLStorage: Sendable {
 
     /// The statements of one join table.
     private struct JoinStatements: Sendable {
-        /// `INSERT … (source, target, position) VALUES (?, ?, ?)` for one row and for ``JoinTable/linkBatchRows``
+        /// `INSERT … (source, target[, position]) VALUES (?, ?[, ?])` for one row and for ``JoinTable/linkBatchRows``
         /// rows; a link that exists takes the new position.
         let link: String
         let linkBatch: String
@@ -80,11 +80,22 @@ final class SQLStorage: Sendable {
         }
         joinTables = model.joinTables.map { join in
             let table = quoteIdentifier(join.name)
-            let prefix = dialect.insertInto + " \(table) (\"source\", \"target\", \"position\") VALUES "
-            let upsert = " ON CONFLICT (\"source\", \"target\") DO UPDATE SET \"position\" = excluded.\"position\""
+            let prefix: String
+            let row: String
+            let upsert: String
+            if join.hasPosition {
+                prefix = dialect.insertInto + " \(table) (\"source\", \"target\", \"position\") VALUES "
+                row = "(?, ?, ?)"
+                upsert = " ON CONFLICT (\"source\", \"target\") DO UPDATE SET \"position\" = excluded.\"position\""
+            } else {
+                // No position to keep up to date: a link that exists stays as it is.
+                prefix = dialect.insertInto + " \(table) (\"source\", \"target\") VALUES "
+                row = "(?, ?)"
+                upsert = " ON CONFLICT (\"source\", \"target\") DO NOTHING"
+            }
             return JoinStatements(
-                link: prefix + "(?, ?, ?)" + upsert,
-                linkBatch: prefix + Array(repeating: "(?, ?, ?)", count: JoinTable.linkBatchRows).joined(separator: ", ") + upsert,
+                link: prefix + row + upsert,
+                linkBatch: prefix + Array(repeating: row, count: JoinTable.linkBatchRows).joined(separator: ", ") + upsert,
                 appendLink: prefix + "(?, ?, (SELECT coalesce(max(\"position\") + 1, 0) FROM \(table) WHERE \"source\" = ?)) "
                     + "ON CONFLICT (\"source\", \"target\") DO NOTHING",
                 setPosition: "UPDATE \(table) SET \"position\" = ? WHERE \"source\" = ? AND \"target\" = ?",

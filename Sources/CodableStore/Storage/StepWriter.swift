@@ -115,7 +115,8 @@ final class StepWriter {
             }
             return (.update(entity: entity, fields: fields), [values[...]])
         case .link(let table, let count, let values):
-            return (.link(table: table), (0..<count).map { values[($0 * 3)..<(($0 + 1) * 3)] })
+            let width = storage.model.joinTables[table].linkWidth
+            return (.link(table: table), (0..<count).map { values[($0 * width)..<(($0 + 1) * width)] })
         case .unlink(let table, let source, let target):
             return (.unlink(table: table), [[.integer(source), .integer(target)]])
         case .delete(let entity, let rowID):
@@ -160,12 +161,21 @@ final class StepWriter {
         case .link(let table):
             // One row per link (a second position for the same link in one statement is refused): the last wins.
             let latest = lastOfEach(rows) { [$0[$0.startIndex], $0[$0.startIndex + 1]] }
-            let types = ["bigint", "bigint", "bigint"]
-            try execute(
-                "INSERT INTO \(quoteIdentifier(model.joinTables[table].name)) (\"source\", \"target\", \"position\") "
-                    + "SELECT * FROM \(unnest(types)) "
-                    + "ON CONFLICT (\"source\", \"target\") DO UPDATE SET \"position\" = excluded.\"position\"",
-                latest, types.count)
+            let join = model.joinTables[table]
+            if join.hasPosition {
+                let types = ["bigint", "bigint", "bigint"]
+                try execute(
+                    "INSERT INTO \(quoteIdentifier(join.name)) (\"source\", \"target\", \"position\") "
+                        + "SELECT * FROM \(unnest(types)) "
+                        + "ON CONFLICT (\"source\", \"target\") DO UPDATE SET \"position\" = excluded.\"position\"",
+                    latest, types.count)
+            } else {
+                let types = ["bigint", "bigint"]
+                try execute(
+                    "INSERT INTO \(quoteIdentifier(join.name)) (\"source\", \"target\") SELECT * FROM \(unnest(types)) "
+                        + "ON CONFLICT (\"source\", \"target\") DO NOTHING",
+                    latest, types.count)
+            }
         case .unlink(let table):
             try execute(
                 "DELETE FROM \(quoteIdentifier(model.joinTables[table].name)) WHERE (\"source\", \"target\") IN "

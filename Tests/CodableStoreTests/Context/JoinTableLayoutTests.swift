@@ -75,6 +75,31 @@ import Testing
         #expect(try raw.value("PRAGMA integrity_check") == "ok")
     }
 
+    /// A table without positions is written without one, and a link written again (unlinked and linked in one save)
+    /// stays as it was.
+    @Test func linksWithoutPositionsAreWrittenAsPairs() throws {
+        let statements = StatementLog()
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: TestStore.entities, options: .init(statementObserver: statements.observer))
+        try store.write { _ = try StoreDecoder().decode([Person].self, from: Data(Self.people.utf8), into: $0) }
+        let linkInserts = statements.writes.filter { $0.contains("INTO \"Person_tags\"") }
+        #expect(!linkInserts.isEmpty)
+        #expect(linkInserts.allSatisfy {
+            $0.contains(#"("source", "target") VALUES (?, ?)"#) && $0.hasSuffix(#"ON CONFLICT ("source", "target") DO NOTHING"#)
+        }, "\(linkInserts)")
+        statements.reset()
+        try store.write { context in
+            let person = try #require(try context.object(Person.self, identity: 1))
+            let tag = try #require(try context.object(Tag.self, identity: 10))
+            person.tags.remove(tag)
+            person.tags.insert(tag)
+        }
+        #expect(statements.writes.contains { $0.hasPrefix("INSERT") && $0.contains("INTO \"Person_tags\"") })
+        let raw = try RawDatabase(path)
+        #expect(try Self.links(raw) == [["1", "10", "NULL"], ["1", "11", "NULL"], ["2", "11", "NULL"], ["2", "12", "NULL"]])
+        #expect(try raw.value("PRAGMA integrity_check") == "ok")
+    }
+
     /// The store as storage version 2 wrote it: the join table with a rowid and a unique index, version 2 recorded.
     static func versionTwoStore() throws -> (path: String, links: [[String]]) {
         let path = TestStore.temporaryPath("v2.sqlite")
