@@ -58,12 +58,15 @@ extension Context {
             touched[state.entityIndex] = true
             noteUse(object, state)
         }
+        // Links by table first: a batch changes hundreds of links, of a few tables.
+        var touchedTables = Array(repeating: false, count: model.joinTables.count)
+        for change in linkChanges { touchedTables[change.table] = true }
+        for (table, isTouched) in touchedTables.enumerated() where isTouched {
+            touched[model.joinTables[table].source] = true
+            touched[model.joinTables[table].target] = true
+        }
         for (entity, isTouched) in touched.enumerated() where isTouched { touchedEntities.insert(entity) }
         for (entity, _) in deletedObjects { touchedEntities.insert(entity) }
-        for change in linkChanges {
-            touchedEntities.insert(model.joinTables[change.table].source)
-            touchedEntities.insert(model.joinTables[change.table].target)
-        }
         if let deferredWriter {
             // The writer thread writes it; the objects it writes are kept meanwhile (see ``DeferredWriter``).
             // Never while holding the connection: the writer could not finish the plan this waits for.

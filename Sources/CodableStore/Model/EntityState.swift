@@ -72,7 +72,8 @@ extension EntityState {
     @inlinable
     func recordStoredValue(_ field: Int, _ stored: @autoclosure () -> SQLiteValue) {
         guard status == .persistent, !changedFields.contains(field) else { return }
-        if storedValues == nil { storedValues = [:] }
+        // Room for a record's worth of changes at once: an update changes several fields.
+        if storedValues == nil { storedValues = Dictionary(minimumCapacity: 8) }
         storedValues![field] = stored()
     }
 
