@@ -155,21 +155,24 @@ import Testing
 
 /// The verdict on retaining an entity: kept while retained objects come back, given up when most are let go unused.
 @Suite struct RetentionVerdictTests {
-    /// 600 tags; each batch looks up 20 of them (`pick`) as an import would; returns whether retention of tags was
-    /// given up, how many objects the context held at the end, and how many of the tags `inUse` it held.
+    /// `tagCount` tags (600), all used in a first batch unless not `warm`; each batch looks up 20 of them (`pick`) as
+    /// an import would; returns whether retention of tags was given up, how many objects the context held at the end
+    /// and at most, and how many of the tags `inUse` it held.
     static func run(
-        batches: Int, limit: Int, inUse: Range<Int> = 0..<0, pick: (inout SyncOracleTests.SeededGenerator) -> Int
-    ) throws -> (givenUp: Bool, held: Int, heldInUse: Int) {
+        batches: Int, limit: Int, tagCount: Int = 600, warm: Bool = true, inUse: Range<Int> = 0..<0,
+        pick: (inout SyncOracleTests.SeededGenerator) -> Int
+    ) throws -> (givenUp: Bool, held: Int, mostHeld: Int, heldInUse: Int) {
         let store = try Store(path: TestStore.temporaryPath(), entities: TestStore.entities)
         return try store.write { context in
-            let tags = (0..<600).map { Tag(id: $0, label: "t\($0)") }
+            let tags = (0..<tagCount).map { Tag(id: $0, label: "t\($0)") }
             for tag in tags { try context.insert(tag) }
             try context.save()
             let tagEntity = try context.model.mapping(for: Tag.self).index
             let retention = ObjectRetention(limit: limit, excluding: try context.model.mapping(for: Person.self).index)
-            ObjectRetentionTests.use(tags, in: retention)
+            if warm { ObjectRetentionTests.use(tags, in: retention) }
             retention.evict(from: context)
             var random = SyncOracleTests.SeededGenerator(seed: 11)
+            var mostHeld = 0
             for _ in 0..<batches {
                 for _ in 0..<20 {
                     // As the decoder does: by the identity index, which answers retained objects from memory.
@@ -179,11 +182,12 @@ import Testing
                 }
                 retention.evict(from: context)
                 #expect(context.registeredObjectCount <= limit + 20)
+                mostHeld = max(mostHeld, context.registeredObjectCount)
             }
             let heldInUse = inUse.count { id in
                 context.holdsObject(entity: tagEntity, key: Context.IdentityKey(single: .integer(Int64(id))))
             }
-            return (retention.hasGivenUp(tagEntity), context.registeredObjectCount, heldInUse)
+            return (retention.hasGivenUp(tagEntity), context.registeredObjectCount, mostHeld, heldInUse)
         }
     }
 
@@ -200,5 +204,25 @@ import Testing
         #expect(result.givenUp)
         // Given up: only the last batch's tags are held.
         #expect(result.held <= 20)
+    }
+
+    /// With a limit of 1,024, the early verdict watches 256 uses once 256 objects are retained: 20,000 tags at random
+    /// (one in forty retained) are given up before the retained ones fill the limit.
+    @Test func tooManyObjectsForTheLimitEndRetentionEarly() throws {
+        let result = try Self.run(batches: 200, limit: 1_024, tagCount: 20_000, warm: false) { Int($0.next() % 20_000) }
+        #expect(result.givenUp)
+        #expect(result.mostHeld < 700, "held \(result.mostHeld) at most")
+        #expect(result.held <= 20)
+    }
+
+    /// 1,500 tags at random for a limit of 1,024 (under twice the limit): retained past the early verdict, up to the
+    /// limit.
+    @Test func objectsThatMostlyFitPassTheEarlyVerdict() throws {
+        let result = try Self.run(batches: 300, limit: 1_024, tagCount: 1_500, warm: false, inUse: 0..<1_500) {
+            Int($0.next() % 1_500)
+        }
+        #expect(!result.givenUp)
+        #expect(result.mostHeld > 1_000)
+        #expect(result.heldInUse > 1_000)
     }
 }
