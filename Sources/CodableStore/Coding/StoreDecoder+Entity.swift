@@ -574,7 +574,7 @@ extension StoreDecoderImpl {
             entity.identityColumns.isEmpty || context.identityIndexes[entity.index]?.isComplete == true
         }
         if !allComplete {
-            let keys = collected ?? collectKeys(mapping, items, model: context.model)
+            let keys = collected ?? collectKeys(mapping, items, model: context.model).all
             func lookUpAll() throws {
                 for (entity, entityKeys) in keys.enumerated() where !entityKeys.isEmpty {
                     try context.prefetch(entity: entity, keys: entityKeys)
@@ -613,34 +613,29 @@ extension StoreDecoderImpl {
         }
     }
 
-    /// The identities decoding `items` will look up, per entity (with repeats).
+    /// The identities decoding `items` will look up, per entity (with repeats); with `keepingNodes`, each also with
+    /// the node it was read from (for ``KnownIdentities``).
     /// Uses no context: the importer's reader thread runs it with a session of its own (``DecodingSession/init(model:options:)``).
-    static func collectKeys(_ mapping: EntitySchema, _ items: [(StoreDecoderImpl, Node)], model: Schema) -> [[Context.IdentityKey]] {
-        var keys = CollectedKeys(entities: model.mappings.count, keepingNodes: false)
-        for (impl, node) in items { impl.collectKeys(mapping, node, depth: 0, into: &keys) }
-        return keys.all
-    }
-
-    /// The identities decoding `items` will look up, per entity (with repeats), and each with the node it was
-    /// read from (for ``KnownIdentities``), the entries of `items[i]` ending at `ends[i]`.
-    static func collectKnownKeys(
-        _ mapping: EntitySchema, _ items: [(StoreDecoderImpl, Node)], model: Schema
-    ) -> (all: [[Context.IdentityKey]], known: [KnownIdentity], ends: [Int]) {
-        var keys = CollectedKeys(entities: model.mappings.count, keepingNodes: true)
-        var ends: [Int] = []
-        ends.reserveCapacity(items.count)
+    static func collectKeys(
+        _ mapping: EntitySchema, _ items: [(StoreDecoderImpl, Node)], model: Schema, keepingNodes: Bool = false
+    ) -> CollectedKeys {
+        var keys = CollectedKeys(entities: model.mappings.count, keepingNodes: keepingNodes)
         for (impl, node) in items {
             impl.collectKeys(mapping, node, depth: 0, into: &keys)
-            ends.append(keys.known.count)
+            if keepingNodes { keys.ends.append(keys.known.count) }
         }
-        return (keys.all, keys.known, ends)
+        return keys
     }
 
     /// What ``collectKeys(_:_:depth:into:)`` collects into.
     struct CollectedKeys {
+        /// Per entity index, every identity, with repeats, in record order.
         var all: [[Context.IdentityKey]]
         let keepsNodes: Bool
+        /// With `keepsNodes`: every identity with its node and entity, in record order, those of the `i`th item ending
+        /// at `ends[i]`.
         var known: [KnownIdentity] = []
+        var ends: [Int] = []
 
         init(entities: Int, keepingNodes: Bool) {
             all = Array(repeating: [], count: entities)

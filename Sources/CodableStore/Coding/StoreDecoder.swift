@@ -250,7 +250,7 @@ public final class StoreDecoder: @unchecked Sendable {
 /// State shared by all decoder objects of one decode call.
 final class DecodingSession {
     /// The context decoded into. Only a session made with ``init(model:options:)`` has none: it collects the
-    /// identities of records (``StoreDecoderImpl/collectKeys(_:_:model:)``) on another thread, and must not get
+    /// identities of records (``StoreDecoderImpl/collectKeys(_:_:model:keepingNodes:)``) on another thread, and must not get
     /// further than that.
     var context: Context {
         guard let decodingContext else { preconditionFailure("a key-collecting DecodingSession has no context") }

@@ -82,10 +82,10 @@ struct BatchLookup {
         /// at `ends[i]` (for ``KnownIdentities``), when collected with them.
         let known: (entries: [KnownIdentity], ends: [Int])?
 
-        init(_ all: [[Context.IdentityKey]], known: (entries: [KnownIdentity], ends: [Int])? = nil) {
-            self.all = all
-            self.known = known
-            distinct = all.map { keys in
+        init(_ collected: StoreDecoderImpl.CollectedKeys) {
+            all = collected.all
+            known = collected.keepsNodes ? (collected.known, collected.ends) : nil
+            distinct = collected.all.map { keys in
                 var seen = Set<Context.IdentityKey>(minimumCapacity: keys.count)
                 return keys.filter { seen.insert($0).inserted }
             }
@@ -123,8 +123,7 @@ struct BatchLookup {
 
         func identities(of records: [JSONRecord]) -> Keys {
             let items = records.map { StoreDecoderImpl.item(for: $0, session) }
-            let collected = StoreDecoderImpl.collectKnownKeys(mapping, items, model: session.model)
-            return Keys(collected.all, known: (collected.known, collected.ends))
+            return Keys(StoreDecoderImpl.collectKeys(mapping, items, model: session.model, keepingNodes: true))
         }
     }
 }

@@ -59,19 +59,24 @@ final class ObjectRetention {
         kept.contains(state)
     }
 
-    /// Per entity index: retained objects used again after a batch that did not use them (hits), and retained objects
-    /// let go at the limit (misses), since the last verdict; and whether retention of the entity was given up.
-    private var hits: [Int] = []
-    private var misses: [Int] = []
-    private var givenUp: [Bool] = []
+    /// What the verdicts count of one entity (see `verdicts`).
+    private struct Tally {
+        /// Retained objects used again after a batch that did not use them (hits), and retained objects let go at
+        /// the limit (misses), since the last verdict.
+        var hits = 0
+        var misses = 0
+        /// From when a quarter of the limit is retained until the early verdict: the objects used after a batch that
+        /// did not use them, retained or not.
+        var earlyHits = 0
+        var earlyMisses = 0
+        var earlyJudged = false
+        /// Whether retention of the entity was given up.
+        var givenUp = false
+    }
+    /// Per entity index, grown as entities are counted.
+    private var tallies: [Tally] = []
     /// Hits and misses of an entity between two verdicts.
     static let verdictEvents = 2_048
-    /// Per entity index, from when a quarter of the limit is retained until the early verdict: the objects used after a
-    /// batch that did not use them, retained (`earlyHits`) or not (`earlyMisses`); and whether the early verdict was
-    /// given (see `verdicts`).
-    private var earlyHits: [Int] = []
-    private var earlyMisses: [Int] = []
-    private var earlyJudged: [Bool] = []
     /// The smallest limit with an early verdict.
     static let earlyVerdictLimit = 1_024
     /// Returns an early verdict counts (fewer with a limit under 2,048): at a share of an eighth, 64 hits expected.
@@ -79,29 +84,22 @@ final class ObjectRetention {
 
     /// Whether objects of `entity` may be retained: lookups of their keys can then be left to memory.
     func mayRetain(_ entity: Int) -> Bool {
-        limit > 0 && entity != excludedEntity && !(entity < givenUp.count && givenUp[entity])
+        limit > 0 && entity != excludedEntity && !hasGivenUp(entity)
     }
 
     /// Whether retention of `entity` was given up: its retained objects were mostly let go unused.
     func hasGivenUp(_ entity: Int) -> Bool {
-        entity < givenUp.count && givenUp[entity]
-    }
-
-    /// Makes room for `entity` in the per-entity counts.
-    private func track(_ entity: Int) {
-        guard entity >= hits.count else { return }
-        let more = entity + 1 - hits.count
-        hits += Array(repeating: 0, count: more)
-        misses += Array(repeating: 0, count: more)
-        givenUp += Array(repeating: false, count: more)
-        earlyHits += Array(repeating: 0, count: more)
-        earlyMisses += Array(repeating: 0, count: more)
-        earlyJudged += Array(repeating: false, count: more)
+        entity < tallies.count && tallies[entity].givenUp
     }
 
     private func count(_ entity: Int, hit: Bool) {
         track(entity)
-        if hit { hits[entity] += 1 } else { misses[entity] += 1 }
+        if hit { tallies[entity].hits += 1 } else { tallies[entity].misses += 1 }
+    }
+
+    /// Makes room for `entity` in ``tallies``.
+    private func track(_ entity: Int) {
+        if entity >= tallies.count { tallies += Array(repeating: Tally(), count: entity + 1 - tallies.count) }
     }
 
     /// Counts, for the early verdict, the used object of `state` if it was not used in the batch before: retained, or
@@ -110,11 +108,11 @@ final class ObjectRetention {
     private func countReturn(_ state: EntityState, retained: Bool) {
         guard limit >= Self.earlyVerdictLimit, retainedCount >= limit / 4 else { return }
         let entity = state.entityIndex
-        if entity < earlyJudged.count, earlyJudged[entity] || givenUp[entity] { return }
+        if entity < tallies.count, tallies[entity].earlyJudged || tallies[entity].givenUp { return }
         // (A retained object used again was not used in the batch before.)
         guard retained || (!kept.contains(state) && mayRetain(entity)) else { return }
         track(entity)
-        if retained { earlyHits[entity] += 1 } else { earlyMisses[entity] += 1 }
+        if retained { tallies[entity].earlyHits += 1 } else { tallies[entity].earlyMisses += 1 }
     }
 
     /// Gives up retaining an entity whose retained objects were let go unused more often than used again: the objects
@@ -130,26 +128,23 @@ final class ObjectRetention {
     /// twice the limit (a retained object is then used again more often than let go), so an entity whose share is under
     /// `R / 2L`, an eighth, over ``earlyVerdictEvents`` such uses (`R` with a smaller limit) is given up then. One whose
     /// mentions favour some objects, as real dumps' do, has a larger share and stays. On a million reference records
-    /// (50,000 users, 6% of returns retained), this gives up users at about 2,500 retained instead of 8,192 and 2,048
-    /// misses more; the 100k reference dump's 5,010 users (half of the returns retained) stay.
+    /// (50,000 users, 4% of returns retained), this gives up users at about 2,900 retained instead of 8,192 and 2,048
+    /// misses more; the 100k reference dump's 5,010 users (42% of returns retained) stay.
     private func verdicts(_ context: Context) -> [any EntityObject] {
         var given: [Int] = []
         let window = min(Self.earlyVerdictEvents, limit / 4)
-        for entity in earlyHits.indices
-        where !givenUp[entity] && !earlyJudged[entity] && earlyHits[entity] + earlyMisses[entity] >= window {
-            earlyJudged[entity] = true
-            if earlyHits[entity] * 8 < earlyHits[entity] + earlyMisses[entity] {
-                givenUp[entity] = true
-                given.append(entity)
+        for entity in tallies.indices where !tallies[entity].givenUp {
+            var tally = tallies[entity]
+            if !tally.earlyJudged, tally.earlyHits + tally.earlyMisses >= window {
+                tally.earlyJudged = true
+                tally.givenUp = tally.earlyHits * 8 < tally.earlyHits + tally.earlyMisses
             }
-        }
-        for entity in hits.indices where !givenUp[entity] && hits[entity] + misses[entity] >= Self.verdictEvents {
-            if misses[entity] > hits[entity] {
-                givenUp[entity] = true
-                given.append(entity)
+            if !tally.givenUp, tally.hits + tally.misses >= Self.verdictEvents {
+                tally.givenUp = tally.misses > tally.hits
+                (tally.hits, tally.misses) = (0, 0)
             }
-            hits[entity] = 0
-            misses[entity] = 0
+            tallies[entity] = tally
+            if tally.givenUp { given.append(entity) }
         }
         guard !given.isEmpty else { return [] }
         var evicted: [any EntityObject] = []

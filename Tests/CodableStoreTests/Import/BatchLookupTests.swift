@@ -34,7 +34,7 @@ import Testing
             let mapping = try context.model.mapping(for: GitIssue.self)
             let session = DecodingSession(context: context, options: options)
             let items = records.map { StoreDecoderImpl.item(for: $0, session) }
-            return StoreDecoderImpl.collectKeys(mapping, items, model: context.model).map { $0.map(\.values) }
+            return StoreDecoderImpl.collectKeys(mapping, items, model: context.model).all.map { $0.map(\.values) }
         }
         let model = try Schema(entities: issueEntities)
         let collector = try #require(BatchLookup.Collector(try model.mapping(for: GitIssue.self), model: model, options: options))
