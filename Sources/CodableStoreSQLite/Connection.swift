@@ -103,6 +103,7 @@ public final class Connection {
     ///
     /// Related SQLite documentation: <https://www.sqlite.org/c3ref/prepare.html>
     public func makeStatement(sql: String, persistent: Bool = false) throws -> Statement {
+        if let willPrepare { try willPrepare(sql) }
         var handle: OpaquePointer?
         let flags = persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0
         let code = sqlite3_prepare_v3(sqliteConnection, sql, -1, flags, &handle, nil)
@@ -112,6 +113,12 @@ public final class Connection {
         }
         return Statement(sqliteStatement: handle, sql: sql, sqliteConnection: sqliteConnection)
     }
+
+    /// Called with the SQL of every statement about to be prepared (``makeStatement(sql:persistent:)``, a
+    /// ``cachedStatement(sql:)`` not in the cache, ``rows(sql:arguments:)``, …), before it is; what it throws, the
+    /// preparation throws. Not called for ``execute(sql:)``. The store uses it to build indexes it deferred during a
+    /// bulk load before a statement that would read a table without them.
+    package var willPrepare: ((String) throws -> Void)?
 
     /// A statement prepared once per connection and reused; reset before it is returned.
     ///

@@ -63,9 +63,11 @@ final class Importer {
             ])
         var restoredCacheSize: Int?
         var foreignKeysOff = false
+        var deferredIndexes: (any DeferredIndexes)?
         // Once the import is over (or failed to begin), the writer thread too: the connection is this thread's again,
         // and outside a transaction, where the foreign keys can be turned on again.
         defer {
+            deferredIndexes?.cancel()
             if let restoredCacheSize { try? connection.setPageCacheSize(kibibytes: restoredCacheSize) }
             if foreignKeysOff { _ = try? connection.setForeignKeyEnforcement(true) }
         }
@@ -85,6 +87,13 @@ final class Importer {
         var readingCPU = 0.0
         do {
             if deleteUnseen != nil { syncTracker = try context.startSync(of: mapping) }
+            if !options.commitEveryBatch {
+                prepareIdentityFilter(rootTableIsEmpty: try context.isTableEmpty(mapping.index))
+                // Indexes of empty tables are built once the rows are in (see IndexDeferral). Only in one
+                // transaction, and with the foreign keys off: SQLite's own ON DELETE actions would read the tables
+                // that refer to a deleted row without a statement of ours to see it.
+                if foreignKeysOff { deferredIndexes = try connection.deferIndexesOfEmptyTables() }
+            }
             try startWriting()
             // Reading and parsing run on a thread of their own (see RecordPipeline); batches come back here in
             // input order, and so do the reader's errors.
@@ -97,6 +106,7 @@ final class Importer {
             try writer?.drain()
             writer?.finish()
             context.deferredWriter = nil
+            try deferredIndexes?.build()
             try checkUnresolvedReferences()
             try finishSync()
             if !options.commitEveryBatch {
@@ -165,11 +175,6 @@ final class Importer {
     /// batch is decoded (see WriteBehind); a failure anywhere rolls everything back. The skip policy and committed
     /// batches need each batch written before the next begins.
     private func startWriting() throws {
-        // Into an empty table in one transaction, every stored row of the entity is one this import inserted: a
-        // filter of those identities answers most lookups of new records without a query.
-        if !options.commitEveryBatch, !mapping.identityColumns.isEmpty, try context.isTableEmpty(mapping.index) {
-            context.insertedIdentities[mapping.index] = Context.IdentityFilter(expectedCount: (totalBytes ?? 0) / 256)
-        }
         guard options.failurePolicy == .stop, !options.commitEveryBatch else { return }
         let started = WriteBehind(
             connection: connection, storage: storage, clearsReferences: !context.enforcesForeignKeys,
@@ -181,6 +186,13 @@ final class Importer {
         }
         writer = started
         context.deferredWriter = started
+    }
+
+    /// Into an empty table in one transaction, every stored row of the entity is one this import inserted: a filter
+    /// of those identities answers most lookups of new records without a query.
+    private func prepareIdentityFilter(rootTableIsEmpty: Bool) {
+        guard rootTableIsEmpty, !mapping.identityColumns.isEmpty else { return }
+        context.insertedIdentities[mapping.index] = Context.IdentityFilter(expectedCount: (totalBytes ?? 0) / 256)
     }
 
     /// Starts the reader thread on the input.

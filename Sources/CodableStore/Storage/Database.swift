@@ -124,6 +124,22 @@ package protocol DatabaseConnection: AnyObject {
     /// transactions; false when the backend cannot (PostgreSQL's constraints stay checked) or a transaction is open.
     /// With them off, whoever deletes rows clears what refers to them (``SQLStorage/clearReferences(to:rowIDs:statements:)``).
     func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool
+    /// Drops the non-unique indexes of empty tables, inside the write transaction an import is about to fill them
+    /// in, to be built once the rows are in (``DeferredIndexes/build()``, or before a statement that needs them);
+    /// nil when there are none, or the backend does not (PostgreSQL). See ``IndexDeferral``.
+    func deferIndexesOfEmptyTables() throws -> (any DeferredIndexes)?
+}
+
+/// Indexes an import dropped and builds once its rows are in (see ``DatabaseConnection/deferIndexesOfEmptyTables()``).
+package protocol DeferredIndexes: AnyObject {
+    /// Builds them, in the transaction that dropped them; nothing when they are built already.
+    func build() throws
+    /// Forgets them, for an import that failed: rolling its transaction back restores them.
+    func cancel()
+}
+
+extension DatabaseConnection {
+    package func deferIndexesOfEmptyTables() throws -> (any DeferredIndexes)? { nil }
 }
 
 extension DatabaseConnection {
@@ -199,6 +215,10 @@ extension Connection: DatabaseConnection {
 
     package func setPageCacheSize(kibibytes: Int) throws {
         try execute(sql: "PRAGMA cache_size = -\(max(kibibytes, 64))")
+    }
+
+    package func deferIndexesOfEmptyTables() throws -> (any DeferredIndexes)? {
+        try IndexDeferral.begin(on: self)
     }
 
     package func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool {

@@ -12,10 +12,13 @@ import Testing
         try store.withWriterConnection { try $0.scalar(sql: "PRAGMA cache_size") }
     }
 
-    /// The page cache sizes the statements set, in KiB, each with its position among all the statements.
+    /// The page cache sizes the statements set, in KiB, each with its position among all the statements. Not those
+    /// around the building of indexes deferred by the import (IndexDeferralTests checks those).
     static func cacheSizesSet(_ statements: [String]) -> [(position: Int, kibibytes: Int)] {
         statements.enumerated().compactMap { position, sql in
             guard sql.hasPrefix("PRAGMA cache_size = -") else { return nil }
+            if position + 1 < statements.count, statements[position + 1].hasPrefix("CREATE INDEX") { return nil }
+            if position > 0, statements[position - 1].hasPrefix("CREATE INDEX") { return nil }
             return Int(sql.dropFirst("PRAGMA cache_size = -".count)).map { (position, $0) }
         }
     }
