@@ -43,8 +43,16 @@ enum CLI {
             stderr: String(decoding: errData, as: UTF8.self))
     }
 
-    static func temporaryDirectory() throws -> URL {
+    /// The test process's own temporary directory, removed when the process exits: every test's files go under it.
+    static let root: URL = {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("codablestore-cli-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: CLI.root) }
+        return directory
+    }()
+
+    static func temporaryDirectory() throws -> URL {
+        let directory = root.appendingPathComponent(UUID().uuidString)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         return directory
     }

@@ -6,10 +6,17 @@ import Testing
 
 /// Helpers shared by the tests: temporary store files, a raw SQLite oracle, a statement log.
 enum TestStore {
+    /// The test process's own temporary directory, removed when the process exits: every test's files go under it.
+    static let root: URL = {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("codablestore-tests-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: TestStore.root) }
+        return directory
+    }()
+
     /// A fresh path in a fresh temporary directory.
     static func temporaryPath(_ name: String = "store.sqlite") -> String {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("codablestore-tests-\(UUID().uuidString)")
+        let directory = root.appendingPathComponent(UUID().uuidString)
         try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         return directory.appendingPathComponent(name).path
     }
