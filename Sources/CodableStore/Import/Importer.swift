@@ -104,6 +104,10 @@ final class Importer {
             }
             try decodeBatches(from: pipeline)
             try writer?.drain()
+            // On the writer's thread: the pages of the cache it frees are that thread's memory (glibc's arena of the
+            // thread that allocated them), which the build takes again. Built on this thread, it took 11 MiB more
+            // at 1M records (peak 72 MiB instead of 63).
+            if let writer, let deferredIndexes { try writer.withConnection { try deferredIndexes.build() } }
             writer?.finish()
             context.deferredWriter = nil
             try deferredIndexes?.build()

@@ -27,7 +27,8 @@ extension Store {
     /// one transaction (all or nothing) unless ``ImportOptions/commitEveryBatch`` is set. On SQLite, an import
     /// without `scope` runs without the foreign-key checks, which cost a search per reference written; what a
     /// decoding hook deletes meanwhile has its links and the references to it cleared by the store (see
-    /// <doc:StorageMapping>).
+    /// <doc:StorageMapping>); the non-unique indexes of tables that are empty when it begins are built once the rows
+    /// are in, before it commits (see <doc:DecodingAPIDumps>).
     ///
     /// - Throws: ``ImportError`` with the record index, position and coding path of the failure (stop policy,
     ///   or a syntax error: a malformed document is never partly imported unless batches are committed). A

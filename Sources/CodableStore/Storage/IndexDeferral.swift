@@ -5,8 +5,9 @@ import CodableStoreSQLite
 /// An import into an empty table inserts every row the table will hold, and each non-unique index on it takes one
 /// entry per row, at a random place when the index is on a foreign key (issues by user): at a million rows, a
 /// B-tree whose pages the import's page cache cannot keep, so they are written out and read back again and again.
-/// Built afterwards, the index sorts its entries once and writes its pages in order. At 1M reference records this
-/// took the writer thread from 13.6 s to 9.5 s of CPU, for 0.56 s of building at the end (Benchmarks/README.md).
+/// Built afterwards, the index sorts its entries once and writes its pages in order. At 1M reference records the
+/// writer thread's CPU went from 15.0 s to 9.0 s, for 1.4 s of building at the end (the issues by user, and the
+/// labels' reverse index): see Benchmarks/README.md.
 ///
 /// What is deferred, and why it is safe:
 /// - only non-unique indexes (a foreign key's, the reverse index of a join table, one the model declares, one made
@@ -32,8 +33,8 @@ final class IndexDeferral: DeferredIndexes {
     /// The indexes dropped and not built yet.
     private(set) var pending: [Index]
     /// The page cache while the indexes are built, in KiB: SQLite's sorter keeps up to the page cache's size of
-    /// entries in memory before it writes a sorted run to a temporary file, and the import's own pages are still
-    /// in the cache. A larger one builds no faster here and took the 1M import's peak from 63 to 84 MiB.
+    /// entries in memory before it writes a sorted run to a temporary file, on top of the import's peak. With the
+    /// import's 24 MiB, the 1M import's peak went from 63 to 84 MiB; 512 KiB builds no faster than 2 MiB.
     static let buildCacheKiB = 2_048
 
     private init(connection: Connection, pending: [Index]) {
