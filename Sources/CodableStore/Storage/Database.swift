@@ -132,7 +132,7 @@ package protocol DatabaseConnection: AnyObject {
 
 /// Indexes an import dropped and builds once its rows are in (see ``DatabaseConnection/deferIndexesOfEmptyTables()``).
 package protocol DeferredIndexes: AnyObject {
-    /// Builds them, in the transaction that dropped them; nothing when they are built already.
+    /// Builds those that do not exist, in the transaction that dropped them (nothing when they all do).
     func build() throws
     /// Forgets them, for an import that failed: rolling its transaction back restores them.
     func cancel()

@@ -30,16 +30,18 @@ final class IndexDeferral: DeferredIndexes {
     }
 
     private let connection: Connection
-    /// The indexes dropped and not built yet.
-    private(set) var pending: [Index]
+    /// The indexes dropped, until ``cancel()``.
+    private(set) var deferred: [Index]
+    /// Whether the connection is still watched: no statement has made ``build()`` run yet.
+    var isWatching: Bool { connection.willPrepare != nil }
     /// The page cache while the indexes are built, in KiB: SQLite's sorter keeps up to the page cache's size of
     /// entries in memory before it writes a sorted run to a temporary file, on top of the import's peak. With the
     /// import's 24 MiB, the 1M import's peak went from 63 to 84 MiB; 512 KiB builds no faster than 2 MiB.
     static let buildCacheKiB = 2_048
 
-    private init(connection: Connection, pending: [Index]) {
+    private init(connection: Connection, deferred: [Index]) {
         self.connection = connection
-        self.pending = pending
+        self.deferred = deferred
     }
 
     /// Drops the non-unique indexes of the tables that are empty, and watches what the connection prepares until
@@ -67,26 +69,33 @@ final class IndexDeferral: DeferredIndexes {
         for index in pending { try connection.execute(sql: "DROP INDEX \(quoteIdentifier(index.name))") }
         // Statements prepared before would plan again, without the indexes and unseen, when they next run.
         connection.clearStatementCache()
-        let deferral = IndexDeferral(connection: connection, pending: pending)
+        let deferral = IndexDeferral(connection: connection, deferred: pending)
         connection.willPrepare = { [weak deferral] sql in try deferral?.check(sql) }
         return deferral
     }
 
-    /// Builds the deferred indexes (once; nothing when they are built already), with the statement that made each.
+    /// Builds the deferred indexes that do not exist, each with the statement that made it, and stops watching the
+    /// connection. It looks at the schema each time: a build that a statement inside a savepoint started (a batch of
+    /// the skip policy) is undone when that savepoint is rolled back, so the import's last call makes them again.
     func build() throws {
-        guard !pending.isEmpty else { return }
+        guard !deferred.isEmpty else { return }
         connection.willPrepare = nil
+        var existing = Set<String>()
+        for row in try connection.rows(sql: "SELECT name FROM sqlite_master WHERE type = 'index'") {
+            if case .text(let name) = row[0] { existing.insert(name) }
+        }
+        let missing = deferred.filter { !existing.contains($0.name) }
+        guard !missing.isEmpty else { return }
         let cacheKiB = try connection.pageCacheSize()
         if let cacheKiB, cacheKiB > Self.buildCacheKiB { try connection.setPageCacheSize(kibibytes: Self.buildCacheKiB) }
-        for index in pending { try connection.execute(sql: index.sql) }
-        pending = []
+        for index in missing { try connection.execute(sql: index.sql) }
         if let cacheKiB, cacheKiB > Self.buildCacheKiB { try connection.setPageCacheSize(kibibytes: cacheKiB) }
     }
 
     /// Stops watching the connection, for an import that failed: its rollback brings the dropped indexes back.
     func cancel() {
         connection.willPrepare = nil
-        pending = []
+        deferred = []
     }
 
     /// Builds the indexes before a statement that would read a whole table (or index one for itself) without them.
