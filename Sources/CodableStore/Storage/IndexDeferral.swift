@@ -36,7 +36,8 @@ final class IndexDeferral: DeferredIndexes {
     var isWatching: Bool { connection.willPrepare != nil }
     /// The page cache while the indexes are built, in KiB: SQLite's sorter keeps up to the page cache's size of
     /// entries in memory before it writes a sorted run to a temporary file, on top of the import's peak. With the
-    /// import's 24 MiB, the 1M import's peak went from 63 to 84 MiB; 512 KiB builds no faster than 2 MiB.
+    /// import's 24 MiB the 1M import's peak was 84 MiB instead of 63 (measured with the build on the calling
+    /// thread, before it moved to the writer's); 512 KiB builds no faster than 2 MiB.
     static let buildCacheKiB = 2_048
 
     private init(connection: Connection, deferred: [Index]) {
