@@ -88,7 +88,7 @@ final class Importer {
         do {
             if deleteUnseen != nil { syncTracker = try context.startSync(of: mapping) }
             if !options.commitEveryBatch {
-                prepareIdentityFilter(rootTableIsEmpty: try context.isTableEmpty(mapping.index))
+                try prepareIdentityFilter()
                 // Indexes of empty tables are built once the rows are in (see IndexDeferral). Only in one
                 // transaction, and with the foreign keys off: SQLite's own ON DELETE actions would read the tables
                 // that refer to a deleted row without a statement of ours to see it.
@@ -194,8 +194,8 @@ final class Importer {
 
     /// Into an empty table in one transaction, every stored row of the entity is one this import inserted: a filter
     /// of those identities answers most lookups of new records without a query.
-    private func prepareIdentityFilter(rootTableIsEmpty: Bool) {
-        guard rootTableIsEmpty, !mapping.identityColumns.isEmpty else { return }
+    private func prepareIdentityFilter() throws {
+        guard !mapping.identityColumns.isEmpty, try context.isTableEmpty(mapping.index) else { return }
         context.insertedIdentities[mapping.index] = Context.IdentityFilter(expectedCount: (totalBytes ?? 0) / 256)
     }
 

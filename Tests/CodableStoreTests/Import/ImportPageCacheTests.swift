@@ -46,12 +46,7 @@ import Testing
     @Test func aFailedImportGivesTheCacheBackToo() throws {
         let store = try Store(path: TestStore.temporaryPath(), entities: issueEntities)
         // A syntax error after 200 good records: the stop policy rolls everything back.
-        var bytes = try Data(contentsOf: URL(fileURLWithPath: try ImportTests.dump(count: 200)))
-        while bytes.last != UInt8(ascii: "]") { bytes.removeLast() }
-        bytes.removeLast()
-        bytes += Data(#", {"id": }]"#.utf8)
-        let dump = TestStore.temporaryPath("broken.json")
-        try bytes.write(to: URL(fileURLWithPath: dump))
+        let dump = try ImportTests.dumpWithASyntaxError(after: 200)
         #expect(throws: ImportError.self) {
             try store.importJSON(GitIssue.self, from: .file(dump), options: ImportTests.options(batchSize: 50))
         }

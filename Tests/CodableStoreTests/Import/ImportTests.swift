@@ -19,6 +19,17 @@ import Testing
         return path
     }
 
+    /// The reference dump of `count` good records, then a record that is not JSON (`{"id": }`).
+    static func dumpWithASyntaxError(after count: Int) throws -> String {
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: try dump(count: count)))
+        while bytes.last != UInt8(ascii: "]") { bytes.removeLast() }
+        bytes.removeLast()
+        bytes += Data(#", {"id": }]"#.utf8)
+        let path = TestStore.temporaryPath("broken.json")
+        try bytes.write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
     static func options(_ layout: ImportOptions.Layout = .array, batchSize: Int = 100, policy: ImportOptions.FailurePolicy = .stop) -> ImportOptions {
         ImportOptions(layout: layout, batchSize: batchSize, failurePolicy: policy, decoder: issueDecoder())
     }

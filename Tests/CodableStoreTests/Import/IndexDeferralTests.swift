@@ -85,12 +85,7 @@ import Testing
         let path = TestStore.temporaryPath()
         let store = try Store(path: path, entities: issueEntities)
         let before = try Self.indexes(path)
-        var bytes = try Data(contentsOf: URL(fileURLWithPath: try ImportTests.dump(count: 200)))
-        while bytes.last != UInt8(ascii: "]") { bytes.removeLast() }
-        bytes.removeLast()
-        bytes += Data(#", {"id": }]"#.utf8)
-        let dump = TestStore.temporaryPath("broken.json")
-        try bytes.write(to: URL(fileURLWithPath: dump))
+        let dump = try ImportTests.dumpWithASyntaxError(after: 200)
         #expect(throws: ImportError.self) {
             try store.importJSON(GitIssue.self, from: .file(dump), options: ImportTests.options(batchSize: 50))
         }
