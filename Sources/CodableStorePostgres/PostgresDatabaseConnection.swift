@@ -214,6 +214,11 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     /// stay checked, deferred to the commit.
     func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool { false }
 
+    /// Any trigger of the database's, in any schema (the internal ones that check foreign keys aside).
+    func hasTriggers() throws -> Bool {
+        try scalar(sql: "SELECT 1 FROM pg_trigger WHERE NOT tgisinternal LIMIT 1") != nil
+    }
+
     func rollbackIgnoringErrors() {
         guard isInsideTransaction else { return }
         isAborted = false

@@ -36,7 +36,10 @@ struct ImportCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: "Users and labels kept in memory after the batches that used them, so that records mentioning them again need no lookup (default: 8192; 0: none).")
     var retainedObjects: Int?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("SQLite's page cache while the import writes, in MiB (default: 24, or the store's own if larger; SQLite stores only). Imports of more than a few million records into one store write faster with more.", valueName: "MiB"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Memory for the stored rows of users and labels, which answer records mentioning them again without a query once their objects are let go, in MiB (default: 4; 0: none).", valueName: "MiB"))
+    var rowCache: Int?
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("SQLite's page cache while the import writes, in MiB (default: 20, or the store's own if larger; SQLite stores only). Imports of more than a few million records into one store write faster with more.", valueName: "MiB"))
     var cacheSize: Int?
 
     @Option(help: "What a bad record does: stop (default, nothing kept) or skip (imported without it, listed in the report; with --jsonl, lines that are not JSON too).")
@@ -62,6 +65,9 @@ struct ImportCommand: ParsableCommand {
         if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be 1 or more (got \(batchSize))") }
         if let retainedObjects, retainedObjects < 0 {
             throw ValidationError("--retained-objects must be 0 or more (got \(retainedObjects))")
+        }
+        if let rowCache, rowCache < 0 || rowCache > 1 << 20 {
+            throw ValidationError("--row-cache must be a number of MiB from 0 to \(1 << 20) (got \(rowCache))")
         }
         if let cacheSize {
             // KiB in an Int for the pragma: a terabyte is far beyond any machine this runs on.
@@ -94,6 +100,7 @@ struct ImportCommand: ParsableCommand {
             progress: { progress.show($0) }
         )
         if let retainedObjects { options.retainedObjectLimit = retainedObjects }
+        if let rowCache { options.rowCacheKiB = rowCache * 1_024 }
         if let cacheSize { options.cacheSizeKiB = cacheSize * 1_024 }
         let report: ImportReport
         do {

@@ -100,6 +100,7 @@ import Glibc
         (["--batch-size", "-5"], "Error: --batch-size must be 1 or more (got -5)"),
         (["--batch-size", "0"], "Error: --batch-size must be 1 or more (got 0)"),
         (["--retained-objects", "-1"], "Error: --retained-objects must be 0 or more (got -1)"),
+        (["--row-cache", "-1"], "Error: --row-cache must be a number of MiB from 0 to 1048576 (got -1)"),
         (["--cache-size", "0"], "Error: --cache-size must be a number of MiB from 1 to 1048576 (got 0)"),
         (["--cache-size", "1048577"], "Error: --cache-size must be a number of MiB from 1 to 1048576 (got 1048577)"),
         (["--wait", "-1"], "Error: --wait must be a number of seconds from 0 to 2147483 (got -1.0)"),

@@ -109,7 +109,10 @@ enum CLI {
         let dump = directory.appendingPathComponent("dump.json").path
         #expect(try CLI.run(["generate", "issues", "--count", "400", "--seed", "5", "-o", dump]).status == 0)
         var exports: [String] = []
-        for retained in [[], ["--retained-objects", "0"], ["--retained-objects", "3"], ["--cache-size", "64"]] {
+        for retained in [
+            [], ["--retained-objects", "0"], ["--retained-objects", "3"], ["--cache-size", "64"],
+            ["--retained-objects", "0", "--row-cache", "0"],
+        ] {
             let store = directory.appendingPathComponent("r\(exports.count).sqlite").path
             let imported = try CLI.run(["import", "issues", dump, "--store", store, "--batch-size", "9"] + retained)
             #expect(imported.status == 0, "\(imported.stderr)")
@@ -121,6 +124,7 @@ enum CLI {
         #expect(exports[1] == exports[0])
         #expect(exports[2] == exports[0])
         #expect(exports[3] == exports[0])
+        #expect(exports[4] == exports[0])
     }
 
     @Test func generateImportFromStandardInputAndExportRoundTrip() throws {

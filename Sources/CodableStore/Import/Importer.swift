@@ -180,9 +180,13 @@ final class Importer {
     /// batches need each batch written before the next begins.
     private func startWriting() throws {
         guard options.failurePolicy == .stop, !options.commitEveryBatch else { return }
+        // Rows of the entities records refer to, for lookups of the same keys (see RowCache).
+        let keepsRows = try options.rowCacheKiB > 0 && !connection.hasTriggers()
+        let rowCache = keepsRows ? RowCache(model: model, excluding: mapping.index, budget: options.rowCacheKiB * 1_024) : nil
         let started = WriteBehind(
             connection: connection, storage: storage, clearsReferences: !context.enforcesForeignKeys,
-            retention: ObjectRetention(limit: options.retainedObjectLimit, excluding: mapping.index))
+            retention: ObjectRetention(limit: options.retainedObjectLimit, excluding: mapping.index),
+            rowCache: rowCache)
         do {
             try started.start()
         } catch {

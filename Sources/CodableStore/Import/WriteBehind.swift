@@ -39,6 +39,11 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     private var written = 0
     /// The objects the context keeps between batches (used by the context's thread only).
     let retention: ObjectRetention
+    /// Rows the writer's lookups read, which answer later lookups of the same keys (used by the writer thread only).
+    let rowCache: RowCache?
+    /// Set when the context used the connection itself (``waitUntilIdle()``): the writer forgets its cached rows
+    /// before its next work, as that use may have changed them.
+    private var rowCacheMayBeStale = false
     /// Plans that may wait, besides the one being written: one keeps the writer busy while the context
     /// decodes, without holding a second batch of values in memory. (Lookups do not count: they are small.)
     static let capacity = 1
@@ -64,10 +69,11 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
 
     init(
         connection: any DatabaseConnection, storage: SQLStorage, clearsReferences: Bool = false,
-        retention: ObjectRetention = ObjectRetention()
+        retention: ObjectRetention = ObjectRetention(), rowCache: RowCache? = nil
     ) {
         self.clearsReferences = clearsReferences
         self.retention = retention
+        self.rowCache = rowCache
         self.connection = connection
         self.storage = storage
         self.model = storage.model
@@ -141,10 +147,12 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     }
 
     /// Waits until the writer is idle, without throwing: its error, if any, is thrown by the next
-    /// ``enqueue(_:)`` or ``drain()``.
+    /// ``enqueue(_:)`` or ``drain()``. The caller then uses the connection itself, and may change rows: the writer
+    /// forgets its cached rows before it goes on.
     func waitUntilIdle() {
         monitor.withLock {
             while (running || !queue.isEmpty), failure == nil { monitor.wait() }
+            rowCacheMayBeStale = true
         }
     }
 
@@ -208,8 +216,11 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
             }
             let work = queue.removeFirst()
             running = true
+            let forgetsRows = rowCacheMayBeStale
+            rowCacheMayBeStale = false
             monitor.broadcast()
             monitor.unlock()
+            if forgetsRows { rowCache?.clear() }
 
             var error: (any Error)?
             switch work {
@@ -217,6 +228,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
                 let writer = StepWriter(storage: storage, clearsReferences: clearsReferences, statements: statement)
                 for step in plan.steps {
                     serveRequest()
+                    rowCache?.willWrite(step)
                     do {
                         try writer.run(step)
                     } catch let failed {
@@ -267,10 +279,17 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     private func lookUp(_ keys: [Context.IdentityKey], entity: Int) throws -> StoredRows {
         let width = Int32(model.mappings[entity].insertColumnCount + 1)
         var rows = StoredRows(width: Int(width))
+        var missing = keys
+        let cache = rowCache.flatMap { $0.caches(entity) ? $0 : nil }
+        if let cache {
+            missing = keys.filter { !cache.appendRow(entity: entity, key: $0, to: &rows.values) }
+        }
+        let cached = rows.values.count
         let limit = connection.maximumVariableCount
-        try storage.lookUp(keys, entity: entity, maximumVariableCount: limit, statements: statement) { statement in
+        try storage.lookUp(missing, entity: entity, maximumVariableCount: limit, statements: statement) { statement in
             for column in 0..<width { rows.values.append(statement.value(at: column)) }
         }
+        cache?.store(entity: entity, rows: rows.values[cached...])
         return rows
     }
 

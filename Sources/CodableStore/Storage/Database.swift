@@ -128,6 +128,9 @@ package protocol DatabaseConnection: AnyObject {
     /// in, to be built once the rows are in (``DeferredIndexes/build()``, or before a statement that needs them);
     /// nil when there are none, or the backend does not (PostgreSQL). See ``IndexDeferral``.
     func deferIndexesOfEmptyTables() throws -> (any DeferredIndexes)?
+    /// Whether the database has triggers of its own (which change rows that no statement of the store's names):
+    /// an import then keeps no cache of stored rows (see `RowCache`).
+    func hasTriggers() throws -> Bool
 }
 
 /// Indexes an import dropped and builds once its rows are in (see ``DatabaseConnection/deferIndexesOfEmptyTables()``).
@@ -219,6 +222,10 @@ extension Connection: DatabaseConnection {
 
     package func deferIndexesOfEmptyTables() throws -> (any DeferredIndexes)? {
         try IndexDeferral.begin(on: self)
+    }
+
+    package func hasTriggers() throws -> Bool {
+        try scalar(sql: "SELECT 1 FROM sqlite_master WHERE type = 'trigger' LIMIT 1") != nil
     }
 
     package func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool {

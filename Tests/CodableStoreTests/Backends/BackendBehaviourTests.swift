@@ -263,6 +263,29 @@ private func save(_ json: String, into store: Store) throws -> Int {
         #expect(try storedRows(store, #"SELECT count(*) FROM "User""#) == [["\(first.entities["User"]!.inserted)"]])
     }
 
+    /// A vendor renamed and renamed back, with other vendors between its mentions (its object is let go, and its row
+    /// answered from the writer's cache): each mention compares with the row as last written.
+    @Test(arguments: Backend.available)
+    func anImportComparesWithRowsAsLastWrittenAcrossBatches(_ backend: Backend) throws {
+        var records: [String] = []
+        for (index, name) in ["a", "a", "b", "a", "a"].enumerated() {
+            records.append(#"{"id": \#(index * 3 + 1), "maker": {"code": "m", "name": "\#(name)"}}"#)
+            records.append(#"{"id": \#(index * 3 + 2), "maker": {"code": "n", "name": "n"}}"#)
+            records.append(#"{"id": \#(index * 3 + 3), "maker": {"code": "o", "name": "o"}}"#)
+        }
+        let path = TestStore.temporaryPath("dump.json")
+        try Data(("[" + records.joined(separator: ",") + "]").utf8).write(to: URL(fileURLWithPath: path))
+        let store = try backend.makeStore(entities: entities)
+        var options = ImportOptions(batchSize: 1, retainedObjectLimit: 0, decoder: decoder())
+        #expect(options.rowCacheKiB > 0)
+        var report = try store.importJSON(Device.self, from: .file(path), options: options)
+        #expect(try storedRows(store, #"SELECT "code", "name" FROM "Vendor" ORDER BY "code""#) == [["m", "a"], ["n", "n"], ["o", "o"]])
+        #expect(report.entities["Vendor"]?.updated == 2)
+        options.rowCacheKiB = 0
+        report = try store.importJSON(Device.self, from: .file(path), options: options)
+        #expect(report.entities["Vendor"]?.updated == 2)  // "a" to "b" and back, again
+    }
+
     /// Without a batch size, the backend's: 500 records on SQLite (its memory goes to the page cache instead),
     /// 1,000 on PostgreSQL (each batch costs round trips). Progress comes after each batch.
     @Test(arguments: Backend.available)

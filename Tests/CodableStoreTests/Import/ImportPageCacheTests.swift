@@ -29,7 +29,7 @@ import Testing
         #expect(try Self.writerCacheSize(store) == .integer(-16_384))
         let before = statements.all.count
         var options = ImportTests.options(batchSize: 50)
-        #expect(options.cacheSizeKiB == 24 * 1_024)
+        #expect(options.cacheSizeKiB == 20 * 1_024)
         options.cacheSizeKiB = 20_000
         let report = try store.importJSON(GitIssue.self, from: .file(try ImportTests.dump(count: 300)), options: options)
         #expect(report.recordsImported == 300)

@@ -137,6 +137,7 @@ import Testing
                 path: path, entities: issueEntities, options: .init(statementProfiler: { sql, _ in profile.withLock { $0.append(sql) } }))
             var options = ImportTests.options(batchSize: batchSize)
             options.retainedObjectLimit = limit
+            options.rowCacheKiB = 0  // every lookup a query (RowCacheTests covers the cache)
             _ = try store.importJSON(GitIssue.self, from: .file(dump), options: options)
             _ = try store.importJSON(GitIssue.self, from: .file(dump), options: options)  // everything stored
             contents[limit] = try ImportTests.contents(path)
