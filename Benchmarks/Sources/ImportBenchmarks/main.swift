@@ -198,6 +198,8 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
         if let size = ProcessInfo.processInfo.environment["IMPORT_BENCH_CACHE_KIB"].flatMap({ Int($0) }) { options.cacheSizeKiB = size }
         // IMPORT_BENCH_RETAIN=N: another limit of objects retained across batches (`ImportOptions.retainedObjectLimit`).
         if let limit = ProcessInfo.processInfo.environment["IMPORT_BENCH_RETAIN"].flatMap({ Int($0) }) { options.retainedObjectLimit = limit }
+        // IMPORT_BENCH_ROW_CACHE_KIB=N: another budget for the writer's cached rows (`ImportOptions.rowCacheKiB`; 0: none).
+        if let size = ProcessInfo.processInfo.environment["IMPORT_BENCH_ROW_CACHE_KIB"].flatMap({ Int($0) }) { options.rowCacheKiB = size }
         let report = try database.importJSON(
             Issue.self, from: .file(dump), options: options, syncing: contender == "import-sync" ? .all : nil)
         records = report.recordsRead

@@ -254,6 +254,13 @@ extension Context {
             let table: Int
             let source: Int64
             let target: Int64
+
+            // Hashed as IntegerKey hashes, twice chained, instead of through SipHash (a save hashes each link change
+            // two or three times); the seed enters both rounds.
+            func _rawHashValue(seed: Int) -> Int {
+                let first = IntegerKey(source)._rawHashValue(seed: seed ^ table)
+                return IntegerKey(target ^ Int64(first))._rawHashValue(seed: seed)
+            }
         }
         var lastChange = [Link: Int](minimumCapacity: linkChanges.count)
         for (position, change) in linkChanges.enumerated() {
