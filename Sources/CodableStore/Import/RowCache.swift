@@ -41,7 +41,7 @@ final class RowCache {
     static let entryCost = 24
     static let compositeEntryCost = 56
 
-    private struct Table {
+    private final class Table {
         /// Positions of the identity values in a row (0 is the row id).
         let identityColumns: [Int]
         /// The identity attributes' fields.
@@ -68,11 +68,20 @@ final class RowCache {
             return otherRows[key]
         }
 
-        mutating func setOffset(_ offset: UInt32?, of key: Context.IdentityKey) {
+        func setOffset(_ offset: UInt32?, of key: Context.IdentityKey) {
             if let integer = key.singleInteger { integerRows[integer] = offset } else { otherRows[key] = offset }
         }
 
         var isEmpty: Bool { integerRows.isEmpty && otherRows.isEmpty }
+
+        /// Forgets every row.
+        func reset() {
+            integerRows = [:]
+            otherRows = [:]
+            bytes = []
+            stale = []
+            countedBytes = 0
+        }
     }
 
     /// A cache of the rows of every entity of `model` with identity attributes, except `excluded` (the records' own:
@@ -115,9 +124,8 @@ final class RowCache {
 
     /// Caches rows a lookup read (each ``Table/width`` values: the row id, then the insert columns).
     func store(entity: Int, rows: ArraySlice<SQLiteValue>) {
-        guard var table = tables[entity], !rows.isEmpty else { return }
+        guard let table = tables[entity], !rows.isEmpty else { return }
         let entryCost = table.identityColumns.count == 1 ? Self.entryCost : Self.compositeEntryCost
-        tables[entity] = nil  // one reference to the table's storage while it changes
         var start = rows.startIndex
         while start + table.width <= rows.endIndex {
             let row = rows[start..<(start + table.width)]
@@ -134,8 +142,6 @@ final class RowCache {
             if usedBytes + added > budget || table.bytes.count > Int(UInt32.max) {
                 // Full: everything is forgotten, and the cache starts again with this row.
                 let packed = Array(table.bytes[offset...])
-                usedBytes -= table.countedBytes
-                table = Table(identityColumns: table.identityColumns, identityFields: table.identityFields, width: table.width)
                 clear()
                 table.bytes = packed
                 offset = 0
@@ -145,21 +151,20 @@ final class RowCache {
             table.setOffset(UInt32(offset), of: key)
             if !table.stale.isEmpty, case .integer(let rowID) = row[row.startIndex] { table.stale.remove(rowID) }
         }
-        tables[entity] = table
     }
 
     /// Tells the cache of a step the writer is about to write.
     func willWrite(_ step: WritePlan.Step) {
         switch step {
         case .update(let entity, let fields, let values):
-            guard entity < tables.count, tables[entity]?.isEmpty == false else { return }
-            if fields.contains(where: tables[entity]!.identityFields.contains) {
+            guard entity < tables.count, let table = tables[entity], !table.isEmpty else { return }
+            if fields.contains(where: table.identityFields.contains) {
                 forget(entity)
             } else if case .integer(let rowID)? = values.last {
                 markStale(rowID, entity)
             }
         case .setOrder(let entity, _, let rowID, _):
-            guard entity < tables.count, tables[entity]?.isEmpty == false else { return }
+            guard entity < tables.count, let table = tables[entity], !table.isEmpty else { return }
             markStale(rowID, entity)
         case .delete:
             clear()
@@ -172,10 +177,11 @@ final class RowCache {
     static let staleLimit = 4_096
 
     private func markStale(_ rowID: Int64, _ entity: Int) {
-        if tables[entity]!.stale.count >= Self.staleLimit {
+        guard let table = tables[entity] else { return }
+        if table.stale.count >= Self.staleLimit {
             forget(entity)
         } else {
-            tables[entity]!.stale.insert(rowID)
+            table.stale.insert(rowID)
         }
     }
 
@@ -188,7 +194,7 @@ final class RowCache {
     private func forget(_ entity: Int) {
         guard let table = tables[entity] else { return }
         usedBytes -= table.countedBytes
-        tables[entity] = Table(identityColumns: table.identityColumns, identityFields: table.identityFields, width: table.width)
+        table.reset()
     }
 
     // MARK: Packing
