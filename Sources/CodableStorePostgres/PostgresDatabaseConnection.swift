@@ -214,9 +214,12 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     /// stay checked, deferred to the commit.
     func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool { false }
 
-    /// Any trigger of the database's, in any schema (the internal ones that check foreign keys aside).
+    /// Any trigger on a table of the store's schema (the current one), the internal ones that check foreign keys
+    /// aside: a trigger fires on its own table's changes, so those of other schemas never see the store's.
     func hasTriggers() throws -> Bool {
-        try scalar(sql: "SELECT 1 FROM pg_trigger WHERE NOT tgisinternal LIMIT 1") != nil
+        try scalar(
+            sql: "SELECT 1 FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+                + "WHERE NOT t.tgisinternal AND c.relnamespace = current_schema()::regnamespace LIMIT 1") != nil
     }
 
     func rollbackIgnoringErrors() {

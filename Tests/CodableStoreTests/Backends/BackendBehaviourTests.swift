@@ -286,6 +286,25 @@ private func save(_ json: String, into store: Store) throws -> Int {
         #expect(report.entities["Vendor"]?.updated == 2)  // "a" to "b" and back, again
     }
 
+    /// A trigger changes rows no step of an import names: an import into a store whose tables have one keeps no rows
+    /// (ImportOptions.rowCacheKiB; RowCacheTests checks that on SQLite). Both backends see the store's own triggers.
+    @Test(arguments: Backend.available)
+    func triggersOfTheStoresTablesAreSeen(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        #expect(try store.withWriter { try $0.hasTriggers() } == false)
+        let ddl =
+            backend == .sqlite
+            ? [#"CREATE TRIGGER vendor_touch AFTER UPDATE ON "Vendor" BEGIN SELECT 1; END"#]
+            : [
+                "CREATE FUNCTION vendor_touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$",
+                #"CREATE TRIGGER vendor_touch BEFORE UPDATE ON "Vendor" FOR EACH ROW EXECUTE FUNCTION vendor_touch()"#,
+            ]
+        try store.withWriter { connection in for sql in ddl { try connection.execute(sql: sql) } }
+        #expect(try store.withWriter { try $0.hasTriggers() } == true)
+        // Another store's schema (PostgreSQL) or file does not see it.
+        #expect(try backend.makeStore(entities: entities).withWriter { try $0.hasTriggers() } == false)
+    }
+
     /// Without a batch size, the backend's: 500 records on SQLite (its memory goes to the page cache instead),
     /// 1,000 on PostgreSQL (each batch costs round trips). Progress comes after each batch.
     @Test(arguments: Backend.available)
