@@ -136,6 +136,42 @@ struct JSONNumberTests {
         #expect(tape.number(at: tape.root) == nil)
     }
 
+    /// Plain digits are read in place: the same value, or the same error, as the general path for every form.
+    @Test func integersReadInPlaceAgreeWithTheGeneralPath() throws {
+        var texts = [
+            "0", "-0", "7", "-7", "10", "999999999999999999", "1000000000000000000", "9223372036854775807",
+            "9223372036854775808", "-9223372036854775808", "1e2", "100.0", "1.5", "12345678901234567", "0.0",
+        ]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for _ in 0..<2_000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let digits = Int(state >> 60) + 1  // 1 to 16, and longer below
+            var text = String(state % 9 + 1)
+            var more = state
+            for _ in 1..<digits {
+                more = more &* 6_364_136_223_846_793_005 &+ 1
+                text += String(more >> 60 % 10)
+            }
+            switch state % 5 {
+            case 0: text = "-" + text
+            case 1: text += String(state % 7)  // a digit more
+            case 2: text += "3" + String(repeating: "9", count: Int(state % 5))
+            default: break
+            }
+            texts.append(text)
+        }
+        let tape = try JSONTape.parse("[" + texts.joined(separator: ",") + "]")
+        for (text, node) in zip(texts, tape.elements(of: tape.root)) {
+            let expected = Result { try number(text).int64() }
+            let read = Result { try tape.int64(at: node) }
+            switch (expected, read) {
+            case (.success(let a), .success(let b?)): #expect(a == b, "\(text)")
+            case (.failure(let a as JSONNumberError), .failure(let b as JSONNumberError)): #expect(a == b, "\(text)")
+            default: Issue.record("\(text): \(expected) against \(read)")
+            }
+        }
+    }
+
     @Test func conversionsStraightFromTheTape() throws {
         let tape = try JSONTape.parse(#"[18446744073709551615, -128, 2.5, "7", 1e400]"#)
         let values = Array(tape.elements(of: tape.root))
