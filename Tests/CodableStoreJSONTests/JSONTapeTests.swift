@@ -211,6 +211,9 @@ struct JSONTapeTests {
         #expect(tape.withUTF8(at: elements[0]) { Array($0) } == Array("abc".utf8))
         #expect(tape.withUTF8(at: elements[1]) { String(decoding: $0, as: UTF8.self) } == "12.5e3")
         #expect(tape.withUTF8(at: elements[2]) { _ in 1 } == nil)
+        #expect(tape.parseUTF8(at: elements[1]) { Double(String(decoding: $0, as: UTF8.self)) } == 12_500)
+        #expect(tape.parseUTF8(at: elements[0]) { Double(String(decoding: $0, as: UTF8.self)) } == nil)
+        #expect(tape.parseUTF8(at: elements[2]) { _ in 1 } == nil)
     }
 
     @Test func jsonTextRoundTrips() throws {

@@ -249,7 +249,7 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
 
     /// The ISO 8601 date of a string node, parsed from the tape's bytes (no String for a value read once).
     func iso8601Seconds(_ node: Node) -> Double? {
-        tape.withUTF8(at: node) { ISO8601.parse($0.assumingMemoryBound(to: UInt8.self)) } ?? nil
+        tape.parseUTF8(at: node) { ISO8601.parse($0.assumingMemoryBound(to: UInt8.self)) }
     }
 
     func unwrapData(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> Data {
