@@ -225,7 +225,10 @@ extension Connection: DatabaseConnection {
     }
 
     package func hasTriggers() throws -> Bool {
-        try scalar(sql: "SELECT 1 FROM sqlite_master WHERE type = 'trigger' LIMIT 1") != nil
+        // A TEMP trigger lives in the connection's temp schema, and fires on the main schema's tables too.
+        try scalar(
+            sql: "SELECT 1 FROM sqlite_master WHERE type = 'trigger' UNION ALL "
+                + "SELECT 1 FROM sqlite_temp_master WHERE type = 'trigger' LIMIT 1") != nil
     }
 
     package func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool {

@@ -259,6 +259,11 @@ import Testing
         let store = try Store(path: TestStore.temporaryPath(), entities: TestStore.entities)
         try store.write { context in
             #expect(try !context.storeConnection.hasTriggers())
+            // A TEMP trigger (this connection's own) counts too.
+            try context.storeConnection.execute(sql: "CREATE TEMP TRIGGER t AFTER DELETE ON main.Tag BEGIN SELECT 1; END")
+            #expect(try context.storeConnection.hasTriggers())
+            try context.storeConnection.execute(sql: "DROP TRIGGER temp.t")
+            #expect(try !context.storeConnection.hasTriggers())
             try context.storeConnection.execute(sql: "CREATE TRIGGER t AFTER DELETE ON Tag BEGIN SELECT 1; END")
             #expect(try context.storeConnection.hasTriggers())
         }
