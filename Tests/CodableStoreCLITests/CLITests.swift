@@ -35,12 +35,27 @@ enum CLI {
         try process.run()
         if let stdin { input.fileHandleForWriting.write(stdin) }
         try input.fileHandleForWriting.close()
-        let outData = output.fileHandleForReading.readDataToEndOfFile()
-        let errData = error.fileHandleForReading.readDataToEndOfFile()
+        let outData = readToEnd(output.fileHandleForReading)
+        let errData = readToEnd(error.fileHandleForReading)
         process.waitUntilExit()
         return Result(
             status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
             stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// Everything a pipe gives until its end, read with read(2). Foundation's `readDataToEndOfFile()` once returned an
+    /// export's output without 23 KB from its middle (a CI run, under load); a plain read loop keeps every byte.
+    static func readToEnd(_ handle: FileHandle) -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+            if count > 0 {
+                data.append(contentsOf: buffer[0..<count])
+            } else if count == 0 || errno != EINTR {
+                return data
+            }
+        }
     }
 
     /// The test process's own temporary directory, removed when the process exits: every test's files go under it.
