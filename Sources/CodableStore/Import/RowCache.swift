@@ -108,18 +108,17 @@ final class RowCache {
             misses += 1
             return false
         }
-        let start = values.count
-        table.bytes.withUnsafeBufferPointer { bytes in
+        let fresh = table.bytes.withUnsafeBufferPointer { bytes in
             var reader = Reader(bytes: bytes, position: Int(offset))
-            for _ in 0..<table.width { values.append(reader.value()) }
+            // The row id comes first: a stale row is read again from the store, so its other values are not unpacked.
+            let rowID = reader.value()
+            if !table.stale.isEmpty, case .integer(let id) = rowID, table.stale.contains(id) { return false }
+            values.append(rowID)
+            for _ in 1..<table.width { values.append(reader.value()) }
+            return true
         }
-        if !table.stale.isEmpty, case .integer(let rowID) = values[start], table.stale.contains(rowID) {
-            values.removeSubrange(start...)
-            misses += 1
-            return false
-        }
-        hits += 1
-        return true
+        if fresh { hits += 1 } else { misses += 1 }
+        return fresh
     }
 
     /// Caches rows a lookup read (each ``Table/width`` values: the row id, then the insert columns).

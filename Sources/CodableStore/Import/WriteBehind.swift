@@ -279,10 +279,16 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     private func lookUp(_ keys: [Context.IdentityKey], entity: Int) throws -> StoredRows {
         let width = Int32(model.mappings[entity].insertColumnCount + 1)
         var rows = StoredRows(width: Int(width))
-        var missing = keys
         let cache = rowCache.flatMap { $0.caches(entity) ? $0 : nil }
+        var missing: [Context.IdentityKey]
         if let cache {
-            missing = keys.filter { !cache.appendRow(entity: entity, key: $0, to: &rows.values) }
+            // Cached rows are appended now; the keys the cache misses are asked of the store below.
+            missing = []
+            for key in keys where !cache.appendRow(entity: entity, key: key, to: &rows.values) {
+                missing.append(key)
+            }
+        } else {
+            missing = keys
         }
         let cached = rows.values.count
         let limit = connection.maximumVariableCount

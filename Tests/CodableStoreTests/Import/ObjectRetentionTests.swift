@@ -1,6 +1,5 @@
 import Foundation
 import IssuesModel
-import Synchronization
 import Testing
 
 @testable import CodableStore
@@ -131,17 +130,15 @@ import Testing
         var contents: [Int: [[String]]] = [:]
         var userLookups: [Int: Int] = [:]
         for limit in [0, 1, 16_384] {
-            let profile = Mutex<[String]>([])
-            let path = TestStore.temporaryPath()
-            let store = try Store(
-                path: path, entities: issueEntities, options: .init(statementProfiler: { sql, _ in profile.withLock { $0.append(sql) } }))
+            let profiled = try ProfiledStore()
+            let (path, store) = (profiled.path, profiled.store)
             var options = ImportTests.options(batchSize: batchSize)
             options.retainedObjectLimit = limit
             options.rowCacheKiB = 0  // every lookup a query (RowCacheTests covers the cache)
             _ = try store.importJSON(GitIssue.self, from: .file(dump), options: options)
             _ = try store.importJSON(GitIssue.self, from: .file(dump), options: options)  // everything stored
             contents[limit] = try ImportTests.contents(path)
-            userLookups[limit] = profile.withLock { $0 }.count { $0.hasPrefix("SELECT") && $0.contains(#"FROM "User" WHERE"#) }
+            userLookups[limit] = profiled.userLookups
             #expect(try RawDatabase(path).value("SELECT count(*) FROM User") == "40")
         }
         #expect(contents[1] == contents[0])

@@ -1,6 +1,5 @@
 import Foundation
 import IssuesModel
-import Synchronization
 import Testing
 
 @testable import CodableStore
@@ -136,10 +135,6 @@ import Testing
         }
     }
 
-    static func userLookups(_ profile: [String]) -> Int {
-        profile.count { $0.hasPrefix("SELECT") && $0.contains(#"FROM "User" WHERE"#) }
-    }
-
     /// With no object retained, users mentioned again are answered from their cached rows instead of a query per
     /// batch, and the store and the report end as without the cache.
     @Test(arguments: [1, 3])
@@ -149,17 +144,15 @@ import Testing
         var lookups: [Int: Int] = [:]
         var counts: [Int: [String]] = [:]
         for kibibytes in [0, 1_024] {
-            let profile = Mutex<[String]>([])
-            let path = TestStore.temporaryPath()
-            let store = try Store(
-                path: path, entities: issueEntities, options: .init(statementProfiler: { sql, _ in profile.withLock { $0.append(sql) } }))
+            let profiled = try ProfiledStore()
+            let (path, store) = (profiled.path, profiled.store)
             var options = ImportTests.options(batchSize: batchSize)
             options.retainedObjectLimit = 0
             options.rowCacheKiB = kibibytes
             let first = try store.importJSON(GitIssue.self, from: .file(dump), options: options)
             let again = try store.importJSON(GitIssue.self, from: .file(dump), options: options)  // everything stored
             contents[kibibytes] = try ImportTests.contents(path)
-            lookups[kibibytes] = Self.userLookups(profile.withLock { $0 })
+            lookups[kibibytes] = profiled.userLookups
             counts[kibibytes] = [first, again].flatMap { report in
                 report.entities.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.inserted) \($0.value.updated)" }
             }
@@ -187,17 +180,15 @@ import Testing
         var updates: [Int] = []
         var lookups: [Int] = []
         for kibibytes in [1_024, 0] {
-            let profile = Mutex<[String]>([])
-            let path = TestStore.temporaryPath()
-            let store = try Store(
-                path: path, entities: issueEntities, options: .init(statementProfiler: { sql, _ in profile.withLock { $0.append(sql) } }))
+            let profiled = try ProfiledStore()
+            let (path, store) = (profiled.path, profiled.store)
             var options = ImportTests.options(batchSize: 1)
             options.retainedObjectLimit = 0
             options.rowCacheKiB = kibibytes
             let report = try store.importJSON(GitIssue.self, from: .file(dump), options: options)
             #expect(try RawDatabase(path).rows("SELECT id, login FROM User ORDER BY id") == [["5", "a"], ["6", "six"], ["7", "seven"]])
             updates.append(report.entities["User"]?.updated ?? -1)
-            lookups.append(Self.userLookups(profile.withLock { $0 }))
+            lookups.append(profiled.userLookups)
         }
         // "a" to "b", and back.
         #expect(updates == [2, 2])
@@ -240,10 +231,8 @@ import Testing
         var lookups: [Int] = []
         var contents: [[[String]]] = []
         for trigger in [false, true] {
-            let profile = Mutex<[String]>([])
-            let path = TestStore.temporaryPath()
-            let store = try Store(
-                path: path, entities: issueEntities, options: .init(statementProfiler: { sql, _ in profile.withLock { $0.append(sql) } }))
+            let profiled = try ProfiledStore()
+            let (path, store) = (profiled.path, profiled.store)
             if trigger {
                 try RawDatabase(path).execute(
                     "CREATE TRIGGER topic_named AFTER INSERT ON Topic BEGIN UPDATE Topic SET name = name WHERE _pk = NEW._pk; END")
@@ -251,7 +240,7 @@ import Testing
             var options = ImportTests.options(batchSize: 3)
             options.retainedObjectLimit = 0
             _ = try store.importJSON(GitIssue.self, from: .file(dump), options: options)
-            lookups.append(Self.userLookups(profile.withLock { $0 }))
+            lookups.append(profiled.userLookups)
             contents.append(try ImportTests.contents(path))
         }
         #expect(contents[1] == contents[0])
