@@ -126,7 +126,7 @@ enum CLI {
         var exports: [String] = []
         for retained in [
             [], ["--retained-objects", "0"], ["--retained-objects", "3"], ["--cache-size", "64"],
-            ["--retained-objects", "0", "--row-cache", "0"],
+            ["--retained-objects", "0", "--row-cache", "0"], ["--exclusive"],
         ] {
             let store = directory.appendingPathComponent("r\(exports.count).sqlite").path
             let imported = try CLI.run(["import", "issues", dump, "--store", store, "--batch-size", "9"] + retained)
@@ -140,6 +140,26 @@ enum CLI {
         #expect(exports[2] == exports[0])
         #expect(exports[3] == exports[0])
         #expect(exports[4] == exports[0])
+        #expect(exports[5] == exports[0])
+    }
+
+    /// `--exclusive` takes the store for the import alone and says so; the store is in WAL mode again afterwards.
+    @Test func anExclusiveImportSaysSoAndLeavesTheStoreInWALMode() throws {
+        let directory = try CLI.temporaryDirectory()
+        let store = directory.appendingPathComponent("x.sqlite").path
+        let imported = try CLI.run(["import", "issues", CLI.fixture, "--store", store, "--exclusive"])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.stdout.contains("the store was held exclusively (rollback journal)"))
+        #expect(try Connection(path: store).scalar(sql: "PRAGMA journal_mode") == .text("wal"))
+        // Refused while another connection has the store open: imported all the same, in WAL mode.
+        let other = try Connection(path: store)
+        #expect(try other.scalar(sql: "SELECT count(*) FROM Issue") != .integer(0))
+        let again = try CLI.run(["import", "issues", CLI.fixture, "--store", store, "--exclusive", "--json"])
+        #expect(again.status == 0, "\(again.stderr)")
+        let report = try JSONDecoder().decode(ImportReport.self, from: Data(again.stdout.utf8))
+        #expect(report.exclusiveAccess == false)
+        #expect(report.recordsImported == 1_000)
+        withExtendedLifetime(other) {}
     }
 
     @Test func generateImportFromStandardInputAndExportRoundTrip() throws {

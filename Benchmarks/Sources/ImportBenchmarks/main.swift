@@ -190,6 +190,15 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
             }
         }
         defer { printProfile(profile.withLock { $0 }) }
+        // IMPORT_BENCH_PAGE_SIZE=N: a new store file made with SQLite pages of N bytes (4096 by default), to compare.
+        if let size = ProcessInfo.processInfo.environment["IMPORT_BENCH_PAGE_SIZE"].flatMap({ Int($0) }),
+            !FileManager.default.fileExists(atPath: store)
+        {
+            var db: OpaquePointer?
+            check(sqlite3_open(store, &db), db, "open")
+            check(sqlite3_exec(db, "PRAGMA page_size = \(size); CREATE TABLE t(x); DROP TABLE t;", nil, nil, nil), db, "page size")
+            sqlite3_close(db)
+        }
         let database = try Store(path: store, entities: referenceEntities, options: storeOptions)
         var options = ImportOptions(decoder: referenceDecoder())
         // IMPORT_BENCH_BATCH=N: another batch size than the default, to compare.
@@ -200,8 +209,12 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
         if let limit = ProcessInfo.processInfo.environment["IMPORT_BENCH_RETAIN"].flatMap({ Int($0) }) { options.retainedObjectLimit = limit }
         // IMPORT_BENCH_ROW_CACHE_KIB=N: another budget for the writer's cached rows (`ImportOptions.rowCacheKiB`; 0: none).
         if let size = ProcessInfo.processInfo.environment["IMPORT_BENCH_ROW_CACHE_KIB"].flatMap({ Int($0) }) { options.rowCacheKiB = size }
+        // IMPORT_BENCH_EXCLUSIVE=1: the import takes the store for itself (`ImportOptions.exclusiveAccess`: a rollback
+        // journal instead of the WAL), as the limit baseline's `limit-rollback`.
+        if ProcessInfo.processInfo.environment["IMPORT_BENCH_EXCLUSIVE"] == "1" { options.exclusiveAccess = true }
         let report = try database.importJSON(
             Issue.self, from: .file(dump), options: options, syncing: contender == "import-sync" ? .all : nil)
+        if options.exclusiveAccess, report.exclusiveAccess != true { fatalError("exclusive access was not granted") }
         records = report.recordsRead
         // IMPORT_BENCH_CPU=1: each thread's CPU time (the import is bound by the cores, or by its longest thread).
         if ProcessInfo.processInfo.environment["IMPORT_BENCH_CPU"] != nil, let cpu = report.cpu {

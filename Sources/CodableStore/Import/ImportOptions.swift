@@ -86,6 +86,21 @@ public struct ImportOptions: @unchecked Sendable {
     /// and can simply be run again: upsert makes it idempotent. Each batch is written (and committed) before
     /// the next is decoded, which is slower than one transaction.
     public var commitEveryBatch: Bool
+    /// Whether the import takes the SQLite store for itself while it runs (off by default). The store then uses a
+    /// rollback journal instead of its write-ahead log until the import ends: SQLite writes each page once, into the
+    /// database, instead of twice (into the WAL, then into the database by a checkpoint). Measured on a million reference
+    /// records into empty tables: 0.86x the wall time and 0.91x the CPU of the same import in WAL mode (farm-bench).
+    ///
+    /// Meanwhile nobody else can use the store: other connections, this store's own ``Store/read(_:)`` calls and
+    /// other processes included, wait for it (up to their busy timeout, then fail with `SQLITE_BUSY`). Use it for
+    /// bulk loads nobody reads during, not on a server that answers from the store while it imports.
+    ///
+    /// It is only granted when no other connection has the store open (this store's idle readers are closed first),
+    /// checked without waiting; otherwise the import runs in WAL mode as usual. ``ImportReport/exclusiveAccess`` says
+    /// which. While it holds the store, SQLite syncs as `synchronous = FULL` (a rollback journal with `NORMAL` could
+    /// be corrupted by a power loss at the wrong moment); when it ends, committed or rolled back, the store is in WAL
+    /// mode again. Ignored on PostgreSQL and for in-memory stores.
+    public var exclusiveAccess: Bool
     /// Whether references kept by the ``StoreDecoder/UnknownReferencePolicy/deferred`` policy whose object
     /// never arrived fail the import (nothing is kept, unless batches were committed), instead of being counted
     /// in ``ImportReport/unresolvedReferences``.
@@ -107,6 +122,7 @@ public struct ImportOptions: @unchecked Sendable {
         failurePolicy: FailurePolicy = .stop,
         maximumSkippedRecords: Int? = nil,
         commitEveryBatch: Bool = false,
+        exclusiveAccess: Bool = false,
         failsOnUnresolvedReferences: Bool = false,
         decoder: StoreDecoder = StoreDecoder(),
         progress: (@Sendable (ImportProgress) -> Void)? = nil,
@@ -121,6 +137,7 @@ public struct ImportOptions: @unchecked Sendable {
         self.failurePolicy = failurePolicy
         self.maximumSkippedRecords = maximumSkippedRecords.map { max(0, $0) }
         self.commitEveryBatch = commitEveryBatch
+        self.exclusiveAccess = exclusiveAccess
         self.failsOnUnresolvedReferences = failsOnUnresolvedReferences
         self.decoder = decoder
         self.progress = progress

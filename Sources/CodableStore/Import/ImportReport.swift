@@ -105,6 +105,9 @@ public struct ImportReport: Sendable, Codable, Equatable {
     public var cpu: CPUTime?
     /// What a sync import deleted; nil for an import without a sync scope.
     public var sync: Sync?
+    /// Whether the import held the store for itself, as ``ImportOptions/exclusiveAccess`` asked: false when another
+    /// connection had the store open (or the backend cannot), so that it ran in WAL mode; nil when it was not asked.
+    public var exclusiveAccess: Bool?
 
     public var recordsPerSecond: Double { duration > 0 ? Double(recordsRead) / duration : 0 }
     public var megabytesPerSecond: Double { duration > 0 ? Double(bytesRead) / 1_048_576 / duration : 0 }
@@ -127,6 +130,11 @@ public struct ImportReport: Sendable, Codable, Equatable {
             lines.append(
                 "  \(name): \(counts.inserted) inserted, \(counts.updated) updated, \(counts.unchanged) unchanged"
                     + (counts.deleted > 0 ? ", \(counts.deleted) deleted" : ""))
+        }
+        switch exclusiveAccess {
+        case true?: lines.append("the store was held exclusively (rollback journal)")
+        case false?: lines.append("exclusive access not granted (another connection has the store open): imported in WAL mode")
+        case nil: break
         }
         if let sync {
             lines.append(

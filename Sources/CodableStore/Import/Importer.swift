@@ -64,14 +64,31 @@ final class Importer {
         var restoredCacheSize: Int?
         var foreignKeysOff = false
         var deferredIndexes: (any DeferredIndexes)?
+        var exclusive = false
         // Once the import is over (or failed to begin), the writer thread too: the connection is this thread's again,
         // and outside a transaction, where the foreign keys can be turned on again.
         defer {
             deferredIndexes?.cancel()
             if let restoredCacheSize { try? connection.setPageCacheSize(kibibytes: restoredCacheSize) }
             if foreignKeysOff { _ = try? connection.setForeignKeyEnforcement(true) }
+            if exclusive {
+                do {
+                    try connection.releaseExclusiveAccess()
+                } catch {
+                    // What was imported is committed (or rolled back) all the same; the store's next opening
+                    // switches to WAL mode again.
+                    options.logger.warning("the store stays in rollback-journal mode", metadata: ["error": "\(error)"])
+                }
+            }
         }
         do {
+            if options.exclusiveAccess {
+                exclusive = try connection.takeExclusiveAccess()
+                report.exclusiveAccess = exclusive
+                if !exclusive {
+                    options.logger.notice("exclusive access not granted: another connection has the store open; importing in WAL mode")
+                }
+            }
             restoredCacheSize = try enlargePageCache()
             // SQLite checks a row's foreign keys on every insert, update and delete of it: a B-tree search of the
             // row it refers to (two per link), 14% of the writer's instructions at 100k reference records. The

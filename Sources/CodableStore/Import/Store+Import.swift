@@ -48,6 +48,8 @@ extension Store {
         let deleteUnseen: ((Context, SyncTracker) throws -> (deleted: [Int: Int], missing: Int))? = scope.map { scope in
             { context, tracker in try context.deleteUnseen(tracker, scope: scope, releasingObjects: true) }
         }
+        // The store's idle readers would keep the writer from taking the store for itself.
+        if options.exclusiveAccess { connections.closeIdleReaders() }
         let report = try withWriter { connection in
             try Importer(connection: connection, storage: storage, mapping: mapping, options: options, deleteUnseen: deleteUnseen)
                 .run(source)

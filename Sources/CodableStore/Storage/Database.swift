@@ -131,6 +131,14 @@ package protocol DatabaseConnection: AnyObject {
     /// Whether the database has triggers of its own (which change rows that no statement of the store's names):
     /// an import then keeps no cache of stored rows (see `RowCache`).
     func hasTriggers() throws -> Bool
+    /// Takes the database for this connection alone until ``releaseExclusiveAccess()``, outside a transaction: other
+    /// connections can neither read nor write it meanwhile, and SQLite writes each changed page once (a rollback
+    /// journal) instead of twice (into the WAL, then by a checkpoint). False, with nothing changed, when another
+    /// connection has the database open, a transaction is open, or the backend cannot (PostgreSQL, in memory).
+    func takeExclusiveAccess() throws -> Bool
+    /// Gives the database back to other connections, in WAL mode again, after ``takeExclusiveAccess()`` and outside a
+    /// transaction.
+    func releaseExclusiveAccess() throws
 }
 
 /// Indexes an import dropped and builds once its rows are in (see ``DatabaseConnection/deferIndexesOfEmptyTables()``).
@@ -143,6 +151,8 @@ package protocol DeferredIndexes: AnyObject {
 
 extension DatabaseConnection {
     package func deferIndexesOfEmptyTables() throws -> (any DeferredIndexes)? { nil }
+    package func takeExclusiveAccess() throws -> Bool { false }
+    package func releaseExclusiveAccess() throws {}
 }
 
 extension DatabaseConnection {
@@ -188,6 +198,13 @@ package protocol StoreBackend: Sendable {
     func withReader<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T
     /// Called when the store goes away.
     func close()
+    /// Closes the readers waiting in the pool (a read opens a new one), so that the writer may take the store for
+    /// itself (``DatabaseConnection/takeExclusiveAccess()``).
+    func closeIdleReaders()
+}
+
+extension StoreBackend {
+    package func closeIdleReaders() {}
 }
 
 // MARK: - SQLite
@@ -229,6 +246,45 @@ extension Connection: DatabaseConnection {
         try scalar(
             sql: "SELECT 1 FROM sqlite_master WHERE type = 'trigger' UNION ALL "
                 + "SELECT 1 FROM sqlite_temp_master WHERE type = 'trigger' LIMIT 1") != nil
+    }
+
+    package func takeExclusiveAccess() throws -> Bool {
+        // In memory, the journal mode is "memory": there is nobody to exclude.
+        guard !isInsideTransaction, try scalar(sql: "PRAGMA journal_mode") == .text("wal") else { return false }
+        // Leaving WAL mode needs every other connection closed: SQLite refuses at once with SQLITE_BUSY when one is
+        // open, unless the busy handler makes it wait (for a connection that may stay open all along).
+        let timeout = busyTimeout
+        setBusyTimeout(0)
+        let mode: SQLiteValue?
+        do {
+            defer { setBusyTimeout(timeout) }
+            mode = try scalar(sql: "PRAGMA journal_mode = DELETE")
+        } catch let error as SQLiteError where SQLiteError.busy ~= error.resultCode {
+            return false
+        }
+        guard mode == .text("delete") else { return false }
+        do {
+            // EXCLUSIVE locking: the locks, once taken, are kept until released. The empty exclusive transaction
+            // takes them now: with a rollback journal, readers could otherwise read until the first page is written.
+            // FULL: with a rollback journal, NORMAL may leave a corrupt database after a power loss.
+            try execute(sql: "PRAGMA locking_mode = EXCLUSIVE; PRAGMA synchronous = FULL; BEGIN EXCLUSIVE; COMMIT")
+        } catch {
+            // A reader came in between (its read outlasted the busy timeout): the store stays everyone's.
+            rollbackIgnoringErrors()
+            try releaseExclusiveAccess()
+            return false
+        }
+        return true
+    }
+
+    package func releaseExclusiveAccess() throws {
+        // NORMAL releases the locks at the next access: the switch back to WAL, which needs them still.
+        try execute(sql: "PRAGMA locking_mode = NORMAL; PRAGMA synchronous = NORMAL")
+        let mode = try scalar(sql: "PRAGMA journal_mode = WAL")
+        guard mode == .text("wal") else {
+            throw SQLiteError(
+                resultCode: .SQLITE_ERROR, message: "cannot switch back to WAL mode (journal mode is \(mode?.description ?? "unknown"))")
+        }
     }
 
     package func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool {

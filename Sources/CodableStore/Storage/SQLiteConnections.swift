@@ -97,6 +97,14 @@ final class SQLiteConnections: StoreBackend {
         return ConnectionBox(connection)
     }
 
+    func closeIdleReaders() {
+        let idle = readers.withLock { pool in
+            defer { pool.removeAll() }
+            return pool
+        }
+        _ = idle  // closed as they go, outside the lock
+    }
+
     private func returnReader(_ box: ConnectionBox) {
         readers.withLock { pool in
             if pool.count < options.maximumReaderCount { pool.append(box) }

@@ -305,6 +305,23 @@ private func save(_ json: String, into store: Store) throws -> Int {
         #expect(try backend.makeStore(entities: entities).withWriter { try $0.hasTriggers() } == false)
     }
 
+    /// An import that asks for the store for itself gets it on SQLite (a file nobody else has open), not on
+    /// PostgreSQL, whose server shares it with other sessions; both import the same rows, and say which they did.
+    @Test(arguments: Backend.available)
+    func exclusiveAccessIsGrantedOnASQLiteFileOnly(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: ReferenceModel.entities)
+        let path = try SharedFixtures.url("issues-1k.json").path
+        var options = ImportOptions(decoder: ReferenceModel.decoder())
+        options.exclusiveAccess = true
+        let report = try store.importJSON(Issue.self, from: .file(path), options: options)
+        #expect(report.exclusiveAccess == (backend == .sqlite))
+        #expect(report.recordsImported == 1_000)
+        let issues = try store.read { context in try context.count(Issue.self) }
+        #expect(issues == report.entities["Issue"]?.inserted)
+        // Without asking, the report says nothing of it.
+        #expect(try store.importJSON(Issue.self, from: .file(path), options: .init(decoder: ReferenceModel.decoder())).exclusiveAccess == nil)
+    }
+
     /// Without a batch size, the backend's: 500 records on SQLite (its memory goes to the page cache instead),
     /// 1,000 on PostgreSQL (each batch costs round trips). Progress comes after each batch.
     @Test(arguments: Backend.available)
