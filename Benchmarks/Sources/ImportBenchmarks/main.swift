@@ -181,7 +181,7 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
             .deletingLastPathComponent().appendingPathComponent("Scripts/postgres-baseline.sh").path
         try runProcess("/bin/bash", [script, dump, parts[0], parts[1]])
         records = -1
-    case "import", "import-sync":
+    case "import", "import-sync", "import-exclusive":
         let profile = Mutex<[String: (count: Int, time: Duration)]>([:])
         var storeOptions = Store.Options()
         if ProcessInfo.processInfo.environment["IMPORT_BENCH_PROFILE"] != nil {
@@ -211,7 +211,10 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
         if let size = ProcessInfo.processInfo.environment["IMPORT_BENCH_ROW_CACHE_KIB"].flatMap({ Int($0) }) { options.rowCacheKiB = size }
         // IMPORT_BENCH_EXCLUSIVE=1: the import takes the store for itself (`ImportOptions.exclusiveAccess`: a rollback
         // journal instead of the WAL), as the limit baseline's `limit-rollback`.
-        if ProcessInfo.processInfo.environment["IMPORT_BENCH_EXCLUSIVE"] == "1" { options.exclusiveAccess = true }
+        // The import-exclusive contender does the same.
+        if ProcessInfo.processInfo.environment["IMPORT_BENCH_EXCLUSIVE"] == "1" || contender == "import-exclusive" {
+            options.exclusiveAccess = true
+        }
         let report = try database.importJSON(
             Issue.self, from: .file(dump), options: options, syncing: contender == "import-sync" ? .all : nil)
         if options.exclusiveAccess, report.exclusiveAccess != true { fatalError("exclusive access was not granted") }
@@ -463,6 +466,8 @@ for count in counts {
     var limit = base
     var limitAgain = base
     var limitIndexed = base
+    var exclusive = base
+    var limitRollback = base
     var plainPartial = base
     var syncPartial = base
     var syncRatios: [Double] = []
@@ -483,6 +488,16 @@ for count in counts {
         let roundLimitIndexed = try run("limit-indexed", dump: dump, store: stores[3])
         precondition(sameRows(store: stores[1], limit: stores[3]), "the indexed limit baseline's rows differ from the store's")
         if roundLimitIndexed.seconds < limitIndexed.seconds { limitIndexed = roundLimitIndexed }
+        // Both holding the store alone: the import with ImportOptions.exclusiveAccess, the limit with a rollback journal.
+        let exclusiveStore = directory.appendingPathComponent("store-\(count)-exclusive.sqlite").path
+        removeStore(exclusiveStore)
+        let roundExclusive = try run("import-exclusive", dump: dump, store: exclusiveStore)
+        precondition(digest(exclusiveStore) == digest(stores[1]), "the exclusive import's store differs")
+        removeStore(exclusiveStore)
+        removeStore(stores[3])
+        let roundLimitRollback = try run("limit-rollback", dump: dump, store: stores[3])
+        if roundExclusive.seconds < exclusive.seconds { exclusive = roundExclusive }
+        if roundLimitRollback.seconds < limitRollback.seconds { limitRollback = roundLimitRollback }
         let roundAgain = try run("import", dump: dump, store: stores[1])
         let roundUniqueFirst = try run("import", dump: uniqueDump, store: stores[2])
         let roundUniqueAgain = try run("import", dump: uniqueDump, store: stores[2])
@@ -519,6 +534,7 @@ for count in counts {
         ("JSONDecoder + raw sqlite3", base), ("importJSON (new store)", first), ("importJSON (re-import)", again),
         ("unique dump: import", uniqueFirst), ("unique dump: re-import", uniqueAgain),
         ("limit: C on yajl + sqlite3", limit), ("limit: re-import", limitAgain), ("limit + user index", limitIndexed),
+        ("importJSON (exclusive)", exclusive), ("limit: rollback journal", limitRollback),
         ("a tenth gone: re-import", plainPartial), ("a tenth gone: sync import", syncPartial),
     ] {
         print(String(format: "  %-28@ %7.2f s  %9.0f records/s  %6.1f MB/s  peak RSS %7.1f MiB", name as NSString, result.seconds,
@@ -529,6 +545,8 @@ for count in counts {
     print(String(format: "  against the limit baseline (same rows): import %.2fx its time, re-import %.2fx (targets <= 1.3x, <= 1.2x)",
                  first.seconds / limit.seconds, again.seconds / limitAgain.seconds))
     print(String(format: "  against the limit baseline with the index User.issues needs: import %.2fx its time", first.seconds / limitIndexed.seconds))
+    print(String(format: "  holding the store alone (exclusiveAccess, against the limit with a rollback journal): %.2fx its time",
+                 exclusive.seconds / limitRollback.seconds))
     print(String(format: "  sync import of the dump without a tenth of its identities: %.2fx its plain re-import (target <= 1.2x)%@",
                  syncPartial.seconds / plainPartial.seconds,
                  rounds > 1 ? String(format: "; per round %.2fx to %.2fx", syncRatios.min()!, syncRatios.max()!) as NSString : "" as NSString))
