@@ -55,7 +55,8 @@ extension StoreDecoderImpl {
         if mapping.coding.hasCustomDecoding, let custom = object as? any EntityCustomDecoding {
             try with(node: node, path: path) { try custom.initialize(from: self) }
         } else {
-            if existing != nil { try applyAttributes(to: object, mapping, node, path) }
+            // The identity attributes hold the key the object was found by: equal values, nothing to compare.
+            if existing != nil { try applyAttributes(to: object, mapping, node, path, skipping: description.identitySet) }
             if mapping.hasRelationships { try applyRelationships(to: object, mapping, node, path) }
         }
         return object
@@ -348,14 +349,16 @@ extension StoreDecoderImpl {
         return object
     }
 
-    /// Applies the attributes present in the JSON object to an existing object; equal values change nothing.
+    /// Applies the attributes present in the JSON object to an existing object; equal values change nothing. The
+    /// `skipped` fields are left as they are (the identity of an object found by the identity of this JSON object).
     func applyAttributes(
         to object: any EntityObject, _ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode,
-        _ include: ((String) -> Bool)? = nil
+        _ include: ((String) -> Bool)? = nil, skipping skipped: FieldSet = FieldSet()
     ) throws {
         let description = mapping.description
         var hint = JSONTape.LookupHint()
         for attribute in description.attributes {
+            if skipped.contains(attribute.index) { continue }
             if let include, !include(attribute.name) { continue }
             guard let value = try field(node, mapping, attribute.index, path, &hint) else { continue }
             if attribute.fastKind == .other {

@@ -23,6 +23,8 @@ public final class EntityDescription: Sendable {
     public let relationships: [RelationshipDescription]
     /// The field indexes of the identity attributes; empty when the entity has no identity.
     public let identity: [Int]
+    /// ``identity`` as a set.
+    let identitySet: FieldSet
     /// Problems found while building (an identity key path that is not an attribute, too many fields);
     /// reported as a ``StoreError`` when a store opens with this entity.
     public let problems: [String]
@@ -73,6 +75,9 @@ public final class EntityDescription: Sendable {
         self.attributes = fields.compactMap { if case .attribute(let a) = $0 { a } else { nil } }
         self.relationships = fields.compactMap { if case .relationship(let r) = $0 { r } else { nil } }
         self.identity = identity
+        var identitySet = FieldSet()
+        for field in identity where field < FieldSet.capacity { identitySet.insert(field) }
+        self.identitySet = identitySet
         self.problems = problems
         self.fieldIndexByKeyPath = KeyPathTable(table: keyPaths)
     }
