@@ -91,7 +91,7 @@ public struct ImportOptions: @unchecked Sendable {
     /// database, instead of twice (into the WAL, then into the database by a checkpoint). Measured on a million reference
     /// records into empty tables: 0.86x the wall time and 0.91x the CPU of the same import in WAL mode (farm-bench).
     ///
-    /// Meanwhile nobody else can use the store: other connections, this store's own ``Store/read(_:)`` calls and
+    /// Meanwhile nobody else can use the store: other connections, this store's own ``Store/read(_:)-41n37`` calls and
     /// other processes included, wait for it (up to their busy timeout, then fail with `SQLITE_BUSY`). Use it for
     /// bulk loads nobody reads during, not on a server that answers from the store while it imports.
     ///
