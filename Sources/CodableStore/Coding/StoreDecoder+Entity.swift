@@ -300,12 +300,11 @@ extension StoreDecoderImpl {
         var values = session.takeFieldValues(count: description.fields.count)
         var hint = JSONTape.LookupHint()
         for attribute in description.attributes {
-            if let stubIdentity, let position = description.identity.firstIndex(of: attribute.index) {
-                values[attribute.index] = stubIdentity.values[position]
-                continue
-            }
-            if leavingFieldsToHook, let identity, let position = description.identity.firstIndex(of: attribute.index) {
-                values[attribute.index] = identity.values[position]
+            // A stub's identity, or the key decoded from this JSON object: its values, not decoded again.
+            if description.identitySet.contains(attribute.index), let known = stubIdentity ?? identity,
+                let position = description.identity.firstIndex(of: attribute.index)
+            {
+                values[attribute.index] = known.value(at: position)
                 continue
             }
             if leavingFieldsToHook, attribute.defaultValue != nil || attribute.isOptional {

@@ -29,6 +29,9 @@ extension Context {
 
         var values: [SQLiteValue] { [first] + (rest ?? []) }
 
+        /// The value at `position` of ``values``, without making the array.
+        func value(at position: Int) -> SQLiteValue { position == 0 ? first : rest.unsafelyUnwrapped[position - 1] }
+
         // The hashing entry point of `Set` and `Dictionary` (see IntegerKey): a single integer, the common
         // identity, is hashed as IntegerKey hashes it, not through SipHash; equal keys take the same branch.
         func _rawHashValue(seed: Int) -> Int {
