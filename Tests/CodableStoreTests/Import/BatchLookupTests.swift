@@ -15,6 +15,32 @@ import Testing
 /// does not: they must be exactly what the decoding thread collects, and the reader must not run code that may not
 /// be thread-safe.
 @Suite struct BatchLookupTests {
+    /// A batch's distinct identities: each once, in first-seen order, as a `Set` would keep them; single integers
+    /// (the fast path) and other keys (text, composite: the fallback) alike.
+    @Test func distinctKeysKeepTheFirstOfEachInOrder() {
+        var random = SyncOracleTests.SeededGenerator(seed: 11)
+        func reference(_ keys: [Context.IdentityKey]) -> [Context.IdentityKey] {
+            var seen: [Context.IdentityKey] = []
+            for key in keys where !seen.contains(key) { seen.append(key) }
+            return seen
+        }
+        let edges: [Int64] = [0, -1, 1, .min, .max, .min + 1, 16, 32, 1 << 40]
+        for round in 0..<200 {
+            let count = Int(random.next() % 300)
+            let spread = UInt64(1 + round % 50) * UInt64(1 + count)
+            var keys = (0..<count).map { _ in
+                Context.IdentityKey(single: .integer(random.next() % 4 == 0 ? edges[Int(random.next() % UInt64(edges.count))] : Int64(random.next() % spread)))
+            }
+            #expect(BatchLookup.Keys.distinct(keys) == reference(keys))
+            if round % 10 == 0, count > 0 {
+                keys.insert(Context.IdentityKey(single: .text("a")), at: Int(random.next() % UInt64(count)))
+                keys.append(Context.IdentityKey([.integer(1), .integer(2)]))
+                keys.append(Context.IdentityKey(single: .text("a")))
+                #expect(BatchLookup.Keys.distinct(keys) == reference(keys))
+            }
+        }
+    }
+
     static func records(_ json: String) throws -> [JSONRecord] {
         let stream = JSONRecordStream(mode: .array)
         var records: [JSONRecord] = []
