@@ -299,20 +299,37 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
         return rows
     }
 
-    /// Rows of a membership query for these owners.
+    /// Rows of a membership query for these owners (the batch's memberships are those stored in a join table: see
+    /// BatchLookup). Each destination's columns are read from the statement once: a join table links few
+    /// destinations to many owners (the labels of a million issues), and every later row of the same destination
+    /// copies the values of its first row (a retain of each text) instead of making and validating its strings again.
     private static func loadMemberships(
         _ owners: [Int64], sql: String, statements: (String) throws -> any DatabaseStatement
     ) throws -> StoredRows {
         let statement = try statements(sql)
         // The width is known once a row is (a PostgreSQL statement has no columns before it ran).
         var rows = StoredRows(width: 0)
+        // Where the destination's columns of the first row with each destination row id start in `rows.values`.
+        var firstRow: [Int64: Int] = [:]
         try statement.run(rowIDs: owners, slots: Context.membershipChunk) { statement in
             rows.width = Int(statement.columnCount)
-            for column in 0..<Int32(rows.width) { rows.values.append(statement.value(at: column)) }
+            let owner = statement.value(at: 0)
+            let destination = statement.value(at: 1)
+            if case .integer(let rowID) = destination {
+                if let start = firstRow[rowID] {
+                    rows.values.append(owner)
+                    // Element by element: appending a slice of the array itself would copy the whole array first.
+                    for index in start..<(start + rows.width - 1) { rows.values.append(rows.values[index]) }
+                    return
+                }
+                firstRow[rowID] = rows.values.count + 1
+            }
+            rows.values.append(owner)
+            rows.values.append(destination)
+            for column in 2..<Int32(rows.width) { rows.values.append(statement.value(at: column)) }
         }
         return rows
     }
-
 
     /// The writer's own prepared statement for `sql` (the context's cache is the context's thread's).
     private func statement(_ sql: String) throws -> any DatabaseStatement {
