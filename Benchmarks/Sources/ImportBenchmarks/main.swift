@@ -169,11 +169,7 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
         if let size = ProcessInfo.processInfo.environment["IMPORT_BENCH_BATCH"].flatMap({ Int($0) }) { options.batchSize = size }
         let report = try database.importJSON(Issue.self, from: .file(dump), options: options)
         records = report.recordsRead
-        if ProcessInfo.processInfo.environment["IMPORT_BENCH_CPU"] != nil, let cpu = report.cpu {
-            FileHandle.standardError.write(Data(String(
-                format: "cpu: reading %.2f s, decoding %.2f s, writing %.2f s (wall %.2f s)\n",
-                cpu.reading, cpu.decoding, cpu.writing, report.duration).utf8))
-        }
+        printThreads(report)
     case "postgres-baseline":
         // The psql baseline (Scripts/postgres-baseline.sh) on the JSON Lines form of the dump; `--store URL#SCHEMA`.
         let parts = store.split(separator: "#", maxSplits: 1).map(String.init)
@@ -219,12 +215,7 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
             Issue.self, from: .file(dump), options: options, syncing: contender == "import-sync" ? .all : nil)
         if options.exclusiveAccess, report.exclusiveAccess != true { fatalError("exclusive access was not granted") }
         records = report.recordsRead
-        // IMPORT_BENCH_CPU=1: each thread's CPU time (the import is bound by the cores, or by its longest thread).
-        if ProcessInfo.processInfo.environment["IMPORT_BENCH_CPU"] != nil, let cpu = report.cpu {
-            FileHandle.standardError.write(Data(String(
-                format: "cpu: reading %.2f s, decoding %.2f s, writing %.2f s (wall %.2f s)\n",
-                cpu.reading, cpu.decoding, cpu.writing, report.duration).utf8))
-        }
+        printThreads(report)
     default:
         fatalError("unknown contender")
     }
@@ -554,4 +545,19 @@ for count in counts {
         print(String(format: "  speed-up per round: %.2fx to %.2fx; unique dump re-import/import per round: %.2fx to %.2fx; import/limit per round: %.2fx to %.2fx",
                      ratios.min()!, ratios.max()!, uniqueRatios.min()!, uniqueRatios.max()!, limitRatios.min()!, limitRatios.max()!))
     }
+}
+
+/// IMPORT_BENCH_CPU=1: each thread's CPU time (the import is bound by the cores, or by its longest thread), and what
+/// the decoding thread waited for.
+func printThreads(_ report: ImportReport) {
+    guard ProcessInfo.processInfo.environment["IMPORT_BENCH_CPU"] != nil, let cpu = report.cpu else { return }
+    var text = String(
+        format: "cpu: reading %.2f s, decoding %.2f s, writing %.2f s (wall %.2f s)\n",
+        cpu.reading, cpu.decoding, cpu.writing, report.duration)
+    if let waits = report.waits {
+        text += String(
+            format: "decoding waited: input %.2f s, lookups %.2f s, writing %.2f s; index builds %.2f s\n",
+            waits.input, waits.lookups, waits.writing, waits.indexBuilds)
+    }
+    FileHandle.standardError.write(Data(text.utf8))
 }

@@ -72,5 +72,15 @@ final class Monitor: @unchecked Sendable {
 
     /// Waits for ``broadcast()``; call it holding the mutex, in a loop over the awaited condition.
     func wait() { pthread_cond_wait(condition, mutex) }
+
+    /// Waits for ``broadcast()`` while `condition` holds (call it holding the mutex), and returns the wall-clock
+    /// seconds it waited: 0, without reading the clock, when the condition did not hold.
+    @discardableResult
+    func wait(while condition: () -> Bool) -> Double {
+        guard condition() else { return 0 }
+        let start = monotonicSeconds()
+        repeat { wait() } while condition()
+        return monotonicSeconds() - start
+    }
     func broadcast() { pthread_cond_broadcast(condition) }
 }

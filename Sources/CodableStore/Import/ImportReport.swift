@@ -88,6 +88,31 @@ public struct ImportReport: Sendable, Codable, Equatable {
         }
     }
 
+    /// Wall-clock seconds the decoding thread spent waiting for the other two, by what it waited for, and the time
+    /// the indexes deferred until the rows were in took to build. With ``cpu`` it tells where an import's time went:
+    /// decoding's CPU time plus these waits is most of ``duration``; the rest is the time the decoding thread was
+    /// ready to run while the other threads had the cores.
+    public struct Waits: Sendable, Codable, Equatable {
+        /// For the reader to hand over the next batch: reading or parsing the input (or the input itself, a slow
+        /// pipe) was slower than decoding.
+        public var input = 0.0
+        /// For the writer thread to look up a batch's identities (it was still writing the batches before).
+        public var lookups = 0.0
+        /// For the writer thread to take a batch's writes (the one before still waited), to write the batch before
+        /// (whose objects are let go only once they are written), or to run a query of the decoder.
+        public var writing = 0.0
+        /// Building the indexes of tables that were empty when the import began (see <doc:DecodingAPIDumps>), after
+        /// the last batch, while nothing else runs.
+        public var indexBuilds = 0.0
+
+        public init(input: Double = 0, lookups: Double = 0, writing: Double = 0, indexBuilds: Double = 0) {
+            self.input = input
+            self.lookups = lookups
+            self.writing = writing
+            self.indexBuilds = indexBuilds
+        }
+    }
+
     public var recordsRead = 0
     public var recordsImported = 0
     public var recordsSkipped = 0
@@ -103,6 +128,9 @@ public struct ImportReport: Sendable, Codable, Equatable {
     /// CPU seconds per part of the import; nil in a report that was not made by an import (one decoded from
     /// JSON written before this field existed).
     public var cpu: CPUTime?
+    /// Where the decoding thread waited; nil in a report that was not made by an import (one decoded from JSON written
+    /// before this field existed).
+    public var waits: Waits?
     /// What a sync import deleted; nil for an import without a sync scope.
     public var sync: Sync?
     /// Whether the import held the store for itself, as ``ImportOptions/exclusiveAccess`` asked: false when another
@@ -124,6 +152,12 @@ public struct ImportReport: Sendable, Codable, Equatable {
         if let cpu {
             lines.append(
                 String(format: "CPU: reading %.2f s, decoding %.2f s, writing %.2f s", cpu.reading, cpu.decoding, cpu.writing))
+        }
+        if let waits {
+            lines.append(
+                String(
+                    format: "decoding waited %.2f s for input, %.2f s for lookups, %.2f s for writing; index builds %.2f s",
+                    waits.input, waits.lookups, waits.writing, waits.indexBuilds))
         }
         for name in entities.keys.sorted() {
             let counts = entities[name]!

@@ -102,6 +102,7 @@ final class Importer {
             throw Self.importError(error)
         }
         var readingCPU = 0.0
+        var waits = ImportReport.Waits()
         do {
             if deleteUnseen != nil { syncTracker = try context.startSync(of: mapping) }
             if !options.commitEveryBatch {
@@ -118,9 +119,13 @@ final class Importer {
             defer {
                 pipeline.finish()
                 readingCPU = pipeline.cpuSeconds
+                waits.input = pipeline.secondsWaitedForInput
             }
             try decodeBatches(from: pipeline)
             try writer?.drain()
+            waits.lookups = writer?.secondsWaitedForLookups ?? 0
+            waits.writing = writer?.secondsWaitedForWriting ?? 0
+            let buildStart = monotonicSeconds()
             // On the writer's thread: the pages of the cache it frees are that thread's memory (glibc's arena of the
             // thread that allocated them), which the build takes again. Built on this thread, it took 11 MiB more
             // at 1M records (peak 72 MiB instead of 63).
@@ -128,6 +133,7 @@ final class Importer {
             writer?.finish()
             context.deferredWriter = nil
             try deferredIndexes?.build()
+            if deferredIndexes != nil { waits.indexBuilds = monotonicSeconds() - buildStart }
             try checkUnresolvedReferences()
             try finishSync()
             if !options.commitEveryBatch {
@@ -151,6 +157,7 @@ final class Importer {
         report.duration = elapsed
         report.cpu = ImportReport.CPUTime(
             reading: readingCPU, decoding: threadCPUSeconds() - decodingCPUStart, writing: writer?.cpuSeconds ?? 0)
+        report.waits = waits
         options.logger.info(
             "import finished",
             metadata: [

@@ -32,6 +32,8 @@ final class RecordPipeline: @unchecked Sendable {
     private let worker = Worker()
     private var monitor: Monitor { worker.monitor }
     private var items: [Item] = []
+    /// Wall-clock seconds ``pop()`` waited for the reader (used by the importer's thread only).
+    private(set) var secondsWaitedForInput = 0.0
 
     init(capacity: Int = 1) {
         self.capacity = max(1, capacity)
@@ -90,7 +92,7 @@ final class RecordPipeline: @unchecked Sendable {
     /// The next item, waiting for the reader when there is none.
     func pop() -> Item {
         monitor.withLock {
-            while items.isEmpty { monitor.wait() }
+            secondsWaitedForInput += monitor.wait(while: { items.isEmpty })
             let item = items.removeFirst()
             monitor.broadcast()
             return item

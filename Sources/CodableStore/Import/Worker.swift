@@ -49,6 +49,13 @@ final class Worker: @unchecked Sendable {
     }
 }
 
+/// Seconds on the monotonic clock, for measuring how long something took.
+func monotonicSeconds() -> Double {
+    var time = timespec()
+    guard clock_gettime(CLOCK_MONOTONIC, &time) == 0 else { return 0 }
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+}
+
 /// The CPU time the calling thread has used, in seconds.
 func threadCPUSeconds() -> Double {
     var time = timespec()

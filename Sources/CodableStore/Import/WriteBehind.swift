@@ -37,6 +37,10 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     /// Plans handed over so far, and plans written (by the writer) so far.
     private(set) var enqueued = 0
     private var written = 0
+    /// Wall-clock seconds the context's thread waited for the writer: for its lookups, and for it to take plans,
+    /// write them or run requests (each used by the context's thread only).
+    private(set) var secondsWaitedForLookups = 0.0
+    private(set) var secondsWaitedForWriting = 0.0
     /// The objects the context keeps between batches (used by the context's thread only).
     let retention: ObjectRetention
     /// Rows the writer's lookups read, which answer later lookups of the same keys (used by the writer thread only).
@@ -96,7 +100,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     /// - Throws: the error of a plan that failed before.
     func enqueue(_ plan: WritePlan) throws {
         try monitor.withLock {
-            while waitingPlans >= Self.capacity, failure == nil { monitor.wait() }
+            secondsWaitedForWriting += monitor.wait(while: { waitingPlans >= Self.capacity && failure == nil })
             if let failure { throw failure }
             queue.append(.plan(plan))
             enqueued += 1
@@ -126,7 +130,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     /// - Throws: the error of a plan or lookup that failed.
     func waitForLookup(_ lookup: Lookahead) throws {
         try monitor.withLock {
-            while !lookup.isDone, failure == nil { monitor.wait() }
+            secondsWaitedForLookups += monitor.wait(while: { !lookup.isDone && failure == nil })
             if let failure { throw failure }
         }
     }
@@ -135,7 +139,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     /// - Throws: the error of a plan that failed.
     func waitUntilWritten(_ count: Int) throws {
         try monitor.withLock {
-            while written < count, failure == nil { monitor.wait() }
+            secondsWaitedForWriting += monitor.wait(while: { written < count && failure == nil })
             if let failure { throw failure }
         }
     }
@@ -166,7 +170,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
                 precondition(self.request == nil, "a request to the writer thread while one waits")
                 self.request = request
                 monitor.broadcast()
-                while !request.isDone { monitor.wait() }
+                secondsWaitedForWriting += monitor.wait(while: { !request.isDone })
             }
             // A plan that failed left the transaction unusable (PostgreSQL refuses every later statement): the
             // cause is what the context must hear of.

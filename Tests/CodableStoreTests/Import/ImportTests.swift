@@ -88,6 +88,59 @@ import Testing
         #expect(decoded.recordsRead == report.recordsRead)
     }
 
+    /// The report says where the decoding thread waited: for input from a feed that pauses, at least most of the
+    /// pause; for index builds, only when tables were empty at the start (their indexes are built at the end).
+    @Test(.timeLimit(.minutes(1))) func theReportSaysWhereDecodingWaited() throws {
+        let lines = try Data(contentsOf: URL(fileURLWithPath: try Self.dump(count: 400, jsonLines: true)))
+        let half = try #require(lines[(lines.count / 2)...].firstIndex(of: UInt8(ascii: "\n"))) + 1
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        let input = ends[0]
+        defer { close(input) }
+        let feed = Thread { [output = ends[1]] in
+            func send(_ part: Data) {
+                part.withUnsafeBytes { bytes in
+                    var sent = 0
+                    while sent < bytes.count {
+                        let written = write(output, bytes.baseAddress! + sent, bytes.count - sent)
+                        if written <= 0 { return }
+                        sent += written
+                    }
+                }
+            }
+            send(lines[..<half])
+            Thread.sleep(forTimeInterval: 1)
+            send(lines[half...])
+            close(output)
+        }
+        feed.start()
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: issueEntities)
+        let report = try store.importJSON(GitIssue.self, from: .fileDescriptor(input), options: Self.options(.jsonLines))
+        #expect(report.recordsImported == 400)
+        let waits = try #require(report.waits)
+        #expect(waits.input >= 0.5)
+        #expect(waits.indexBuilds > 0)
+        for part in [waits.input, waits.lookups, waits.writing, waits.indexBuilds] { #expect(part >= 0) }
+        #expect(waits.input + waits.lookups + waits.writing + waits.indexBuilds <= report.duration + 0.01)
+        #expect(report.summary.contains("decoding waited \(String(format: "%.2f", waits.input)) s for input"))
+
+        // A commit per batch defers no index and writes on the decoding thread: those parts are 0.
+        var perBatch = Self.options()
+        perBatch.commitEveryBatch = true
+        let again = try #require(try store.importJSON(GitIssue.self, from: .file(try Self.dump(count: 400)), options: perBatch).waits)
+        #expect(again.indexBuilds == 0)
+        #expect(again.lookups == 0)
+        #expect(again.writing == 0)
+        #expect(again.input < waits.input)
+
+        let json = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(report)) as? [String: Any])
+        #expect(Set(try #require(json["waits"] as? [String: Double]).keys) == ["input", "lookups", "writing", "indexBuilds"])
+        var old = json
+        old["waits"] = nil
+        #expect(try JSONDecoder().decode(ImportReport.self, from: JSONSerialization.data(withJSONObject: old)).waits == nil)
+    }
+
     /// A dump without repeated ids: a repeated id carries other values, which a re-import writes again
     /// when its occurrences fall in different batches (see the next test).
     @Test func reImportChangesNothingAndReportsEverythingUnchanged() throws {
