@@ -280,11 +280,16 @@ extension Connection: DatabaseConnection {
     package func releaseExclusiveAccess() throws {
         // NORMAL releases the locks at the next access: the switch back to WAL, which needs them still.
         try execute(sql: "PRAGMA locking_mode = NORMAL; PRAGMA synchronous = NORMAL")
-        let mode = try scalar(sql: "PRAGMA journal_mode = WAL")
-        guard mode == .text("wal") else {
-            throw SQLiteError(
-                resultCode: .SQLITE_ERROR, message: "cannot switch back to WAL mode (journal mode is \(mode?.description ?? "unknown"))")
+        if let mode = try switchToWAL() {
+            throw SQLiteError(resultCode: .SQLITE_ERROR, message: "cannot switch back to WAL mode (journal mode is \(mode))")
         }
+    }
+
+    /// Switches the database to WAL mode; the journal mode it is in when SQLite did not (a read-only folder, an
+    /// in-memory database), nil when it did.
+    func switchToWAL() throws -> String? {
+        let mode = try scalar(sql: "PRAGMA journal_mode = WAL")
+        return mode == .text("wal") ? nil : mode?.description ?? "unknown"
     }
 
     package func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool {

@@ -26,11 +26,10 @@ final class SQLiteConnections: StoreBackend {
                     message: "the database at '\(path)' can only be opened read-only (check the permissions of the file and its folder)")
             }
             // WAL lets readers run while a write is in progress.
-            let mode = try connection.scalar(sql: "PRAGMA journal_mode = WAL")
-            guard mode == .text("wal") else {
+            if let mode = try connection.switchToWAL() {
                 throw SQLiteError(
                     resultCode: .SQLITE_CANTOPEN,
-                    message: "cannot switch '\(path)' to WAL mode (journal mode is \(mode?.description ?? "unknown")); is the folder writable?")
+                    message: "cannot switch '\(path)' to WAL mode (journal mode is \(mode)); is the folder writable?")
             }
         }
         // Foreign keys keep rows consistent when objects are deleted (SET NULL, CASCADE); they are checked at
@@ -98,11 +97,13 @@ final class SQLiteConnections: StoreBackend {
     }
 
     func closeIdleReaders() {
+        // Taken out under the lock, closed as they go when `idle` ends, outside it.
         let idle = readers.withLock { pool in
-            defer { pool.removeAll() }
-            return pool
+            var taken: [ConnectionBox] = []
+            swap(&taken, &pool)
+            return taken
         }
-        _ = idle  // closed as they go, outside the lock
+        _ = idle
     }
 
     private func returnReader(_ box: ConnectionBox) {
