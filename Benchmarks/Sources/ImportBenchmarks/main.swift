@@ -528,7 +528,9 @@ for count in counts {
         ("importJSON (exclusive)", exclusive), ("limit: rollback journal", limitRollback),
         ("a tenth gone: re-import", plainPartial), ("a tenth gone: sync import", syncPartial),
     ] {
-        print(String(format: "  %-28@ %7.2f s  %9.0f records/s  %6.1f MB/s  peak RSS %7.1f MiB", name as NSString, result.seconds,
+        // Padded here: Foundation on Linux does not pad a `%-28@` argument.
+        let padded = name.padding(toLength: max(28, name.count), withPad: " ", startingAt: 0)
+        print("  " + padded + String(format: " %7.2f s  %9.0f records/s  %6.1f MB/s  peak RSS %7.1f MiB", result.seconds,
                      Double(count) / result.seconds, megabytes / result.seconds, result.rss))
     }
     print(String(format: "  speed-up over the baseline: %.2fx (target >= 2.5x at 1M); re-import/import: %.2fx", base.seconds / first.seconds, again.seconds / first.seconds))
