@@ -82,5 +82,6 @@ final class Monitor: @unchecked Sendable {
         repeat { wait() } while condition()
         return monotonicSeconds() - start
     }
+
     func broadcast() { pthread_cond_broadcast(condition) }
 }
