@@ -13,8 +13,8 @@ final class Importer {
     var skippedErrors: [Int: any Error] = [:]
     /// The batch being decoded.
     var batch: [JSONRecord] = []
-    let clock = ContinuousClock()
-    let start: ContinuousClock.Instant
+    /// When the import began (``monotonicSeconds()``).
+    let start: Double
     var totalBytes: Int?
     var bytesRead = 0
     /// The writer thread, while writing behind (stop policy, one transaction).
@@ -37,16 +37,13 @@ final class Importer {
         self.mapping = mapping
         self.options = options
         self.context = Context(connection: connection, storage: storage, isReadOnly: false)
-        self.start = clock.now
+        self.start = monotonicSeconds()
     }
 
     /// Records per batch: the options', or the backend's.
     var batchSize: Int { options.batchSize ?? storage.dialect.importBatchSize }
 
-    var elapsed: Double {
-        let duration = clock.now - start
-        return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
+    var elapsed: Double { monotonicSeconds() - start }
 
     /// Imports `source`: opens it, starts the reader (and, writing behind, the writer), decodes and saves batch
     /// after batch, and commits; on failure rolls back (what was not committed) and throws an ``ImportError``.

@@ -49,17 +49,15 @@ final class Worker: @unchecked Sendable {
     }
 }
 
-/// Seconds on the monotonic clock, for measuring how long something took.
-func monotonicSeconds() -> Double {
-    var time = timespec()
-    guard clock_gettime(CLOCK_MONOTONIC, &time) == 0 else { return 0 }
-    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-}
+/// Seconds on the monotonic clock, for measuring how long something took (an import, a wait).
+func monotonicSeconds() -> Double { seconds(on: CLOCK_MONOTONIC) }
 
 /// The CPU time the calling thread has used, in seconds.
-func threadCPUSeconds() -> Double {
+func threadCPUSeconds() -> Double { seconds(on: CLOCK_THREAD_CPUTIME_ID) }
+
+private func seconds(on clock: clockid_t) -> Double {
     var time = timespec()
-    guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time) == 0 else { return 0 }
+    guard clock_gettime(clock, &time) == 0 else { return 0 }
     return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
 }
 
