@@ -42,4 +42,9 @@ struct KnownIdentities {
         }
         return nil
     }
+
+    /// The key read ahead for `node` as `entity`, if any, without moving where the next lookup starts.
+    func peekKey(for node: JSONTape.Index, entity: Int) -> Context.IdentityKey? {
+        entries.first { $0.node == node && $0.entity == entity }?.key
+    }
 }

@@ -220,6 +220,12 @@ extension StoreDecoderImpl {
     }
 
     /// The identity values of the JSON object, converted to the identity attributes' types.
+    /// The identity of the record at `root` (an object), read ahead or read now; nil when it has none that decodes.
+    func ownIdentity(_ mapping: EntitySchema, _ root: Node) -> Context.IdentityKey? {
+        if let key = known?.peekKey(for: root, entity: mapping.index) { return key }
+        return try? identityKey(mapping, root, .root)
+    }
+
     func identityKey(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode) throws -> Context.IdentityKey {
         if let key = known?.key(for: node, entity: mapping.index) { return key }
         let description = mapping.description
@@ -472,9 +478,12 @@ extension StoreDecoderImpl {
             policy = declared
         }
         switch policy {
-        case .ignore: return nil
+        case .ignore:
+            session.unresolvedReferences += 1
+            return nil
         case .stub: return try createEntity(mapping, nil, path, stubIdentity: key)
         case .deferred:
+            session.unresolvedReferences += 1
             if let owner { context.deferReference(from: owner.object, field: owner.field, to: mapping.index, key) }
             return nil
         }
@@ -484,8 +493,61 @@ extension StoreDecoderImpl {
     /// identity that the unknown-reference policy ignores (left out of the result).
     func decodeElement(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode) throws -> (any EntityObject)? {
         switch tape.kind(of: node) {
-        case .object, .null: return try decodeEntity(mapping, node, path)
+        case .object:
+            if let digest = recordDigest, node == tape.root { return try decodeRecord(mapping, node, path, digest: digest) }
+            return try decodeEntity(mapping, node, path)
+        case .null: return try decodeEntity(mapping, node, path)
         default: return try bareReference(mapping, node, path)
+        }
+    }
+
+    /// An import's record that has a digest (see `RecordDigests`): skipped when the batch's lookahead found its row
+    /// stored as it would write it (nil: no object is made), else decoded and given the digest, unless it left a
+    /// reference unresolved.
+    private func decodeRecord(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode, digest: Int64) throws
+        -> (any EntityObject)?
+    {
+        let key = try identityKey(mapping, node, path)
+        if let rowID = context.takeUnchangedRow(entity: mapping.index, key: key) {
+            try decodeNestedObjects(mapping, node, path)
+            if session.isCounting { session.countUnchanged(entity: mapping.index) }
+            context.unchangedRecordsSkipped += 1
+            session.saw(rowID: rowID, entity: mapping.index)
+            return nil
+        }
+        let unresolved = session.unresolvedReferences
+        let object = try decodeEntity(mapping, node, path)
+        if session.unresolvedReferences == unresolved { context.stampDigest(object, digest) }
+        return object
+    }
+
+    /// What decoding an unchanged record still does: upsert the objects nested in it (a later record may have changed
+    /// them since, and the order of this input decides), and, for a sync, note the synced entity's references.
+    private func decodeNestedObjects(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode) throws {
+        var hint = JSONTape.LookupHint()
+        for relationship in mapping.description.relationships {
+            guard let value = try field(node, mapping, relationship.index, path, &hint),
+                let resolved = mapping.relationships[relationship.index]
+            else { continue }
+            let destination = context.model.mappings[resolved.destination]
+            func decodeNested(_ element: Node, _ elementPath: @autoclosure () -> CodingPathNode) throws {
+                switch tape.kind(of: element) {
+                case .object:
+                    _ = try decodeEntity(destination, element, elementPath())
+                case .null:
+                    break
+                default:
+                    if destination.index == session.syncEntity { _ = try bareReference(destination, element, elementPath()) }
+                }
+            }
+            let valuePath = value.path(in: path, mapping)
+            if !relationship.isToMany {
+                try decodeNested(value.node, valuePath)
+            } else if tape.kind(of: value.node) == .array {
+                for (position, element) in elements(value.node).enumerated() {
+                    try decodeNested(element, valuePath.appending(index: position))
+                }
+            }
         }
     }
 

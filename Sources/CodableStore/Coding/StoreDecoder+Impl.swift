@@ -15,6 +15,8 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
     /// Identities in ``tape`` read ahead by the import's reader thread, which ``identityKey(_:_:_:)`` and
     /// ``referenceKey(_:_:_:)`` take instead of reading them again.
     var known: KnownIdentities?
+    /// The digest of the record ``tape`` holds, when an import may skip it (see `RecordDigests`).
+    var recordDigest: Int64?
 
     init(tape: JSONTape, node: Node, path: CodingPathNode, session: DecodingSession) {
         self.tape = tape

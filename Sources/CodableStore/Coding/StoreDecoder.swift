@@ -298,6 +298,20 @@ final class DecodingSession {
         if countedObjects.insert(state) { decodedCounts![entity] += 1 }
     }
 
+    /// Counts a record skipped as unchanged (when ``isCounting``): it has no object, and its identity is the batch's
+    /// only occurrence (see `RecordDigests`).
+    func countUnchanged(entity: Int) {
+        decodedCounts![entity] += 1
+    }
+
+    /// Notes a row of the synced entity that the payload has, without its object (a record skipped as unchanged).
+    func saw(rowID: Int64, entity: Int) {
+        if entity == syncEntity, rowID <= sync.unsafelyUnwrapped.existingUpTo { sync.unsafelyUnwrapped.seen.insert(rowID) }
+    }
+
+    /// References the decoder left unresolved (ignored or deferred) so far: a record that leaves one gets no digest.
+    @exclusivity(unchecked) var unresolvedReferences = 0
+
     /// The field values of the last object created, kept for the next one: creating an object then allocates no
     /// array (see ``takeFieldValues(count:)``).
     @exclusivity(unchecked) private var spareFieldValues: [SQLiteValue] = []

@@ -298,7 +298,10 @@ extension Context {
         // the query below replaces the marks of the keys the store has.
         var pending: [IdentityKey] = []
         let filter = insertedIdentities[entity]
+        let skipsUnchanged = entity == unchangedRowsEntity && !unchangedRows.isEmpty
         for key in keys where key.count == arity {
+            // A record skipped as unchanged needs no object (see takeUnchangedRow).
+            if skipsUnchanged, unchangedRows[key] != nil { continue }
             let ask = index.entries.update(key) { entry -> Bool in
                 switch entry {
                 case nil:
@@ -351,23 +354,43 @@ extension Context {
     func adoptLookup(_ lookup: Lookahead) throws {
         try deferredWriter?.waitForLookup(lookup)
         var made: [IntegerKey: any EntityObject] = [:]
+        unchangedRows.removeAll(keepingCapacity: true)
+        unchangedRowsEntity = -1
         for (position, (entry, rows)) in zip(lookup.keys, lookup.rows).enumerated() {
             let mapping = model.mappings[entry.entity]
             let index = try identityIndex(entry.entity)
+            if position == 0 {
+                for (key, rowID) in zip(lookup.unchangedKeys, lookup.unchangedRowIDs) {
+                    if let held = registries[entry.entity][rowID] {
+                        index.entries[identityKey(of: held, mapping)] = .object(held)
+                    } else {
+                        // Stored as the batch's record would write it: the record is skipped, and no object made
+                        // (see RecordDigests). Not marked missing below, nor looked up by the prefetch.
+                        unchangedRows[key] = rowID
+                        unchangedRowsEntity = entry.entity
+                    }
+                }
+            }
+            let digests = position == 0 && !lookup.digests.isEmpty ? lookup.rowDigests : nil
             for row in 0..<rows.count {
-                let row = rows[row]
-                guard case .integer(let rowID) = row.first else { continue }
+                let values = rows[row]
+                guard case .integer(let rowID) = values.first else { continue }
                 if let held = registries[entry.entity][rowID] {
                     // Newer than its row, the held object answers for its identity (one a membership load made, or
                     // one held before the index was made, may not be indexed yet).
                     index.entries[identityKey(of: held, mapping)] = .object(held)
                     continue
                 }
-                let object = try makeStoredObject(for: mapping, rowID: rowID, row: row)
+                let object = try makeStoredObject(for: mapping, rowID: rowID, row: values)
                 index.entries[identityKey(of: object, mapping)] = .object(object)
+                if let digests {
+                    object.entityState.storedDigest = digests[row]
+                    object.entityState.storedDigestIsKnown = true
+                }
                 if position == 0 { made[rowID] = object }
             }
-            for key in entry.keys {
+            let skipsUnchanged = position == 0 && !unchangedRows.isEmpty
+            for key in entry.keys where !skipsUnchanged || unchangedRows[key] == nil {
                 index.entries.update(key) { if $0 == nil { index.markMissing(&$0, key) } }
             }
         }
@@ -387,6 +410,29 @@ extension Context {
                 relationship.description.setMany(owner, members[rowID] ?? [])
             }
         }
+    }
+
+    /// The row id of a record the batch's lookahead found stored as the record would write it (see `RecordDigests`),
+    /// taken once; nil when there is none, or an object of that row or identity is in memory since (it may have
+    /// changed: the record is then decoded).
+    func takeUnchangedRow(entity: Int, key: IdentityKey) -> Int64? {
+        guard entity == unchangedRowsEntity, let rowID = unchangedRows.removeValue(forKey: key) else { return nil }
+        if registries[entity][rowID] != nil { return nil }
+        if case .object? = identityIndexes[entity]?.entries[key] { return nil }
+        return rowID
+    }
+
+    /// Gives `object`, just decoded from a record of digest `digest` (the import's, see `RecordDigests`), that
+    /// digest: written with its row unless something changes it before.
+    func stampDigest(_ object: any EntityObject, _ digest: Int64) {
+        let state = object.entityState
+        state.pendingDigest = digest
+        state.digestStamp = state.changeCount
+        guard state.status == .persistent, !state.isScheduledForUpdate else { return }
+        if state.storedDigestIsKnown && state.storedDigest == digest { return }
+        // Nothing else changed: the row still needs the digest.
+        state.isScheduledForUpdate = true
+        updatedObjects.append(object)
     }
 
     /// The object with this identity: from memory when known, else with one query.

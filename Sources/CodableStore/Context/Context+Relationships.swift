@@ -180,6 +180,9 @@ extension Context {
         guard ownerRow != 0, memberRow != 0 else { return }
         noteUse(ownerObject, owner)
         noteUse(memberObject, member)
+        // A link is a change of both sides, whichever side made it (see EntityState.changeCount).
+        owner.changeCount &+= 1
+        member.changeCount &+= 1
         linkChanges.append(
             LinkChange(
                 table: table, source: ownerIsSource ? ownerRow : memberRow, target: ownerIsSource ? memberRow : ownerRow,

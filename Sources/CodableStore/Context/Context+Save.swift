@@ -72,7 +72,7 @@ extension Context {
             // Never while holding the connection: the writer could not finish the plan this waits for.
             precondition(!isSharingConnection, "a save while holding the shared connection")
             var plan = WritePlan()
-            writeSteps { plan.steps.append($0) }
+            try writeSteps { plan.steps.append($0) }
             try deferredWriter.enqueue(plan)
             // A deleted object is not held, so its row must be gone before the next lookup (imports rarely
             // delete: only a decoding hook can).
@@ -92,6 +92,8 @@ extension Context {
             guard state.status == .inserted else { continue }
             state.status = .persistent
             state.changedFields.removeAll()
+            state.storedDigest = state.digestToWrite
+            state.storedDigestIsKnown = true
             inserted[state.entityIndex] += 1
         }
         for (entity, count) in inserted.enumerated() where count > 0 {
@@ -104,10 +106,16 @@ extension Context {
             if state.status == .persistent, !state.changedFields.isEmpty {
                 writeCounts[state.entityIndex, default: (0, 0)].updated += 1
             }
+
             state.changedFields.removeAll()
             state.storedValues = nil
             state.storedMembers = nil
         }
+        for (state, digest) in updatedDigests {
+            state.storedDigest = digest
+            state.storedDigestIsKnown = true
+        }
+        updatedDigests.removeAll(keepingCapacity: true)
         insertedObjects.removeAll(keepingCapacity: true)
         updatedObjects.removeAll(keepingCapacity: true)
         deletedObjects.removeAll()
@@ -126,12 +134,41 @@ extension Context {
 
     /// The pending changes as SQL and values, step by step, in the order they must be written: deletes,
     /// inserts, updates, links, positions. Reads the objects; writes nothing itself.
-    func writeSteps(_ emit: (WritePlan.Step) throws -> Void) rethrows {
-        for (entity, rowID) in deletedObjects { try emit(.delete(entity: entity, rowID: rowID)) }
+    func writeSteps(_ emit: (WritePlan.Step) throws -> Void) throws {
+        let digested = storage.dialect.storesDigests && (!deletedObjects.isEmpty || !linkChanges.isEmpty) ? try digestedEntities() : []
+        updatedDigests.removeAll(keepingCapacity: true)
+        for (entity, rowID) in deletedObjects {
+            for other in digested.sorted() {
+                try emit(.clearDigestsReferring(entity: other, destination: entity, rowID: rowID))
+            }
+            try emit(.delete(entity: entity, rowID: rowID))
+        }
         try planInserts(emit)
         try planUpdates(emit)
-        try planLinks(emit)
+        try planLinks(emit, digested: digested)
         try planPositions(emit)
+    }
+
+    /// Clears the digests of the rows that refer to rows of `entity` deleted by SQL (see `RecordDigests`), before they go.
+    func clearDigestsReferring(to entity: Int, rowIDs: [Int64]) throws {
+        guard storage.dialect.storesDigests, !rowIDs.isEmpty else { return }
+        for other in try digestedEntities().sorted() {
+            for sql in storage.digestClearing(of: other, referringTo: entity) {
+                let statement = try connection.cached(sql)
+                for rowID in rowIDs {
+                    try statement.bind(rowID, at: 1)
+                    try statement.execute()
+                }
+            }
+        }
+    }
+
+    /// The entities whose rows imports gave digests (see `RecordDigests`), read from the store once per context.
+    func digestedEntities() throws -> Set<Int> {
+        if let digestedEntityIndexes { return digestedEntityIndexes }
+        let entities = try RecordDigests.digestedEntities(model, on: connection)
+        digestedEntityIndexes = entities
+        return entities
     }
 
     /// Inserts new objects, grouped by entity, several rows per statement (as a hand-written importer
@@ -147,7 +184,8 @@ extension Context {
         for entity in model.insertOrder where !byEntity[entity].isEmpty {
             let objects = byEntity[entity]
             let mapping = model.mappings[entity]
-            let width = mapping.insertColumnCount + 1
+            let width = storage.insertWidth(entity)
+            let storesDigests = storage.dialect.storesDigests
             let fits = EntitySchema.insertBatchRows * width <= maximumVariableCount
             let rowsPerStatement = fits ? EntitySchema.insertBatchRows : 1
             var start = 0
@@ -163,6 +201,7 @@ extension Context {
                         case .foreignKey(let position): values.append(value(of: mapping.columns[position], of: object))
                         }
                     }
+                    if storesDigests { values.append(object.entityState.digestToWrite.map(SQLiteValue.integer) ?? .null) }
                 }
                 try emit(.insert(entity: entity, rows: rows, values: values))
                 start += rows
@@ -223,12 +262,19 @@ extension Context {
             for field in state.changedFields.indexes where mapping.columnNameOfField[field] != nil {
                 columns.insert(field)
             }
-            if columns.isEmpty { continue }
+            let digest = storage.dialect.storesDigests ? state.digestToWrite : nil
+            // A record that changed no column still leaves its digest, when the row does not have it yet.
+            let writesDigest = digest != nil && (!state.storedDigestIsKnown || state.storedDigest != digest)
+            if columns.isEmpty && !writesDigest { continue }
             let fields = columns.indexes
             var values: [SQLiteValue] = []
-            values.reserveCapacity(fields.count + 1)
+            values.reserveCapacity(fields.count + 2)
             for field in fields {
                 values.append(value(of: mapping.columns[Int(mapping.columnOfField[field]) - 1], of: object))
+            }
+            if storage.dialect.storesDigests {
+                values.append(digest.map(SQLiteValue.integer) ?? .null)
+                updatedDigests.append((state, digest))
             }
             values.append(.integer(state.rowID))
             try emit(.update(entity: mapping.index, fields: fields, values: values))
@@ -246,10 +292,23 @@ extension Context {
     /// INSERTs of ``JoinTable/linkBatchRows`` rows per table. In the order they were made, a decode that replaces
     /// memberships interleaves unlinks and links, and nearly every link was a one-row INSERT: at 1M reference
     /// records, 843k statements and a fifth of the writer thread's time.
-    private func planLinks(_ emit: (WritePlan.Step) throws -> Void) rethrows {
+    private func planLinks(_ emit: (WritePlan.Step) throws -> Void, digested: Set<Int>) rethrows {
         let unchanged = unchangedLinkOwners
         unchangedLinkOwners = []
         if linkChanges.isEmpty { return }
+        // Rows whose links change while their digest stays: cleared once each (see RecordDigests).
+        var digestsCleared = Set<Row>()
+        func clearDigest(_ entity: Int, _ rowID: Int64) throws {
+            guard digested.contains(entity) else { return }
+            if let object = registries[entity][rowID] {
+                let state = object.entityState
+                // Its insert or update writes its digest (or NULL), or the row has none.
+                if state.status == .inserted || state.digestToWrite != nil { return }
+                if state.storedDigestIsKnown && state.storedDigest == nil { return }
+            }
+            guard digestsCleared.insert(Row(entity: entity, rowID: rowID)).inserted else { return }
+            try emit(.clearDigest(entity: entity, rowID: rowID))
+        }
         struct Link: Hashable {
             let table: Int
             let source: Int64
@@ -274,10 +333,6 @@ extension Context {
         }
         // Rows deleted in this save, and rows never written (inserted, then deleted): their links would point to
         // nothing (the foreign keys would fail the commit), and their unlinks are done by the cascade.
-        struct Row: Hashable {
-            let entity: Int
-            let rowID: Int64
-        }
         var gone = Set<Row>()
         for (entity, rowID) in deletedObjects { gone.insert(Row(entity: entity, rowID: rowID)) }
         for (entity, rowID) in discardedInsertions { gone.insert(Row(entity: entity, rowID: rowID)) }
@@ -291,6 +346,11 @@ extension Context {
             let change = linkChanges[position]
             if !unchanged.isEmpty, unchanged.contains(UnchangedLinkOwner(table: change.table, source: change.source)) { continue }
             if involvesGoneRow(change) { continue }
+            if !digested.isEmpty {
+                let join = model.joinTables[change.table]
+                try clearDigest(join.source, change.source)
+                try clearDigest(join.target, change.target)
+            }
             if change.isLink {
                 links[change.table].append(position)
             } else {
@@ -332,6 +392,12 @@ extension Context {
                 start += rows
             }
         }
+    }
+
+    /// A row of an entity, in a save's bookkeeping.
+    private struct Row: Hashable {
+        let entity: Int
+        let rowID: Int64
     }
 
     /// The position of `target` in the loaded ordered relationship of `source` that owns `join`.

@@ -84,6 +84,16 @@ public final class Context {
     /// Owners whose ordered join-table list is back at its stored members: their link changes are not written
     /// (filled while a save plans its updates, used when it plans its links).
     var unchangedLinkOwners: Set<UnchangedLinkOwner> = []
+    /// The digests the updates of the save being written set (NULL as nil), taken as stored once it is written.
+    @exclusivity(unchecked) var updatedDigests: [(EntityState, Int64?)] = []
+    /// The entities whose rows imports gave digests, once read (see `digestedEntities()`).
+    var digestedEntityIndexes: Set<Int>?
+    /// Row ids by identity of the batch's records that are stored as they would write them (see `takeUnchangedRow`).
+    @exclusivity(unchecked) var unchangedRows: [IdentityKey: Int64] = [:]
+    /// Records an import skipped as unchanged (see `takeUnchangedRow`).
+    @exclusivity(unchecked) var unchangedRecordsSkipped = 0
+    /// The entity of ``unchangedRows`` (-1 while it is empty).
+    @exclusivity(unchecked) var unchangedRowsEntity = -1
     struct UnchangedLinkOwner: Hashable {
         let table: Int
         let source: Int64
@@ -154,6 +164,8 @@ public final class Context {
         nextRowIDs = Array(repeating: nil, count: model.mappings.count)
         deletedObjects.removeAll()
         discardedInsertions.removeAll()
+        unchangedRows.removeAll()
+        unchangedRowsEntity = -1
         deferredError = nil
     }
 
@@ -661,6 +673,7 @@ public final class Context {
     /// Records that `field` of `object` changed.
     func markChanged(_ object: any EntityObject, _ state: EntityState, _ field: Int) {
         state.changedFields.insert(field)
+        state.changeCount &+= 1
         if model.mappings[state.entityIndex].identityFields.contains(field) {
             state.identityMayHaveChanged = true
             hasUnwrittenIdentityChanges = true

@@ -11,12 +11,19 @@ struct WritePlan: Sendable {
     enum Step: Sendable {
         /// Deletes a row.
         case delete(entity: Int, rowID: Int64)
-        /// Inserts `rows` rows (1 or ``EntitySchema/insertBatchRows``): per row, the row id and then the
-        /// insert columns (``EntitySchema/insertColumnCount`` values).
+        /// Inserts `rows` rows (1 or ``EntitySchema/insertBatchRows``): per row, the row id, then the
+        /// insert columns (``EntitySchema/insertColumnCount`` values), then where the dialect stores them the digest
+        /// (``SQLStorage/insertWidth(_:)`` values a row).
         case insert(entity: Int, rows: Int, values: [SQLiteValue])
         /// Updates the changed columns of one stored row: `values` are the new values of `fields`, in order,
-        /// then the row id.
+        /// then where the dialect stores them the digest, then the row id. `fields` may be empty when only the digest
+        /// changes.
         case update(entity: Int, fields: [Int], values: [SQLiteValue])
+        /// Clears the digest of a row whose links changed without an update of it.
+        case clearDigest(entity: Int, rowID: Int64)
+        /// Clears the digests of the rows of `entity` that refer to the row `rowID` of `destination`, by a foreign key
+        /// or a link, before that row is deleted.
+        case clearDigestsReferring(entity: Int, destination: Int, rowID: Int64)
         /// Sets (or, with nil, clears) a row's position in an ordered one-to-many relationship stored by its
         /// foreign key: `orderColumn` of the entity's table.
         case setOrder(entity: Int, orderColumn: String, rowID: Int64, position: Int64?)
@@ -81,10 +88,18 @@ final class Lookahead: @unchecked Sendable {
     var rows: [StoredRows] = []
     /// Per entry of `memberships`: rows of the owner's row id, then the member's row id and columns.
     var membershipRows: [StoredRows] = []
+    /// Per key of `keys[0]` that a record of the batch writes alone, the digest of that record (see `RecordDigests`):
+    /// a stored row with that digest is answered in ``unchangedKeys`` and ``unchangedRowIDs`` instead of `rows`.
+    let digests: [Context.IdentityKey: Int64]
+    var unchangedKeys: [Context.IdentityKey] = []
+    var unchangedRowIDs: [Int64] = []
+    /// With `digests`, the `_digest` of each row of `rows[0]`, in order.
+    var rowDigests: [Int64?] = []
     var isDone = false
 
-    init(keys: [(entity: Int, keys: [Context.IdentityKey])], memberships: [Int]) {
+    init(keys: [(entity: Int, keys: [Context.IdentityKey])], memberships: [Int], digests: [Context.IdentityKey: Int64] = [:]) {
         self.keys = keys
         self.memberships = memberships
+        self.digests = digests
     }
 }

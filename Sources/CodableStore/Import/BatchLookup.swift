@@ -17,12 +17,16 @@ struct BatchLookup {
     /// Prepares a batch and hands its lookahead to the writer.
     init(
         _ records: [JSONRecord], mapping: EntitySchema, context: Context, options: StoreDecoder.Options,
-        collected: Keys?, writer: WriteBehind
+        collected: Keys?, writer: WriteBehind, digester: SipHasher13? = nil
     ) throws {
         let model = context.model
         let session = DecodingSession(context: context, options: options)
         let items = records.map { StoreDecoderImpl.item(for: $0, session) }
-        let identities = collected ?? Keys(StoreDecoderImpl.collectKeys(mapping, items, model: model))
+        let identities =
+            collected
+            ?? Keys(
+                StoreDecoderImpl.collectKeys(mapping, items, model: model),
+                digests: digester.map { digester in records.map { RecordDigests.digest(of: $0.tape, digester) } })
         if let known = identities.known, known.ends.count == items.count {
             // Decoding takes the identities the reader read instead of reading them again.
             var start = 0
@@ -63,12 +67,50 @@ struct BatchLookup {
                 memberships.append(field)
             }
         }
-        let lookahead = Lookahead(keys: requested, memberships: memberships)
+        var digests: [Context.IdentityKey: Int64] = [:]
+        if let recordDigests = identities.digests, recordDigests.count == items.count {
+            digests = Self.skippableDigests(
+                items, recordDigests, mapping: mapping, keys: keys[mapping.index],
+                lookingUp: requested.first?.entity == mapping.index)
+        }
+        let lookahead = Lookahead(keys: requested, memberships: memberships, digests: digests)
         try writer.requestLookup(lookahead)
         self.session = session
         self.items = items
         self.keys = keys
         self.lookahead = lookahead
+    }
+
+    /// Gives each record its digest, and returns the digests by identity of the records the batch may skip (when the
+    /// batch looks up stored rows of its entity at all): those whose identity occurs nowhere else in the batch (not in
+    /// another record, nor nested, nor referred to), so that no other decoding of the batch changes the row first
+    /// (see `RecordDigests`).
+    private static func skippableDigests(
+        _ items: [(StoreDecoderImpl, JSONTape.Index)], _ recordDigests: [Int64?], mapping: EntitySchema,
+        keys: [Context.IdentityKey], lookingUp: Bool
+    ) -> [Context.IdentityKey: Int64] {
+        guard lookingUp else {
+            for ((impl, root), digest) in zip(items, recordDigests) where impl.tape.kind(of: root) == .object {
+                impl.recordDigest = digest
+            }
+            return [:]
+        }
+        var occurrences: [Context.IdentityKey: Int]?
+        if Keys.distinct(keys).count != keys.count {
+            var counts: [Context.IdentityKey: Int] = [:]
+            for key in keys { counts[key, default: 0] += 1 }
+            occurrences = counts
+        }
+        var digests: [Context.IdentityKey: Int64] = [:]
+        digests.reserveCapacity(items.count)
+        for ((impl, root), digest) in zip(items, recordDigests) {
+            guard let digest, impl.tape.kind(of: root) == .object else { continue }
+            impl.recordDigest = digest
+            guard let key = impl.ownIdentity(mapping, root) else { continue }
+            if let occurrences, occurrences[key] != 1 { continue }
+            digests[key] = digest
+        }
+        return digests
     }
 
     /// The identities a batch of records mentions (the records' own, their nested objects' and their bare
@@ -81,11 +123,14 @@ struct BatchLookup {
         /// Every identity with the node it was read from, in record order, the entries of the `i`th record ending
         /// at `ends[i]` (for ``KnownIdentities``), when collected with them.
         let known: (entries: [KnownIdentity], ends: [Int])?
+        /// Per record, its digest, when the import may skip unchanged records (see `RecordDigests`).
+        let digests: [Int64?]?
 
-        init(_ collected: StoreDecoderImpl.CollectedKeys) {
+        init(_ collected: StoreDecoderImpl.CollectedKeys, digests: [Int64?]? = nil) {
             all = collected.all
             known = collected.keepsNodes ? (collected.known, collected.ends) : nil
             distinct = collected.all.map(Self.distinct)
+            self.digests = digests
         }
 
         /// A random seed per process, so that identities taken from input cannot be chosen to collide.
@@ -140,8 +185,9 @@ struct BatchLookup {
         // @unchecked: made by the importer, then used by the reader thread alone.
         private let mapping: EntitySchema
         private let session: DecodingSession
+        private let digester: SipHasher13?
 
-        init?(_ mapping: EntitySchema, model: Schema, options: StoreDecoder.Options) {
+        init?(_ mapping: EntitySchema, model: Schema, options: StoreDecoder.Options, digester: SipHasher13? = nil) {
             var usesFormatter = false
             if case .formatted = options.dateDecodingStrategy { usesFormatter = true }
             for entity in model.mappings {
@@ -155,12 +201,15 @@ struct BatchLookup {
                 }
             }
             self.mapping = mapping
+            self.digester = digester
             session = DecodingSession(model: model, options: options)
         }
 
         func identities(of records: [JSONRecord]) -> Keys {
             let items = records.map { StoreDecoderImpl.item(for: $0, session) }
-            return Keys(StoreDecoderImpl.collectKeys(mapping, items, model: session.model, keepingNodes: true))
+            return Keys(
+                StoreDecoderImpl.collectKeys(mapping, items, model: session.model, keepingNodes: true),
+                digests: digester.map { digester in records.map { RecordDigests.digest(of: $0.tape, digester) } })
         }
     }
 }

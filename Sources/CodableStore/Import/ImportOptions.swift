@@ -107,6 +107,21 @@ public struct ImportOptions: @unchecked Sendable {
     /// never arrived fail the import (nothing is kept, unless batches were committed), instead of being counted
     /// in ``ImportReport/unresolvedReferences``.
     public var failsOnUnresolvedReferences: Bool
+    /// Whether records stored exactly as they would be written are skipped without decoding them (their nested
+    /// objects are still upserted): a re-import of a dump that changed little does a fraction of the work. Off by
+    /// default: it trusts that only CodableStore changes the store (see below).
+    ///
+    /// Each row of a SQLite store keeps a keyed digest of the record an import last wrote it from (`_digest`), which
+    /// every other change made through CodableStore clears: updates, link changes from either side, deletions of rows
+    /// it refers to, migrations. A record whose digest matches its row's is skipped and counted as unchanged
+    /// (``ImportReport/unchangedRecordsSkipped``). **SQL that other programs run on the store does not clear
+    /// digests**: a row edited that way keeps its edit through such a re-import, unless that program sets `_digest`
+    /// to NULL in the rows it changes, or you call ``Store/forgetImportDigests()`` after it.
+    ///
+    /// It applies to the default import (stop policy, one transaction) of entities with an identity and without
+    /// custom decoding, `prepareForDecoding` or to-many relationships stored by foreign key, with a decoder whose
+    /// strategies are not closures or formatters; elsewhere records are decoded as usual. Ignored on PostgreSQL.
+    public var skipsUnchangedRecords: Bool
     /// The decoder, with its strategies (dates, keys, references).
     public var decoder: StoreDecoder
     /// Called after every batch with the bytes and records read so far.
@@ -126,6 +141,7 @@ public struct ImportOptions: @unchecked Sendable {
         commitEveryBatch: Bool = false,
         exclusiveAccess: Bool = false,
         failsOnUnresolvedReferences: Bool = false,
+        skipsUnchangedRecords: Bool = false,
         decoder: StoreDecoder = StoreDecoder(),
         progress: (@Sendable (ImportProgress) -> Void)? = nil,
         logger: Logger = Logger(label: "CodableStore.import", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -141,6 +157,7 @@ public struct ImportOptions: @unchecked Sendable {
         self.commitEveryBatch = commitEveryBatch
         self.exclusiveAccess = exclusiveAccess
         self.failsOnUnresolvedReferences = failsOnUnresolvedReferences
+        self.skipsUnchangedRecords = skipsUnchangedRecords
         self.decoder = decoder
         self.progress = progress
     }

@@ -136,6 +136,10 @@ public struct ImportReport: Sendable, Codable, Equatable {
     /// Whether the import held the store for itself, as ``ImportOptions/exclusiveAccess`` asked: false when another
     /// connection had the store open (or the backend cannot), so that it ran in WAL mode; nil when it was not asked.
     public var exclusiveAccess: Bool?
+    /// Records skipped without decoding because their rows were stored exactly as they would write them (see
+    /// ``ImportOptions/skipsUnchangedRecords``; they count as unchanged in ``entities``); nil when the import did
+    /// not look for them.
+    public var unchangedRecordsSkipped: Int?
 
     public var recordsPerSecond: Double { duration > 0 ? Double(recordsRead) / duration : 0 }
     public var megabytesPerSecond: Double { duration > 0 ? Double(bytesRead) / 1_048_576 / duration : 0 }
@@ -147,7 +151,8 @@ public struct ImportReport: Sendable, Codable, Equatable {
         var lines = [
             "read \(recordsRead) records (\(String(format: "%.1f", Double(bytesRead) / 1_048_576)) MiB) in "
                 + String(format: "%.2f s: %.0f records/s, %.1f MiB/s", duration, recordsPerSecond, megabytesPerSecond),
-            "imported \(recordsImported), skipped \(recordsSkipped)",
+            "imported \(recordsImported), skipped \(recordsSkipped)"
+                + (unchangedRecordsSkipped.map { ", \($0) unchanged record\($0 == 1 ? "" : "s") not decoded" } ?? ""),
         ]
         if let cpu {
             lines.append(

@@ -25,6 +25,8 @@ final class Importer {
     let deleteUnseen: ((Context, SyncTracker) throws -> (deleted: [Int: Int], missing: Int))?
     /// For a sync import: the identities of stored objects that the dump has.
     var syncTracker: SyncTracker?
+    /// While unchanged records are skipped: the hasher each record's digest starts from (see ``RecordDigests``).
+    var digester: SipHasher13?
 
     init(
         connection: any DatabaseConnection, storage: SQLStorage, mapping: EntitySchema, options: ImportOptions,
@@ -110,6 +112,7 @@ final class Importer {
                 if foreignKeysOff { deferredIndexes = try connection.deferIndexesOfEmptyTables() }
             }
             try startWriting()
+            try prepareDigests()
             // Reading and parsing run on a thread of their own (see RecordPipeline); batches come back here in
             // input order, and so do the reader's errors.
             let pipeline = try startReading(descriptor, path: path)
@@ -155,6 +158,7 @@ final class Importer {
         report.cpu = ImportReport.CPUTime(
             reading: readingCPU, decoding: threadCPUSeconds() - decodingCPUStart, writing: writer?.cpuSeconds ?? 0)
         report.waits = waits
+        if digester != nil { report.unchangedRecordsSkipped = context.unchangedRecordsSkipped }
         options.logger.info(
             "import finished",
             metadata: [
@@ -217,6 +221,24 @@ final class Importer {
         context.deferredWriter = started
     }
 
+    /// Reads which entities have digests (every save of the import keeps them right), and, when this import may skip
+    /// unchanged records, the store's key, and marks the entity as one with digests (see ``RecordDigests``). On the
+    /// connection before the reader starts: the writer thread has nothing to do yet.
+    private func prepareDigests() throws {
+        guard storage.dialect.storesDigests else { return }
+        if let writer, options.skipsUnchangedRecords, RecordDigests.qualifies(mapping),
+            let fingerprint = RecordDigests.fingerprint(model, options: options.decoder.options)
+        {
+            try writer.withConnection {
+                try RecordDigests.markDigested(mapping.index, model, on: connection)
+                digester = RecordDigests.hasher(key: try RecordDigests.key(on: connection), fingerprint: fingerprint)
+            }
+        }
+        context.digestedEntityIndexes = try writer.map { writer in
+            try writer.withConnection { try RecordDigests.digestedEntities(model, on: connection) }
+        } ?? RecordDigests.digestedEntities(model, on: connection)
+    }
+
     /// Into an empty table in one transaction, every stored row of the entity is one this import inserted: a filter
     /// of those identities answers most lookups of new records without a query.
     private func prepareIdentityFilter() throws {
@@ -231,7 +253,8 @@ final class Importer {
         // error ends the import under either policy (where the next record starts cannot be known).
         batcher.skipsMalformedLines = options.failurePolicy == .skip && mode == .jsonLines
         // While writing behind, the reader also collects each batch's identities (see BatchLookup.Collector).
-        let collector = writer == nil ? nil : BatchLookup.Collector(mapping, model: model, options: options.decoder.options)
+        let collector =
+            writer == nil ? nil : BatchLookup.Collector(mapping, model: model, options: options.decoder.options, digester: digester)
         let pipeline = RecordPipeline()
         try pipeline.start { [batcher] pipeline in
             try pipeline.read(.fileDescriptor(descriptor, path: path), batcher: batcher, collector: collector)
@@ -266,7 +289,7 @@ final class Importer {
                 if let writer {
                     let prepared = try BatchLookup(
                         arrived.records, mapping: mapping, context: context, options: options.decoder.options,
-                        collected: identities, writer: writer)
+                        collected: identities, writer: writer, digester: digester)
                     try decodeWaiting()
                     waiting = (arrived.records, arrived.bytesRead, prepared)
                 } else {

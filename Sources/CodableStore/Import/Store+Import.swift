@@ -63,3 +63,12 @@ extension Store {
         return report
     }
 }
+
+extension Store {
+    /// Makes every row's import digest stale, so that the next import with ``ImportOptions/skipsUnchangedRecords``
+    /// decodes every record again (and records new digests): call it after changing the store's tables with SQL of
+    /// your own, which does not clear the digests of the rows it changes.
+    public func forgetImportDigests() throws {
+        try write { context in try RecordDigests.forgetAll(on: context.connection) }
+    }
+}

@@ -246,8 +246,9 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
             case .lookup(let lookup):
                 serveRequest()
                 do {
-                    lookup.rows = try lookup.keys.map { entry in
-                        try lookUp(entry.keys, entity: entry.entity)
+                    lookup.rows = try lookup.keys.enumerated().map { position, entry in
+                        if position == 0, !lookup.digests.isEmpty { return try lookUpComparingDigests(lookup, entity: entry.entity) }
+                        return try lookUp(entry.keys, entity: entry.entity)
                     }
                     if let found = lookup.rows.first, found.count > 0 {
                         let owners = (0..<found.count).compactMap { row -> Int64? in
@@ -300,6 +301,41 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
             for column in 0..<width { rows.values.append(statement.value(at: column)) }
         }
         cache?.store(entity: entity, rows: rows.values[cached...])
+        return rows
+    }
+
+    /// The stored rows of the first keys of `lookup` (the batch's own entity, never cached), but for those whose
+    /// `_digest` is the digest of the key's record: only their keys and row ids are kept (see `RecordDigests`).
+    private func lookUpComparingDigests(_ lookup: Lookahead, entity: Int) throws -> StoredRows {
+        let mapping = model.mappings[entity]
+        let width = Int32(mapping.insertColumnCount + 1)
+        let identityColumns = mapping.description.identity.map { mapping.columnOfField[$0] }
+        var rows = StoredRows(width: Int(width))
+        var rowDigests: [Int64?] = []
+        var unchangedKeys: [Context.IdentityKey] = []
+        var unchangedRowIDs: [Int64] = []
+        let limit = connection.maximumVariableCount
+        try storage.lookUp(
+            lookup.keys[0].keys, entity: entity, maximumVariableCount: limit, withDigest: true, statements: statement
+        ) { statement in
+            let stored = statement.value(at: width)
+            if case .integer(let digest) = stored, case .integer(let rowID) = statement.value(at: 0) {
+                let key =
+                    identityColumns.count == 1
+                    ? Context.IdentityKey(single: statement.value(at: identityColumns[0]))
+                    : Context.IdentityKey(identityColumns.map { statement.value(at: $0) })
+                if lookup.digests[key] == digest {
+                    unchangedKeys.append(key)
+                    unchangedRowIDs.append(rowID)
+                    return
+                }
+            }
+            for column in 0..<width { rows.values.append(statement.value(at: column)) }
+            if case .integer(let digest) = stored { rowDigests.append(digest) } else { rowDigests.append(nil) }
+        }
+        lookup.rowDigests = rowDigests
+        lookup.unchangedKeys = unchangedKeys
+        lookup.unchangedRowIDs = unchangedRowIDs
         return rows
     }
 

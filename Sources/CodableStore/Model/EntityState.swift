@@ -54,6 +54,20 @@ public final class EntityState {
     /// While an import keeps the object beyond the batches that used it, the ticket it was kept under (see
     /// `ObjectRetention`); 0 otherwise.
     @exclusivity(unchecked) var retentionTicket: UInt32 = 0
+    /// Changes made to the object in memory (attributes, relationships, links from either side), counted so that a
+    /// digest stays the object's only while nothing changed it after the record it came from (see `RecordDigests`).
+    @exclusivity(unchecked) var changeCount: UInt32 = 0
+    /// ``changeCount`` when the import decoded the object from a record whose digest is ``pendingDigest``.
+    @exclusivity(unchecked) var digestStamp: UInt32 = 0
+    /// The digest of the record the object was last decoded from, to write with the object's row; valid while
+    /// ``changeCount`` is ``digestStamp``.
+    @exclusivity(unchecked) var pendingDigest: Int64?
+    /// The `_digest` of the object's row, when known (``storedDigestIsKnown``): read with it, or written.
+    @exclusivity(unchecked) var storedDigest: Int64?
+    @exclusivity(unchecked) var storedDigestIsKnown = false
+
+    /// The digest to write with the object's row: the pending one if nothing changed the object since, else none.
+    var digestToWrite: Int64? { changeCount == digestStamp ? pendingDigest : nil }
 
     /// Whether the object is stored or inserted and has unsaved changes.
     public var hasChanges: Bool { status == .inserted || status == .deleted || !changedFields.isEmpty }
@@ -84,6 +98,7 @@ extension EntityState {
             context.markChanged(object, self, field)
         } else {
             changedFields.insert(field)
+            changeCount &+= 1
         }
     }
 }

@@ -47,17 +47,24 @@ package struct SQLDialect: Sendable {
     package var conflictingValues: @Sendable (any Error) -> String?
     /// Records per import batch where ``ImportOptions/batchSize`` leaves it to the backend.
     package var importBatchSize = 500
+    /// Whether entity tables have the `_digest` column: which record last wrote each row, so that an import can skip
+    /// the records that would change nothing (see `RecordDigests`). Every insert and update then writes it.
+    package var storesDigests = false
 
-    package static let sqlite = SQLDialect(
-        name: "SQLite", insertInto: "INSERT OR FAIL INTO", continuesAfterError: true, joinRowOrder: "rowid",
-        needsNullOrdering: false, caseFold: "codablestore_fold", position: "instr", textParameter: "?",
-        prefix: "substr(%c, 1, %n)", suffix: "substr(%c, -%n)", isDistinctFrom: "IS NOT", falseCondition: "0",
-        castsAggregates: false, gathersSteps: false, probesPerOwner: false, typesValuesLists: false, noLimit: .integer(-1),
-        isUniqueViolation: { error in (error as? SQLiteError).map { ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= $0.resultCode } ?? false },
-        isPrimaryKeyViolation: { error in
-            (error as? SQLiteError).map { ResultCode.SQLITE_CONSTRAINT_PRIMARYKEY ~= $0.resultCode } ?? false
-        },
-        conflictingValues: { _ in nil })
+    package static let sqlite: SQLDialect = {
+        var dialect = SQLDialect(
+            name: "SQLite", insertInto: "INSERT OR FAIL INTO", continuesAfterError: true, joinRowOrder: "rowid",
+            needsNullOrdering: false, caseFold: "codablestore_fold", position: "instr", textParameter: "?",
+            prefix: "substr(%c, 1, %n)", suffix: "substr(%c, -%n)", isDistinctFrom: "IS NOT", falseCondition: "0",
+            castsAggregates: false, gathersSteps: false, probesPerOwner: false, typesValuesLists: false, noLimit: .integer(-1),
+            isUniqueViolation: { error in (error as? SQLiteError).map { ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= $0.resultCode } ?? false },
+            isPrimaryKeyViolation: { error in
+                (error as? SQLiteError).map { ResultCode.SQLITE_CONSTRAINT_PRIMARYKEY ~= $0.resultCode } ?? false
+            },
+            conflictingValues: { _ in nil })
+        dialect.storesDigests = true
+        return dialect
+    }()
 
     /// The SQL of the PostgreSQL backend; CodableStorePostgres supplies how its errors read.
     package static func postgres(

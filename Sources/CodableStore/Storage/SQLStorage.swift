@@ -17,6 +17,8 @@ final class SQLStorage: Sendable {
     private struct EntityStatements: Sendable {
         /// `SELECT "_pk", … FROM "T"`: a stored row, the row id then the insert columns.
         let select: String
+        /// ``select`` with the `_digest` column last (see ``SQLDialect/storesDigests``).
+        let selectWithDigest: String
         /// The column list of ``select`` qualified with the table name, for joins.
         let qualifiedColumns: String
         /// `INSERT OR FAIL INTO "T" ("_pk", …) VALUES (?, …)` for one row, and for ``EntitySchema/insertBatchRows``.
@@ -27,6 +29,8 @@ final class SQLStorage: Sendable {
         /// enforce them (see ``clearReferences(to:rowIDs:statements:)``): each statement with one row id, and with
         /// ``referenceChunk`` of them.
         let clearReferences: [(one: String, chunk: String)]
+        /// `UPDATE "T" SET "_digest" = NULL WHERE "_pk" = ?` (see ``SQLDialect/storesDigests``).
+        let clearDigest: String
     }
 
     /// Row ids per statement when the references to many deleted rows are cleared (and when the context loads or
@@ -51,6 +55,7 @@ final class SQLStorage: Sendable {
     private struct LookupKey: Hashable {
         let entity: Int
         let rows: Int
+        let withDigest: Bool
     }
 
     private struct UpdateKey: Hashable {
@@ -64,19 +69,23 @@ final class SQLStorage: Sendable {
         entities = model.mappings.map { mapping in
             let table = quoteIdentifier(mapping.name)
             let columns = ["_pk"] + mapping.columns[..<mapping.insertColumnCount].map(\.name)
+                + (dialect.storesDigests ? ["_digest"] : [])
             // OR FAIL: a failing multi-row INSERT keeps the rows before the failure instead of undoing itself, so
             // SQLite needs no statement journal (a copy of every page each statement touches, spilled to a
             // temporary file past 64 KiB). Every flush runs in a savepoint or in a transaction that a failure rolls
             // back, so nothing partial survives.
             let prefix = dialect.insertInto + " \(table) (" + columns.map(quoteIdentifier).joined(separator: ", ") + ") VALUES "
             let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
+            let selected = columns.prefix(mapping.insertColumnCount + 1)
             return EntityStatements(
-                select: "SELECT " + columns.map(quoteIdentifier).joined(separator: ", ") + " FROM " + table,
-                qualifiedColumns: columns.map { table + "." + quoteIdentifier($0) }.joined(separator: ", "),
+                select: "SELECT " + selected.map(quoteIdentifier).joined(separator: ", ") + " FROM " + table,
+                selectWithDigest: "SELECT " + selected.map(quoteIdentifier).joined(separator: ", ") + ", \"_digest\" FROM " + table,
+                qualifiedColumns: selected.map { table + "." + quoteIdentifier($0) }.joined(separator: ", "),
                 insert: prefix + row,
                 insertBatch: prefix + Array(repeating: row, count: EntitySchema.insertBatchRows).joined(separator: ", "),
                 delete: "DELETE FROM \(table) WHERE \"_pk\" = ?",
-                clearReferences: Self.referenceClearing(to: mapping.index, in: model))
+                clearReferences: Self.referenceClearing(to: mapping.index, in: model),
+                clearDigest: "UPDATE \(table) SET \"_digest\" = NULL WHERE \"_pk\" = ?")
         }
         joinTables = model.joinTables.map { join in
             let table = quoteIdentifier(join.name)
@@ -189,17 +198,56 @@ final class SQLStorage: Sendable {
             try statement.bind(source, at: 1)
             try statement.bind(target, at: 2)
             try statement.execute()
+        case .clearDigest(let entity, let rowID):
+            let statement = try statements(entities[entity].clearDigest)
+            try statement.bind(rowID, at: 1)
+            try statement.execute()
+        case .clearDigestsReferring(let entity, let destination, let rowID):
+            for sql in digestClearing(of: entity, referringTo: destination) {
+                let statement = try statements(sql)
+                try statement.bind(rowID, at: 1)
+                try statement.execute()
+            }
         }
     }
 
-    /// `UPDATE "T" SET "a" = ?, … WHERE "_pk" = ?` for these fields.
+    /// The values an insert step has per row: the row id, the insert columns, and the digest where the dialect
+    /// stores them.
+    func insertWidth(_ entity: Int) -> Int {
+        model.mappings[entity].insertColumnCount + 1 + (dialect.storesDigests ? 1 : 0)
+    }
+
+    /// Statements that clear the digests of `entity`'s rows that refer to a row of `destination` (bound as the one
+    /// parameter), by a foreign key or a link: that row is about to be deleted, which changes them without an update
+    /// of theirs (the foreign key's `ON DELETE SET NULL`, the links' cascade).
+    func digestClearing(of entity: Int, referringTo destination: Int) -> [String] {
+        let mapping = model.mappings[entity]
+        let table = quoteIdentifier(mapping.name)
+        var statements: [String] = []
+        for column in mapping.columns {
+            guard case .foreignKey(_, destination) = column.kind else { continue }
+            statements.append("UPDATE \(table) SET \"_digest\" = NULL WHERE \(quoteIdentifier(column.name)) = ?")
+        }
+        for join in model.joinTables {
+            let name = quoteIdentifier(join.name)
+            if join.source == entity, join.target == destination {
+                statements.append("UPDATE \(table) SET \"_digest\" = NULL WHERE \"_pk\" IN (SELECT \"source\" FROM \(name) WHERE \"target\" = ?)")
+            }
+            if join.target == entity, join.source == destination {
+                statements.append("UPDATE \(table) SET \"_digest\" = NULL WHERE \"_pk\" IN (SELECT \"target\" FROM \(name) WHERE \"source\" = ?)")
+            }
+        }
+        return statements
+    }
+
+    /// `UPDATE "T" SET "a" = ?, …[, "_digest" = ?] WHERE "_pk" = ?` for these fields.
     private func updateSQL(_ entity: Int, _ fields: [Int]) -> String {
         let key = UpdateKey(entity: entity, fields: fields)
         if let sql = updates.withLock({ $0[key] }) { return sql }
         let mapping = model.mappings[entity]
-        let sql = "UPDATE \(quoteIdentifier(mapping.name)) SET "
-            + fields.map { "\(quoteIdentifier(mapping.columnNameOfField[$0]!)) = ?" }.joined(separator: ", ")
-            + " WHERE \"_pk\" = ?"
+        let assignments = fields.map { "\(quoteIdentifier(mapping.columnNameOfField[$0]!)) = ?" }
+            + (dialect.storesDigests ? ["\"_digest\" = ?"] : [])
+        let sql = "UPDATE \(quoteIdentifier(mapping.name)) SET " + assignments.joined(separator: ", ") + " WHERE \"_pk\" = ?"
         updates.withLock { $0[key] = sql }
         return sql
     }
@@ -227,8 +275,8 @@ final class SQLStorage: Sendable {
 
     /// The entity's `SQLStorage.selectSQL(_:)` for the rows of `rows` identities (cached: a composite lookup of 4,096 is 40 KB
     /// of SQL).
-    func lookupSQL(rows: Int, entity: Int) -> String {
-        let key = LookupKey(entity: entity, rows: rows)
+    func lookupSQL(rows: Int, entity: Int, withDigest: Bool = false) -> String {
+        let key = LookupKey(entity: entity, rows: rows, withDigest: withDigest)
         if let cached = lookups.withLock({ $0[key] }) { return cached }
         let mapping = model.mappings[entity]
         let columns = mapping.identityColumns.map(quoteIdentifier)
@@ -245,20 +293,22 @@ final class SQLStorage: Sendable {
             condition = "(" + columns.joined(separator: ", ") + ") IN (VALUES "
                 + Array(repeating: row, count: rows).joined(separator: ", ") + ")"
         }
-        let sql = selectSQL(mapping) + " WHERE " + condition
+        // The digest after the usual columns: a row whose digest matches is not read further.
+        let select = withDigest ? entities[entity].selectWithDigest : selectSQL(mapping)
+        let sql = select + " WHERE " + condition
         lookups.withLock { $0[key] = sql }
         return sql
     }
 
     /// Looks up the stored rows of `keys` with the statement of their size, calling `row` on each row found (the
-    /// row id, then the columns of ``SQLStorage/selectSQL(_:)``).
+    /// row id, then the columns of ``SQLStorage/selectSQL(_:)``, then with `withDigest` the `_digest` column).
     func lookUp(
-        _ keys: [Context.IdentityKey], entity: Int, maximumVariableCount: Int,
+        _ keys: [Context.IdentityKey], entity: Int, maximumVariableCount: Int, withDigest: Bool = false,
         statements: (String) throws -> any DatabaseStatement, row: (any DatabaseStatement) throws -> Void
     ) throws {
         guard !keys.isEmpty else { return }
         let rows = lookupRowsPerStatement(for: keys.count, entity: entity, maximumVariableCount: maximumVariableCount)
-        let statement = try statements(lookupSQL(rows: rows, entity: entity))
+        let statement = try statements(lookupSQL(rows: rows, entity: entity, withDigest: withDigest))
         try statement.run(chunksOf: keys, slots: rows) { statement, key, parameter in
             try key.forEach { value in
                 try statement.bind(value, at: parameter)
@@ -324,7 +374,7 @@ final class SQLStorage: Sendable {
         statements: (String) throws -> any DatabaseStatement
     ) throws -> StoreError {
         guard dialect.continuesAfterError else { return identityConflict(mapping, error, values: dialect.conflictingValues(error)) }
-        let width = mapping.insertColumnCount + 1
+        let width = insertWidth(mapping.index)
         let single = try statements(entities[mapping.index].insert)
         for row in 0..<rows {
             let rowValues = values[(row * width)..<((row + 1) * width)]

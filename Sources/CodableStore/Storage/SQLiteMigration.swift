@@ -37,8 +37,9 @@ struct SchemaSnapshot: Codable, Equatable, Sendable {
     /// The storage format: 1 stored `Decimal` as text compared as text, and `UInt64` above `Int64.max` as negative
     /// integers; 2 compares decimals by value (a collation) and stores such `UInt64`s as 8-byte big-endian blobs,
     /// so both sort by value; 3 keeps the links of join tables without positions in `WITHOUT ROWID` tables keyed
-    /// by (source, target). An older store is brought to 3 on open.
-    var version = 3
+    /// by (source, target); 4 adds the `_digest` column to SQLite's entity tables (see `RecordDigests`). An older
+    /// store is brought to 4 on open.
+    var version = 4
     var entities: [Entity]
     var joinTables: [String]
 
@@ -312,6 +313,9 @@ enum SQLiteMigration {
         try migrateAdditively(from: stored, to: model, on: connection)
         try reorientJoinTables(from: stored, to: model, on: connection)
         if storedVersion < 3 { try rebuildJoinTablesWithoutRowID(model, on: connection) }
+        if storedVersion < 4 { try addDigestColumns(model, on: connection) }
+        // Whatever changed, no row's digest says any more what decoding its record would do.
+        try RecordDigests.forgetAll(on: connection)
         let mappingNamed = Dictionary(model.mappings.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for (entity, transforms) in plan.rebuilds.sorted(by: { $0.key < $1.key }) {
             guard let mapping = mappingNamed[entity] else { continue }
@@ -565,6 +569,16 @@ enum SQLiteMigration {
         try connection.execute(sql: "ALTER TABLE \(temporary) RENAME TO \(table)")
     }
 
+    /// Adds the `_digest` column (storage version 4) to the entity tables of a store made before it, which the
+    /// additive migration just brought to the declared model (a table it created has it already).
+    private static func addDigestColumns(_ model: Schema, on connection: Connection) throws {
+        for mapping in model.mappings {
+            let columns = try connection.rows(sql: "SELECT name FROM pragma_table_info(?)", arguments: [.text(mapping.name)])
+            if columns.contains(where: { $0.first == .text("_digest") }) { continue }
+            try connection.execute(sql: "ALTER TABLE \(quoteIdentifier(mapping.name)) ADD COLUMN \"_digest\" INTEGER")
+        }
+    }
+
     /// Join tables whose sides swapped (a renamed entity now sorts on the other side of its many-to-many): the
     /// declared table is made, and the stored one's links are copied into it the other way round.
     private static func reorientJoinTables(from stored: SchemaSnapshot, to model: Schema, on connection: Connection) throws {
@@ -654,6 +668,7 @@ enum SQLiteMigration {
     /// `CREATE TABLE` for the entity's table as the model declares it, under `name`.
     static func tableDefinition(_ mapping: EntitySchema, named name: String, model: Schema) -> String {
         let definitions = ["\"_pk\" INTEGER PRIMARY KEY"] + mapping.columns.map { columnDefinition($0, model: model) }
+            + ["\"_digest\" INTEGER"]
         return "CREATE TABLE \(quoteIdentifier(name)) (\(definitions.joined(separator: ", ")))"
     }
 

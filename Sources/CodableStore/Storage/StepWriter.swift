@@ -102,7 +102,7 @@ final class StepWriter {
     private func gather(_ step: WritePlan.Step) -> (Key, [ArraySlice<SQLiteValue>])? {
         switch step {
         case .insert(let entity, let count, let values):
-            let width = storage.model.mappings[entity].insertColumnCount + 1
+            let width = storage.insertWidth(entity)
             return (.insert(entity: entity), (0..<count).map { values[($0 * width)..<(($0 + 1) * width)] })
         case .update(let entity, let fields, let values):
             // An update of identity values, or of a unique index's, runs alone: its order against the others may
@@ -121,7 +121,7 @@ final class StepWriter {
             return (.unlink(table: table), [[.integer(source), .integer(target)]])
         case .delete(let entity, let rowID):
             return (.delete(entity: entity), [[.integer(rowID)]])
-        case .setOrder, .appendLink, .setLinkPosition:
+        case .setOrder, .appendLink, .setLinkPosition, .clearDigest, .clearDigestsReferring:
             return nil
         }
     }

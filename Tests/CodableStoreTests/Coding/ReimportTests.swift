@@ -56,7 +56,7 @@ import Testing
             defect.name = "bug"
             defect.name = "defect"
         }
-        #expect(log.writes == [#"UPDATE "RepoLabel" SET "color" = ? WHERE "_pk" = ?"#])
+        #expect(log.writes == [#"UPDATE "RepoLabel" SET "color" = ?, "_digest" = ? WHERE "_pk" = ?"#])
     }
 
     @Test func anImportOfBothPagesAgainWritesNothing() throws {

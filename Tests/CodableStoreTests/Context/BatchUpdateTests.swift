@@ -22,7 +22,7 @@ import Testing
                 try context.updateAll(Person.self, where: \.age >= 40, set: [.set(\.name, to: "senior"), .set(\.age, to: 99)])
             }
             #expect(count == 3)
-            #expect(statements.filter { StatementKind(sql: $0) == .update } == [#"UPDATE "Person" SET "name" = ?, "age" = ? WHERE "age" >= ?"#])
+            #expect(statements.filter { StatementKind(sql: $0) == .update } == [#"UPDATE "Person" SET "name" = ?, "age" = ?, "_digest" = NULL WHERE "age" >= ?"#])
             #expect(held.map(\.name) == ["P1", "P2", "P3", "senior", "senior", "senior"])
             #expect(held.map(\.age) == [10, 20, 30, 99, 99, 99])
             #expect(!context.hasChanges)  // stored values, not changes to save again

@@ -33,7 +33,7 @@ import Testing
             let ada = try #require(try context.object(Person.self, identity: 1))
             ada.age = 37
         }
-        #expect(log.writes == ["UPDATE \"Person\" SET \"age\" = ? WHERE \"_pk\" = ?"])
+        #expect(log.writes == ["UPDATE \"Person\" SET \"age\" = ?, \"_digest\" = ? WHERE \"_pk\" = ?"])
     }
 
     @Test func assigningAnUnchangedValueWritesNothing() throws {

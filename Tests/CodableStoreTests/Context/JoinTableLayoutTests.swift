@@ -112,11 +112,11 @@ import Testing
         return (path, links)
     }
 
-    /// Turns a version 3 store into what version 2 wrote: `joinTable` with a rowid and a unique index.
+    /// Turns a current store into what version 2 wrote: `joinTable` with a rowid and a unique index.
     static func makeVersionTwo(_ path: String, joinTable: String, source: String, target: String) throws {
         let raw = try RawDatabase(path)
         let model = try raw.value("SELECT value FROM _codablestore_metadata WHERE key = 'model'")
-        let old = model.replacingOccurrences(of: #""version":3"#, with: #""version":2"#)
+        let old = model.replacingOccurrences(of: #""version":4"#, with: #""version":2"#)
         #expect(old != model)
         try raw.execute("""
             PRAGMA foreign_keys = OFF;
@@ -148,7 +148,7 @@ import Testing
         ])
         #expect(try raw.rows("SELECT name FROM sqlite_master WHERE tbl_name = 'Bug_labels' AND sql IS NOT NULL AND type = 'index'")
             == [["Bug_labels_target"]])
-        #expect(try raw.value("SELECT value FROM _codablestore_metadata WHERE key = 'model'").contains(#""version":3"#))
+        #expect(try raw.value("SELECT value FROM _codablestore_metadata WHERE key = 'model'").contains(#""version":4"#))
         #expect(try raw.rows("PRAGMA foreign_key_check") == [])
     }
 
@@ -162,7 +162,7 @@ import Testing
         #expect(try raw.rows("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Person_tags' AND sql IS NOT NULL")
             == [["Person_tags_target"]])
         #expect(try raw.rows("SELECT name FROM sqlite_master WHERE name LIKE '%codablestore_migrating%'").isEmpty)
-        #expect(try raw.value("SELECT value FROM _codablestore_metadata WHERE key = 'model'").contains(#""version":3"#))
+        #expect(try raw.value("SELECT value FROM _codablestore_metadata WHERE key = 'model'").contains(#""version":4"#))
         #expect(try raw.value("SELECT count(*) FROM pragma_foreign_key_check") == "0")
         #expect(try Self.tagIDs(store) == Self.expectedTags)
         // The upgraded table takes new links, and opened again the store has nothing more to do.

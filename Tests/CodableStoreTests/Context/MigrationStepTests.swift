@@ -380,20 +380,20 @@ enum PrefixAfter {
     @Test func aStoreOfANewerVersionIsRefused() throws {
         let path = try Self.seeded()
         let raw = try RawDatabase(path)
-        try raw.execute(#"UPDATE _codablestore_metadata SET value = replace(value, '"version":3', '"version":4') WHERE key = 'model'"#)
+        try raw.execute(#"UPDATE _codablestore_metadata SET value = replace(value, '"version":4', '"version":5') WHERE key = 'model'"#)
         let error = try #require(throws: StoreError.self) {
             try Store(path: path, entities: [PrefixBefore.Tag.self, PrefixBefore.Tag_Group.self, PrefixBefore.Item.self])
         }
-        #expect(error.message == "the store was written by a newer CodableStore (storage version 4); this version reads versions up to 3")
+        #expect(error.message == "the store was written by a newer CodableStore (storage version 5); this version reads versions up to 4")
     }
 
-    @Test func aVersionOneStoreWithoutDecimalsIsRecordedAsVersionThree() throws {
+    @Test func aVersionOneStoreWithoutDecimalsIsRecordedAsTheCurrentVersion() throws {
         let path = try Self.seeded()
         let raw = try RawDatabase(path)
-        try raw.execute(#"UPDATE _codablestore_metadata SET value = replace(value, '"version":3', '"version":1') WHERE key = 'model'"#)
+        try raw.execute(#"UPDATE _codablestore_metadata SET value = replace(value, '"version":4', '"version":1') WHERE key = 'model'"#)
         let entities: [any EntityObject.Type] = [PrefixBefore.Tag.self, PrefixBefore.Tag_Group.self, PrefixBefore.Item.self]
         _ = try Store(path: path, entities: entities)
-        #expect(try raw.value("SELECT value FROM _codablestore_metadata WHERE key = 'model'").contains(#""version":3"#))
+        #expect(try raw.value("SELECT value FROM _codablestore_metadata WHERE key = 'model'").contains(#""version":4"#))
         // The next open is read-only: no write statement runs.
         let statements = StatementLog()
         _ = try Store(path: path, entities: entities, options: .init(statementObserver: statements.observer))

@@ -94,7 +94,7 @@ import Testing
         do { _ = try Store(path: path, entities: [Priced.self]) }
         let raw = try RawDatabase(path)
         let model = try raw.value("SELECT value FROM _codablestore_metadata WHERE key = 'model'")
-        let old = model.replacingOccurrences(of: #""version":3"#, with: #""version":1"#)
+        let old = model.replacingOccurrences(of: #""version":4"#, with: #""version":1"#)
             .replacingOccurrences(of: #""type":"UInt64""#, with: #""type":"Int""#)
         #expect(old != model)
         try raw.execute("""
@@ -122,7 +122,7 @@ import Testing
         let raw = try RawDatabase(path)
         #expect(try raw.value("SELECT sql FROM sqlite_master WHERE name = 'Priced'").contains(#""price" TEXT COLLATE codablestore_decimal NOT NULL"#))
         #expect(try raw.value("SELECT count(*) FROM sqlite_master WHERE name = 'Priced_identity'") == "1")
-        #expect(try raw.value("SELECT value FROM _codablestore_metadata WHERE key = 'model'").contains(#""version":3"#))
+        #expect(try raw.value("SELECT value FROM _codablestore_metadata WHERE key = 'model'").contains(#""version":4"#))
         // Opened again, nothing more to do.
         _ = try Store(path: path, entities: [Priced.self])
     }

@@ -10,15 +10,16 @@ import Testing
         let tables = try raw.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").map { $0[0] }
         #expect(tables == ["Country", "Person", "PersonAttribute", "Person_tags", "Tag", "_codablestore_metadata"])
 
-        // Columns: _pk, attributes with affinity and NOT NULL, a foreign key for the to-one, and the position
-        // column of the ordered one-to-many Person.attributes (stored on the destination table).
+        // Columns: _pk, attributes with affinity and NOT NULL, a foreign key for the to-one, the position
+        // column of the ordered one-to-many Person.attributes (stored on the destination table), and the digest of
+        // the record that last wrote the row (see RecordDigests).
         let person = try raw.rows("SELECT name, type, \"notnull\", pk FROM pragma_table_info('Person') ORDER BY cid")
         #expect(person == [
             ["_pk", "INTEGER", "0", "1"], ["id", "INTEGER", "1", "0"], ["name", "TEXT", "0", "0"],
-            ["age", "INTEGER", "1", "0"], ["country", "INTEGER", "0", "0"],
+            ["age", "INTEGER", "1", "0"], ["country", "INTEGER", "0", "0"], ["_digest", "INTEGER", "0", "0"],
         ])
         let attribute = try raw.rows("SELECT name FROM pragma_table_info('PersonAttribute') ORDER BY cid").map { $0[0] }
-        #expect(attribute == ["_pk", "key", "value", "person", "person_order"])
+        #expect(attribute == ["_pk", "key", "value", "person", "person_order", "_digest"])
         let foreignKeys = try raw.rows("SELECT \"table\", \"from\", \"to\", on_delete FROM pragma_foreign_key_list('Person')")
         #expect(foreignKeys == [["Country", "country", "_pk", "SET NULL"]])
         let join = try raw.rows("SELECT name FROM pragma_table_info('Person_tags') ORDER BY cid").map { $0[0] }

@@ -41,7 +41,7 @@ import Testing
             }
         }
         let updates = statements.filter { StatementKind(sql: $0) == .update }
-        #expect(updates == [#"UPDATE "Person" SET "name" = ? WHERE "_pk" = ?"#])
+        #expect(updates == [#"UPDATE "Person" SET "name" = ?, "_digest" = ? WHERE "_pk" = ?"#])
         #expect(try RawDatabase(path).rows("SELECT id, name, age FROM Person") == [["1", "Ada Lovelace", "36"]])
     }
 

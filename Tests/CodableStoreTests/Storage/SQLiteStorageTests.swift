@@ -52,7 +52,8 @@ import Testing
     /// The values of an insert step for one row: its row id, then each insert column by name.
     private func row(_ type: any EntityObject.Type, _ rowID: Int64, _ values: [String: SQLiteValue]) throws -> [SQLiteValue] {
         let mapping = try entity(type)
-        return [.integer(rowID)] + mapping.columns[..<mapping.insertColumnCount].map { values[$0.name] ?? .null }
+        // The row id, the insert columns, and the digest (none: written outside an import).
+        return [.integer(rowID)] + mapping.columns[..<mapping.insertColumnCount].map { values[$0.name] ?? .null } + [.null]
     }
 
     private func run(_ steps: [WritePlan.Step]) throws {
@@ -100,7 +101,7 @@ import Testing
         // An update writes exactly the fields named; positions by foreign key are set and cleared.
         let title = try field("title", of: StorageSong.self)
         try run([
-            .update(entity: songs, fields: [title], values: [.text("renamed"), .integer(2)]),
+            .update(entity: songs, fields: [title], values: [.text("renamed"), .null, .integer(2)]),
             .setOrder(entity: takes, orderColumn: "song_order", rowID: 200, position: 1),
             .setOrder(entity: takes, orderColumn: "song_order", rowID: 201, position: 0),
         ])
@@ -109,6 +110,31 @@ import Testing
         #expect(try rows("SELECT _pk, song_order FROM StorageTake ORDER BY _pk") == [[.integer(200), .integer(1)], [.integer(201), .integer(0)]])
         try run([.setOrder(entity: takes, orderColumn: "song_order", rowID: 200, position: nil), .delete(entity: takes, rowID: 201)])
         #expect(try rows("SELECT _pk, song_order FROM StorageTake") == [[.integer(200), .null]])
+
+        // Digests (see RecordDigests): an update sets it with its fields or alone; a link change clears one row's;
+        // a deletion clears those of the rows referring to the deleted row, by foreign key or link.
+        try run([
+            .update(entity: songs, fields: [], values: [.integer(41), .integer(1)]),
+            .update(entity: songs, fields: [title], values: [.text("again"), .integer(42), .integer(2)]),
+            .update(entity: takes, fields: [], values: [.integer(43), .integer(200)]),
+        ])
+        #expect(try rows("SELECT _pk, title, _digest FROM StorageSong WHERE _pk IN (1, 2) ORDER BY _pk")
+            == [[.integer(1), .text("s1"), .integer(41)], [.integer(2), .text("again"), .integer(42)]])
+        try run([.clearDigest(entity: songs, rowID: 2)])
+        #expect(try rows("SELECT _pk, _digest FROM StorageSong WHERE _digest IS NOT NULL") == [[.integer(1), .integer(41)]])
+        try run([.update(entity: playlists, fields: [], values: [.integer(44), .integer(100)])])
+        #expect(try rows("SELECT source FROM StoragePlaylist_songs ORDER BY source").allSatisfy { $0 == [.integer(100)] })
+        let linkedSong = try #require(try rows("SELECT target FROM StoragePlaylist_songs LIMIT 1").first?.first)
+        guard case .integer(let linked) = linkedSong else { return }
+        #expect(try rows("SELECT _digest FROM StoragePlaylist UNION ALL SELECT _digest FROM StorageTake") == [[.integer(44)], [.integer(43)]])
+        try run([
+            .clearDigestsReferring(entity: playlists, destination: songs, rowID: linked),
+            .clearDigestsReferring(entity: takes, destination: songs, rowID: 1),
+            .clearDigestsReferring(entity: songs, destination: takes, rowID: 200),
+        ])
+        #expect(try rows("SELECT _pk, _digest FROM StoragePlaylist") == [[.integer(100), .null]])
+        #expect(try rows("SELECT _pk, _digest FROM StorageTake") == [[.integer(200), .null]])
+        #expect(try rows("SELECT _pk, _digest FROM StorageSong WHERE _pk = 1") == [[.integer(1), .integer(41)]])
     }
 
     /// Identity lookups and membership queries: the read side the context and the import's writer ask for.
@@ -146,7 +172,7 @@ import Testing
 
         try run([.insert(entity: songs, rows: 1, values: try row(StorageSong.self, 50, ["id": .integer(9), "title": .text("c")]))])
         let update = try #require(throws: StoreError.self) {
-            try run([.update(entity: songs, fields: [try field("id", of: StorageSong.self)], values: [.integer(9), .integer(1)])])
+            try run([.update(entity: songs, fields: [try field("id", of: StorageSong.self)], values: [.integer(9), .null, .integer(1)])])
         }
         #expect(update.code == .identityConflict)
         #expect(update.message.hasPrefix("StorageSong with identity id = 9 already exists"))
