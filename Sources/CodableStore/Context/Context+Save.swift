@@ -106,7 +106,6 @@ extension Context {
             if state.status == .persistent, !state.changedFields.isEmpty {
                 writeCounts[state.entityIndex, default: (0, 0)].updated += 1
             }
-
             state.changedFields.removeAll()
             state.storedValues = nil
             state.storedMembers = nil
@@ -138,7 +137,7 @@ extension Context {
         let digested = storage.dialect.storesDigests && (!deletedObjects.isEmpty || !linkChanges.isEmpty) ? try digestedEntities() : []
         updatedDigests.removeAll(keepingCapacity: true)
         for (entity, rowID) in deletedObjects {
-            for other in digested.sorted() {
+            for other in digested.sorted() where !storage.digestClearing(of: other, referringTo: entity).isEmpty {
                 try emit(.clearDigestsReferring(entity: other, destination: entity, rowID: rowID))
             }
             try emit(.delete(entity: entity, rowID: rowID))

@@ -462,6 +462,8 @@ final class Importer {
         if options.commitEveryBatch {
             try connection.announceChanges(to: model.mappings.map(\.name))
             try connection.commit()
+            // Another import may mark an entity as having digests between two batches: read them again.
+            context.digestedEntityIndexes = nil
         }
         options.logger.debug("batch saved", metadata: ["records": "\(report.recordsRead)", "bytes": "\(bytesRead)"])
         reportProgress()

@@ -12,6 +12,8 @@ final class SQLStorage: Sendable {
     private let updates = Locked<[UpdateKey: String]>([:])
     /// Identity lookup statements by entity and number of identities, made on first use.
     private let lookups = Locked<[LookupKey: String]>([:])
+    /// ``digestClearing(of:referringTo:)`` by entity and destination, made on first use.
+    private let digestClearings = Locked<[DigestClearingKey: [String]]>([:])
 
     /// The statements of one entity's table.
     private struct EntityStatements: Sendable {
@@ -56,6 +58,11 @@ final class SQLStorage: Sendable {
         let entity: Int
         let rows: Int
         let withDigest: Bool
+    }
+
+    private struct DigestClearingKey: Hashable {
+        let entity: Int
+        let destination: Int
     }
 
     private struct UpdateKey: Hashable {
@@ -221,6 +228,8 @@ final class SQLStorage: Sendable {
     /// parameter), by a foreign key or a link: that row is about to be deleted, which changes them without an update
     /// of theirs (the foreign key's `ON DELETE SET NULL`, the links' cascade).
     func digestClearing(of entity: Int, referringTo destination: Int) -> [String] {
+        let key = DigestClearingKey(entity: entity, destination: destination)
+        if let statements = digestClearings.withLock({ $0[key] }) { return statements }
         let mapping = model.mappings[entity]
         let table = quoteIdentifier(mapping.name)
         var statements: [String] = []
@@ -237,6 +246,7 @@ final class SQLStorage: Sendable {
                 statements.append("UPDATE \(table) SET \"_digest\" = NULL WHERE \"_pk\" IN (SELECT \"target\" FROM \(name) WHERE \"source\" = ?)")
             }
         }
+        digestClearings.withLock { $0[key] = statements }
         return statements
     }
 
