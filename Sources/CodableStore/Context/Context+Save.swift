@@ -341,17 +341,6 @@ extension Context {
             return gone.contains(Row(entity: join.source, rowID: change.source)) || gone.contains(Row(entity: join.target, rowID: change.target))
         }
         var links: [[Int]] = Array(repeating: [], count: model.joinTables.count)
-        // Consecutive unlinks of one source (a record replacing an owner's members) go out as one statement.
-        var unlinks: (table: Int, source: Int64, targets: [Int64])?
-        func flushUnlinks() throws {
-            guard let pending = unlinks else { return }
-            unlinks = nil
-            if pending.targets.count == 1 {
-                try emit(.unlink(table: pending.table, source: pending.source, target: pending.targets[0]))
-            } else {
-                try emit(.unlinkAll(table: pending.table, source: pending.source, targets: pending.targets))
-            }
-        }
         for position in linkChanges.indices where isLast(position) {
             let change = linkChanges[position]
             if !unchanged.isEmpty, unchanged.contains(UnchangedLinkOwner(table: change.table, source: change.source)) { continue }
@@ -363,16 +352,10 @@ extension Context {
             }
             if change.isLink {
                 links[change.table].append(position)
-            } else if unlinks?.table == change.table, unlinks?.source == change.source,
-                unlinks!.targets.count < SQLStorage.unlinkChunk
-            {
-                unlinks!.targets.append(change.target)
             } else {
-                try flushUnlinks()
-                unlinks = (change.table, change.source, [change.target])
+                try emit(.unlink(table: change.table, source: change.source, target: change.target))
             }
         }
-        try flushUnlinks()
         for (table, changes) in links.enumerated() where !changes.isEmpty {
             let join = model.joinTables[table]
             // (change, position in the owner's list; nil for a table without positions)

@@ -37,8 +37,6 @@ struct WritePlan: Sendable {
         case setLinkPosition(table: Int, source: Int64, target: Int64, position: Int64)
         /// Removes one pair from a join table.
         case unlink(table: Int, source: Int64, target: Int64)
-        /// Removes the pairs of one source with each of `targets` (2 to ``SQLStorage/unlinkChunk``) from a join table.
-        case unlinkAll(table: Int, source: Int64, targets: [Int64])
     }
 
     var steps: [Step] = []

@@ -167,7 +167,7 @@ final class RowCache {
             markStale(rowID, entity)
         case .delete:
             clear()
-        case .insert, .link, .appendLink, .setLinkPosition, .unlink, .unlinkAll, .clearDigest, .clearDigestsReferring:
+        case .insert, .link, .appendLink, .setLinkPosition, .unlink, .clearDigest, .clearDigestsReferring:
             break
         }
     }

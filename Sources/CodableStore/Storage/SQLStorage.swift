@@ -12,8 +12,6 @@ final class SQLStorage: Sendable {
     private let updates = Locked<[UpdateKey: String]>([:])
     /// Identity lookup statements by entity and number of identities, made on first use.
     private let lookups = Locked<[LookupKey: String]>([:])
-    /// ``unlinkAllSQL(_:count:)`` by join table and number of targets, made on first use.
-    private let unlinkAlls = Locked<[UnlinkKey: String]>([:])
     /// ``digestClearing(of:referringTo:)`` by entity and destination, made on first use.
     private let digestClearings = Locked<[DigestClearingKey: [String]]>([:])
 
@@ -60,11 +58,6 @@ final class SQLStorage: Sendable {
         let entity: Int
         let rows: Int
         let withDigest: Bool
-    }
-
-    private struct UnlinkKey: Hashable {
-        let table: Int
-        let count: Int
     }
 
     private struct DigestClearingKey: Hashable {
@@ -212,11 +205,6 @@ final class SQLStorage: Sendable {
             try statement.bind(source, at: 1)
             try statement.bind(target, at: 2)
             try statement.execute()
-        case .unlinkAll(let table, let source, let targets):
-            let statement = try statements(unlinkAllSQL(table, count: targets.count))
-            try statement.bind(source, at: 1)
-            for (offset, target) in targets.enumerated() { try statement.bind(target, at: Int32(offset + 2)) }
-            try statement.execute()
         case .clearDigest(let entity, let rowID):
             let statement = try statements(entities[entity].clearDigest)
             try statement.bind(rowID, at: 1)
@@ -228,20 +216,6 @@ final class SQLStorage: Sendable {
                 try statement.execute()
             }
         }
-    }
-
-    /// The most targets of one ``WritePlan/Step/unlinkAll(table:source:targets:)``.
-    static let unlinkChunk = 16
-
-    /// `DELETE FROM "J" WHERE "source" = ? AND "target" IN (?, …)` for `count` targets: a seek per target in the
-    /// table's (source, target) key, one statement for a record's removed members.
-    private func unlinkAllSQL(_ table: Int, count: Int) -> String {
-        let key = UnlinkKey(table: table, count: count)
-        if let sql = unlinkAlls.withLock({ $0[key] }) { return sql }
-        let sql = "DELETE FROM \(quoteIdentifier(model.joinTables[table].name)) WHERE \"source\" = ? AND \"target\" IN ("
-            + Array(repeating: "?", count: count).joined(separator: ", ") + ")"
-        unlinkAlls.withLock { $0[key] = sql }
-        return sql
     }
 
     /// The values an insert step has per row: the row id, the insert columns, and the digest where the dialect

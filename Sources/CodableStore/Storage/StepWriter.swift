@@ -119,8 +119,6 @@ final class StepWriter {
             return (.link(table: table), (0..<count).map { values[($0 * width)..<(($0 + 1) * width)] })
         case .unlink(let table, let source, let target):
             return (.unlink(table: table), [[.integer(source), .integer(target)]])
-        case .unlinkAll(let table, let source, let targets):
-            return (.unlink(table: table), targets.map { [.integer(source), .integer($0)] })
         case .delete(let entity, let rowID):
             return (.delete(entity: entity), [[.integer(rowID)]])
         case .setOrder, .appendLink, .setLinkPosition, .clearDigest, .clearDigestsReferring:

@@ -135,11 +135,6 @@ import Testing
         #expect(try rows("SELECT _pk, _digest FROM StoragePlaylist") == [[.integer(100), .null]])
         #expect(try rows("SELECT _pk, _digest FROM StorageTake") == [[.integer(200), .null]])
         #expect(try rows("SELECT _pk, _digest FROM StorageSong WHERE _pk = 1") == [[.integer(1), .integer(41)]])
-
-        // Several links of one source removed in one statement; a target it does not have changes nothing.
-        try run([.link(table: join.index, rows: 1, values: [.integer(100), .integer(4), .integer(2)])])
-        try run([.unlinkAll(table: join.index, source: 100, targets: [2, 4, 99])])
-        #expect(try rows(order) == [[.integer(3), .integer(5)]])
     }
 
     /// Identity lookups and membership queries: the read side the context and the import's writer ask for.
