@@ -219,13 +219,13 @@ extension StoreDecoderImpl {
         }
     }
 
-    /// The identity values of the JSON object, converted to the identity attributes' types.
     /// The identity of the record at `root` (an object), read ahead or read now; nil when it has none that decodes.
     func ownIdentity(_ mapping: EntitySchema, _ root: Node) -> Context.IdentityKey? {
         if let key = known?.peekKey(for: root, entity: mapping.index) { return key }
         return try? identityKey(mapping, root, .root)
     }
 
+    /// The identity values of the JSON object, converted to the identity attributes' types.
     func identityKey(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode) throws -> Context.IdentityKey {
         if let key = known?.key(for: node, entity: mapping.index) { return key }
         let description = mapping.description
