@@ -540,10 +540,10 @@ extension StoreDecoderImpl {
                     if destination.index == session.syncEntity { _ = try bareReference(destination, element, elementPath()) }
                 }
             }
-            let valuePath = value.path(in: path, mapping)
             if !relationship.isToMany {
-                try decodeNested(value.node, valuePath)
+                try decodeNested(value.node, value.path(in: path, mapping))
             } else if tape.kind(of: value.node) == .array {
+                let valuePath = value.path(in: path, mapping)
                 for (position, element) in elements(value.node).enumerated() {
                     try decodeNested(element, valuePath.appending(index: position))
                 }

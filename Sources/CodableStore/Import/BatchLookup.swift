@@ -24,9 +24,7 @@ struct BatchLookup {
         let items = records.map { StoreDecoderImpl.item(for: $0, session) }
         let identities =
             collected
-            ?? Keys(
-                StoreDecoderImpl.collectKeys(mapping, items, model: model),
-                digests: digester.map { digester in records.map { RecordDigests.digest(of: $0.tape, digester) } })
+            ?? Keys(StoreDecoderImpl.collectKeys(mapping, items, model: model), digests: RecordDigests.digests(of: records, digester))
         if let known = identities.known, known.ends.count == items.count {
             // Decoding takes the identities the reader read instead of reading them again.
             var start = 0
@@ -209,7 +207,7 @@ struct BatchLookup {
             let items = records.map { StoreDecoderImpl.item(for: $0, session) }
             return Keys(
                 StoreDecoderImpl.collectKeys(mapping, items, model: session.model, keepingNodes: true),
-                digests: digester.map { digester in records.map { RecordDigests.digest(of: $0.tape, digester) } })
+                digests: RecordDigests.digests(of: records, digester))
         }
     }
 }

@@ -226,17 +226,17 @@ final class Importer {
     /// connection before the reader starts: the writer thread has nothing to do yet.
     private func prepareDigests() throws {
         guard storage.dialect.storesDigests else { return }
-        if let writer, options.skipsUnchangedRecords, RecordDigests.qualifies(mapping),
-            let fingerprint = RecordDigests.fingerprint(model, options: options.decoder.options)
-        {
-            try writer.withConnection {
-                try RecordDigests.markDigested(mapping.index, model, on: connection)
-                digester = RecordDigests.hasher(key: try RecordDigests.key(on: connection), fingerprint: fingerprint)
+        let skips = writer != nil && options.skipsUnchangedRecords && RecordDigests.qualifies(mapping)
+        let fingerprint = skips ? RecordDigests.fingerprint(model, options: options.decoder.options) : nil
+        func prepare() throws {
+            guard let fingerprint else {
+                context.digestedEntityIndexes = try RecordDigests.digestedEntities(model, on: connection)
+                return
             }
+            context.digestedEntityIndexes = try RecordDigests.markDigested(mapping.index, model, on: connection)
+            digester = RecordDigests.hasher(key: try RecordDigests.key(on: connection), fingerprint: fingerprint)
         }
-        context.digestedEntityIndexes = try writer.map { writer in
-            try writer.withConnection { try RecordDigests.digestedEntities(model, on: connection) }
-        } ?? RecordDigests.digestedEntities(model, on: connection)
+        if let writer { try writer.withConnection(prepare) } else { try prepare() }
     }
 
     /// Into an empty table in one transaction, every stored row of the entity is one this import inserted: a filter

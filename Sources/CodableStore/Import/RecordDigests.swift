@@ -24,7 +24,8 @@ import CodableStoreJSON
 /// relationship stored in another table's rows (a to-many by foreign key changes without the owner's row). A record
 /// with a reference the decoder left unresolved (the `.ignore` or `.deferred` policy) gets no digest: the same record
 /// may link more once its destination exists. Options with closures or formatters (custom key, date or data
-/// strategies, `.formatted` dates) turn skipping off. SQL run on the store by other programs must set `_digest` to NULL in the rows it changes.
+/// strategies, `.formatted` dates) turn skipping off. SQL run on the store by other programs must set `_digest` to
+/// NULL in the rows it changes.
 enum RecordDigests {
     static let keyEntry = "digest-key"
     static let entitiesEntry = "digested-entities"
@@ -86,26 +87,23 @@ enum RecordDigests {
     /// The hasher each record's digest starts from: keyed with the store's key, the fingerprint combined.
     static func hasher(key: (UInt64, UInt64), fingerprint: String) -> SipHasher13 {
         var context = SipHasher13(key0: key.0, key1: key.1)
-        var bytes = Array(fingerprint.utf8)
-        bytes.withUnsafeBytes { context.combine(bytes: $0) }
-        bytes = []
+        Array(fingerprint.utf8).withUnsafeBytes { context.combine(bytes: $0) }
         var hasher = SipHasher13(key0: key.0, key1: key.1)
         hasher.combine(context.finalize())
         return hasher
     }
 
-    /// The digest of one record (nil when its tape cannot be hashed), as stored.
-    static func digest(of tape: JSONTape, _ hasher: SipHasher13) -> Int64? {
-        tape.contentDigest(hasher).map { Int64(bitPattern: $0) }
+    /// The digest of each record (nil for one whose tape cannot be hashed), as stored; nil without a hasher (the
+    /// import does not skip unchanged records).
+    static func digests(of records: [JSONRecord], _ hasher: SipHasher13?) -> [Int64?]? {
+        hasher.map { hasher in records.map { $0.tape.contentDigest(hasher).map { Int64(bitPattern: $0) } } }
     }
 
     // MARK: - Metadata
 
     /// The store's key, made (and kept) if it has none.
     static func key(on connection: any DatabaseConnection) throws -> (UInt64, UInt64) {
-        if case .text(let text)? = try connection.scalar(
-            sql: "SELECT \"value\" FROM \(quoteIdentifier(SQLiteMigration.metadataTable)) WHERE \"key\" = ?", arguments: [.text(keyEntry)]),
-            case let parts = text.split(separator: " "), parts.count == 2,
+        if let text = try entry(keyEntry, on: connection), case let parts = text.split(separator: " "), parts.count == 2,
             let first = UInt64(parts[0], radix: 16), let second = UInt64(parts[1], radix: 16)
         {
             return (first, second)
@@ -118,18 +116,17 @@ enum RecordDigests {
 
     /// The entities whose rows imports gave digests (whose digests other changes must clear).
     static func digestedEntities(_ model: Schema, on connection: any DatabaseConnection) throws -> Set<Int> {
-        guard case .text(let text)? = try connection.scalar(
-            sql: "SELECT \"value\" FROM \(quoteIdentifier(SQLiteMigration.metadataTable)) WHERE \"key\" = ?", arguments: [.text(entitiesEntry)])
-        else { return [] }
+        guard let text = try entry(entitiesEntry, on: connection) else { return [] }
         let names = Set(text.split(separator: "\n").map(String.init))
         return Set(model.mappings.filter { names.contains($0.name) }.map(\.index))
     }
 
-    /// Records that imports write digests for the rows of `entity`.
-    static func markDigested(_ entity: Int, _ model: Schema, on connection: any DatabaseConnection) throws {
+    /// Records that imports write digests for the rows of `entity`; returns every entity that has them.
+    static func markDigested(_ entity: Int, _ model: Schema, on connection: any DatabaseConnection) throws -> Set<Int> {
         var entities = try digestedEntities(model, on: connection)
-        guard entities.insert(entity).inserted else { return }
+        guard entities.insert(entity).inserted else { return entities }
         try setEntry(entitiesEntry, entities.map { model.mappings[$0].name }.sorted().joined(separator: "\n"), on: connection)
+        return entities
     }
 
     /// Forgets the key, so that no stored digest matches any more.
@@ -137,6 +134,13 @@ enum RecordDigests {
         _ = try connection.rows(
             sql: "DELETE FROM \(quoteIdentifier(SQLiteMigration.metadataTable)) WHERE \"key\" IN (?, ?)",
             arguments: [.text(keyEntry), .text(entitiesEntry)])
+    }
+
+    private static func entry(_ key: String, on connection: any DatabaseConnection) throws -> String? {
+        guard case .text(let value)? = try connection.scalar(
+            sql: "SELECT \"value\" FROM \(quoteIdentifier(SQLiteMigration.metadataTable)) WHERE \"key\" = ?", arguments: [.text(key)])
+        else { return nil }
+        return value
     }
 
     private static func setEntry(_ key: String, _ value: String, on connection: any DatabaseConnection) throws {
