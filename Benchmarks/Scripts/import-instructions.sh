@@ -23,7 +23,7 @@ out="${TMPDIR:-/tmp}/codablestore-import-callgrind"
 mkdir -p "$out"
 # valgrind 3.19 gives up on the full debug information of this binary ("possibly corrupted debuginfo"): a copy
 # without it keeps the symbols, which is all callgrind_annotate needs.
-strip -g -o "$out/ImportBenchmarks" "$bin"
+strip -g -o "$out/ImportBenchmarks" "$bin" 2>/dev/null || llvm-strip -g -o "$out/ImportBenchmarks" "$bin"
 dump="$out/issues-$count.json"
 [ -f "$dump" ] || "$bin" --write-dump "$dump" --count "$count"
 rm -f "$out"/store.sqlite* "$out"/import.out*

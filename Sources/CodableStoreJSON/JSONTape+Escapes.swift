@@ -10,7 +10,7 @@ extension JSONTape {
     static func unescapedString(_ raw: UnsafeRawBufferPointer) -> String {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: raw.count) { buffer in
             let count = unescape(raw, into: buffer)
-            return String(decoding: UnsafeBufferPointer(rebasing: buffer[..<count]), as: UTF8.self)
+            return String(validatedUTF8: UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[..<count])))
         }
     }
 

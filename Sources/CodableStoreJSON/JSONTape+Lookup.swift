@@ -45,6 +45,17 @@ public struct JSONKey: Hashable, Sendable, ExpressibleByStringLiteral, CustomStr
         return (0, 0)
     }
 
+    /// What the hinted lookup's common case compares, without the key's `String`: copying it out of an array
+    /// costs no reference counting, where copying a `JSONKey` retains and releases its string.
+    package var probe: Probe { Probe(hash: hash, length: length, words: words) }
+
+    /// The hash, length and (up to 16) bytes of a key: see ``JSONTape/value(forProbe:in:hint:)``.
+    package struct Probe: Sendable {
+        let hash: UInt32
+        let length: UInt32
+        let words: (UInt64, UInt64)
+    }
+
     public init(stringLiteral value: String) {
         self.init(value)
     }
@@ -109,12 +120,13 @@ extension JSONTape {
     /// each lookup starts where the previous one found its key. The result is the same as without a hint (the last
     /// duplicate wins: objects with duplicate keys are always searched fully).
     public func value(forKey key: JSONKey, in object: Index, hint: inout LookupHint) -> Index? {
+        if let found = value(forProbe: key.probe, in: object, hint: &hint) { return found }
+        return searchValue(forKey: key, in: object, hint: &hint)
+    }
+
+    /// ``value(forKey:in:hint:)`` after ``value(forProbe:in:hint:)`` found nothing at the hint: the search.
+    package func searchValue(forKey key: JSONKey, in object: Index, hint: inout LookupHint) -> Index? {
         let from = hint.object == object.position ? hint.position : -1
-        // Without a hint, the first member is the likeliest: decoders ask for the keys in about document order.
-        if let found = keyAtHint(key, in: object.position, at: from >= 0 ? from : object.position + 1) {
-            hint = LookupHint(object: object.position, position: subtreeEnd(found))
-            return Index(found)
-        }
         // The key's string is contiguous UTF-8 (made so by JSONKey.init): read in place, without the copy (and
         // the retain and release) that `withUTF8` needs.
         let found = key.string.utf8.withContiguousStorageIfAvailable { utf8 in
@@ -128,11 +140,24 @@ extension JSONTape {
         return Index(found)
     }
 
-    /// The common case of a hinted lookup, when keys are asked for in document order: the member at the hint is
-    /// the one asked for. Its value's position, or nil to search (another key there, a key longer than 16 bytes,
-    /// an object that may have duplicate keys, or a hint that does not point at a key of the object).
+    /// The common case of ``value(forKey:in:hint:)``, when keys are asked for in document order: the value of the
+    /// member at the hint (without a hint, the first member: the likeliest) if it is the key asked for; nil when
+    /// the caller has to search (another key there, a key longer than 16 bytes, an object that may have duplicate
+    /// keys). Takes a key's ``JSONKey/probe``, which a caller keeps without reference counting.
     @inline(__always)
-    private func keyAtHint(_ key: JSONKey, in object: Int, at position: Int) -> Int? {
+    package func value(forProbe probe: JSONKey.Probe, in object: Index, hint: inout LookupHint) -> Index? {
+        let from = hint.object == object.position ? hint.position : -1
+        guard let found = keyAtHint(probe, in: object.position, at: from >= 0 ? from : object.position + 1) else {
+            return nil
+        }
+        hint = LookupHint(object: object.position, position: subtreeEnd(found))
+        return Index(found)
+    }
+
+    /// The member at `position` of the object at `object`: its value's position if its key is the probe's; nil
+    /// otherwise, or when the hint does not point at a key of the object.
+    @inline(__always)
+    private func keyAtHint(_ key: JSONKey.Probe, in object: Int, at position: Int) -> Int? {
         guard key.length <= 16 else { return nil }
         return nodes.withUnsafeBufferPointer { nodes -> Int? in
             guard object >= 0, object < nodes.count else { return nil }

@@ -151,7 +151,7 @@ public struct JSONTape: Sendable, Equatable {
         if node.info & JSONTape.escapedInInput != 0 {
             return withStorage { JSONTape.unescapedString($0.bytes(of: node)) }
         }
-        return withBytes(of: node) { String(decoding: $0, as: UTF8.self) }
+        return withBytes(of: node) { String(validatedUTF8: $0) }
     }
 
     /// The number at `index`; nil for other kinds.

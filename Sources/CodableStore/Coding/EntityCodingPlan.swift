@@ -7,6 +7,13 @@ struct EntityCodingPlan: Sendable {
     /// Per field, its JSON key when it is a single key (not a key path): the decoder's common case, read without
     /// touching the nested arrays of ``jsonKeys``.
     let singleJSONKeys: [JSONKey?]
+    /// ``singleJSONKeys``' probes: the hinted lookup's common case reads them without reference counting.
+    let singleKeyProbes: [JSONKey.Probe?]
+    /// For an entity identified by one `Int` or `String` attribute: that attribute's kind, for the identity lookups'
+    /// fast path (``StoreDecoderImpl/fastIdentityKey(_:_:)``), which reads the value straight from the tape.
+    let singleIdentityKind: AttributeDescription.FastKind?
+    /// The single JSON key of that attribute, when it has one (not a key path).
+    let singleIdentityKey: JSONKey?
     /// The fields' JSON keys as a tree, for the encoder.
     let encodingPlan: [EncodingPlanNode]
     /// Unknown-reference policies declared per relationship field (``EntityReferencePolicies``).
@@ -21,6 +28,16 @@ struct EntityCodingPlan: Sendable {
     init(_ description: EntityDescription, problems: inout [String]) {
         jsonKeys = description.codingKeyPaths.map { path in path?.map { JSONKey($0) } }
         singleJSONKeys = description.codingKeyPaths.map { path in path?.count == 1 ? JSONKey(path![0]) : nil }
+        singleKeyProbes = singleJSONKeys.map { $0?.probe }
+        if description.identity.count == 1, case .attribute(let attribute) = description.fields[description.identity[0]],
+            attribute.fastKind == .int || attribute.fastKind == .string
+        {
+            singleIdentityKind = attribute.fastKind
+            singleIdentityKey = singleJSONKeys[attribute.index]
+        } else {
+            singleIdentityKind = nil
+            singleIdentityKey = nil
+        }
         encodingPlan = EncodingPlanNode.plan(for: description)
         var referencePolicies: [Int: StoreDecoder.UnknownReferencePolicy] = [:]
         if let declaring = description.type as? any EntityReferencePolicies.Type {

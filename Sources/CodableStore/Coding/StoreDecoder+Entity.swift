@@ -160,8 +160,11 @@ extension StoreDecoderImpl {
     func field(
         _ object: Node, _ mapping: EntitySchema, _ index: Int, _ path: CodingPathNode, _ hint: inout JSONTape.LookupHint
     ) throws -> FieldValue? {
-        if session.usesDefaultKeys, let key = mapping.coding.singleJSONKeys[index] {
-            guard let node = member(object, key: key, hint: &hint) else { return nil }
+        if session.usesDefaultKeys, let probe = mapping.coding.singleKeyProbes[index] {
+            // The member at the hint first: three lookups in four, without copying the key (and its string).
+            if let node = tape.value(forProbe: probe, in: object, hint: &hint) { return FieldValue(node: node, index: index) }
+            guard let node = tape.searchValue(forKey: mapping.coding.singleJSONKeys[index]!, in: object, hint: &hint)
+            else { return nil }
             return FieldValue(node: node, index: index)
         }
         guard mapping.coding.jsonKeys[index] != nil else { return nil }
@@ -228,6 +231,7 @@ extension StoreDecoderImpl {
     /// The identity values of the JSON object, converted to the identity attributes' types.
     func identityKey(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode) throws -> Context.IdentityKey {
         if let key = known?.key(for: node, entity: mapping.index) { return key }
+        if let key = fastIdentityKey(mapping, node) { return key }
         let description = mapping.description
         var hint = JSONTape.LookupHint()
         if description.identity.count == 1, case .attribute(let attribute) = description.fields[description.identity[0]] {
@@ -246,6 +250,36 @@ extension StoreDecoderImpl {
             values.append(try decodeAttributeValue(attribute, value, in: path, mapping))
         }
         return Context.IdentityKey(values)
+    }
+
+    /// The identity of a JSON object whose entity is identified by one `Int` or `String` attribute under a single
+    /// key, read straight from the tape: what the general path below returns in its common case, without its
+    /// lookups of the description and its generic decoding (the importer's reader thread reads a few identities per
+    /// record). nil whenever the general path has to decide (another key strategy, a missing key, `null`, a value
+    /// of another kind or out of range): it then reports the error or converts the value.
+    @inline(__always)
+    func fastIdentityKey(_ mapping: EntitySchema, _ node: Node) -> Context.IdentityKey? {
+        guard let kind = mapping.coding.singleIdentityKind, session.usesDefaultKeys,
+            let key = mapping.coding.singleIdentityKey
+        else { return nil }
+        var hint = JSONTape.LookupHint()
+        guard let value = tape.value(forKey: key, in: node, hint: &hint) else { return nil }
+        return scalarIdentityKey(kind, value)
+    }
+
+    /// An identity value of `kind` (`.int` or `.string`) at `node` as the general decoding reads it first (see
+    /// `decodeAttributeValue`); nil for anything else.
+    @inline(__always)
+    private func scalarIdentityKey(_ kind: AttributeDescription.FastKind, _ node: Node) -> Context.IdentityKey? {
+        switch (kind, tape.kind(of: node)) {
+        case (.int, .number):
+            guard let integer = int64(node) else { return nil }
+            return Context.IdentityKey(single: .integer(integer))
+        case (.string, .string):
+            return Context.IdentityKey(single: .text(string(node)))
+        default:
+            return nil
+        }
     }
 
     /// The error for an object without its identity. An identity key that is present but `null` is named as such
@@ -347,7 +381,7 @@ extension StoreDecoderImpl {
         if mapping.hasRelationships {
             let state = object.entityState
             for relationship in description.relationships where relationship.isToMany {
-                if let node, presentField(node, mapping, relationship.index) != nil { continue }
+                if let node, presentField(node, mapping, relationship.index, hint: &hint) != nil { continue }
                 state.unloadedRelationships.insert(relationship.index)
             }
         }
@@ -554,6 +588,7 @@ extension StoreDecoderImpl {
     /// The identity in a bare reference.
     func referenceKey(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode) throws -> Context.IdentityKey {
         if let key = known?.key(for: node, entity: mapping.index) { return key }
+        if let kind = mapping.coding.singleIdentityKind, let key = scalarIdentityKey(kind, node) { return key }
         let description = mapping.description
         let attributes: [AttributeDescription] = description.identity.compactMap {
             if case .attribute(let attribute) = description.fields[$0] { attribute } else { nil }

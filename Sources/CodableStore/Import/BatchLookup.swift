@@ -204,7 +204,10 @@ struct BatchLookup {
         }
 
         func identities(of records: [JSONRecord]) -> Keys {
-            let items = records.map { StoreDecoderImpl.item(for: $0, session) }
+            // Without the records' coding paths (one allocation each): the collection drops errors.
+            let items = records.map { record in
+                (StoreDecoderImpl(tape: record.tape, node: record.root, path: .root, session: session), record.root)
+            }
             return Keys(
                 StoreDecoderImpl.collectKeys(mapping, items, model: session.model, keepingNodes: true),
                 digests: RecordDigests.digests(of: records, digester))
