@@ -126,6 +126,11 @@ extension JSONTape {
 
     /// ``value(forKey:in:hint:)`` after ``value(forProbe:in:hint:)`` found nothing at the hint: the search.
     package func searchValue(forKey key: JSONKey, in object: Index, hint: inout LookupHint) -> Index? {
+        if let scanned = scan(for: key.probe, in: object.position) {
+            guard let found = scanned else { return nil }
+            hint = LookupHint(object: object.position, position: subtreeEnd(found))
+            return Index(found)
+        }
         let from = hint.object == object.position ? hint.position : -1
         // The key's string is contiguous UTF-8 (made so by JSONKey.init): read in place, without the copy (and
         // the retain and release) that `withUTF8` needs.
@@ -152,6 +157,36 @@ extension JSONTape {
         }
         hint = LookupHint(object: object.position, position: subtreeEnd(found))
         return Index(found)
+    }
+
+    /// Every member of the object at `object` compared with a key of at most 16 bytes by its probe: the position of
+    /// the value, or `.some(nil)` when the object has no such key (a field the JSON leaves out: most misses). nil
+    /// when this cannot tell: a longer key, an object that may have duplicate keys (the last one wins), not an
+    /// object. A member costs a few instructions (its hash and length), where the byte search costs a call.
+    @inline(__always)
+    private func scan(for probe: JSONKey.Probe, in object: Int) -> Int?? {
+        guard probe.length <= 16 else { return nil }
+        return nodes.withUnsafeBufferPointer { nodes -> Int?? in
+            guard object >= 0, object < nodes.count else { return nil }
+            let objectNode = nodes[object]
+            guard objectNode.info & (0xF | JSONTape.mayHaveDuplicateKeys) == NodeKind.object.rawValue else { return nil }
+            let end = Int(objectNode.a)
+            let tag = probe.hash << 8
+            var position = object &+ 1
+            while position < end {
+                let node = nodes[position]
+                if node.info & 0xFFFF_FF00 == tag, node.b == probe.length {
+                    // Keys are never kept escaped (see JSONTapeBuilderState.key): their bytes are the key's.
+                    if let found = keyAtHint(probe, in: object, at: position) { return .some(found) }
+                }
+                let value = nodes[position &+ 1]
+                switch value.info & 0xF {
+                case NodeKind.object.rawValue, NodeKind.array.rawValue: position = Int(value.a)
+                default: position &+= 2
+                }
+            }
+            return .some(nil)
+        }
     }
 
     /// The member at `position` of the object at `object`: its value's position if its key is the probe's; nil

@@ -182,6 +182,43 @@ struct JSONTapeTests {
         #expect(tape.value(forKey: JSONKey(first), in: tape.root, hint: &other).flatMap(tape.number(at:))?.text == "1")
     }
 
+    /// A key that is not at the hint is searched member by member, by its hash and length first (keys of up to 16
+    /// bytes): keys one byte apart, a 24-bit hash collision, keys written with escapes, members whose values are
+    /// containers, and absent keys, asked for in every order, find what the search without a hint finds.
+    @Test func lookupsAwayFromTheHintFindWhatTheFullSearchFinds() throws {
+        var seen: [UInt32: String] = [:]
+        var collision: (String, String)?
+        for number in 0..<1_000_000 where collision == nil {
+            let key = "k" + String(number, radix: 16)
+            let hash = Array(key.utf8).withUnsafeBytes { JSONKey.hash($0) }
+            if let other = seen[hash] { collision = (other, key) } else { seen[hash] = key }
+        }
+        let (first, second) = try #require(collision)
+        let document = #"{"id": 1, "iD": 2, "nested": {"id": 3}, "list": [{"id": 4}], "title": 5, "#
+            + #""sixteen-bytes-16": 6, "seventeen-bytes17": 7, ""# + first + #"": 8, "end": 9}"#
+        let keys = ["id", "iD", "nested", "list", "title", "sixteen-bytes-16", "seventeen-bytes17", first, "end",
+            second, "Id", "titlf", "absent", "sixteen-bytes-1X", ""]
+        func check(_ tape: JSONTape) {
+            var generator = SplitMix64(seed: 11)
+            for order in [keys, keys.reversed()] + (0..<20).map({ _ in keys.shuffled(using: &generator) }) {
+                var hint = JSONTape.LookupHint()
+                for key in order {
+                    let found = tape.value(forKey: JSONKey(key), in: tape.root, hint: &hint)
+                    #expect(found == tape.value(forKey: key, in: tape.root), "\(key) in \(order)")
+                }
+            }
+            #expect(tape.value(forKey: "title", in: tape.root).flatMap(tape.number(at:))?.text == "5")
+            #expect(tape.value(forKey: second, in: tape.root) == nil)
+            var hint = JSONTape.LookupHint()
+            _ = tape.value(forKey: "end", in: tape.root, hint: &hint)
+            #expect(tape.value(forKey: JSONKey(first), in: tape.root, hint: &hint).flatMap(tape.number(at:))?.text == "8")
+            #expect(tape.value(forKey: JSONKey(second), in: tape.root, hint: &hint) == nil)
+            #expect(tape.value(forKey: JSONKey("iD"), in: tape.root, hint: &hint).flatMap(tape.number(at:))?.text == "2")
+        }
+        check(try JSONTape.parse(document))
+        try JSONTape.withDocumentTape(Data(document.utf8)) { check($0) }
+    }
+
     @Test func keyComparisonsWithoutStrings() throws {
         let tape = try JSONTape.parse(#"{"name": 1, "naïve": 2, "": 3}"#)
         let keys = tape.members(of: tape.root).map(\.key)

@@ -99,7 +99,9 @@ extension Context {
 
     /// The row id a destination has in the store, or nil for none (or one not inserted).
     static func storedRowID(_ object: (any EntityObject)?) -> Int64? {
-        object.flatMap { $0.entityState.status == .transient ? nil : $0.entityState.rowID }
+        // One read of the state: each is a retain and a release through the protocol witness.
+        guard let state = object?.entityState, state.status != .transient else { return nil }
+        return state.rowID
     }
 
     /// After `owner`'s to-many storage changed from `old` to `new`.
@@ -325,7 +327,7 @@ extension Context {
             // Not loaded: the stored foreign key says what it is, without reading the old destination. Only an
             // old destination in memory can have a loaded inverse to update; one that is not was never read.
             let stored = state.foreignKeys[field]
-            let newRowID = new.flatMap { $0.entityState.status == .transient ? nil : $0.entityState.rowID }
+            let newRowID = Self.storedRowID(new)
             state.unloadedRelationships.remove(field)
             state.foreignKeys[field] = nil
             noteUse(owner, state)  // as in resolveToOne

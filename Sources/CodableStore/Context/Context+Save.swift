@@ -175,10 +175,11 @@ extension Context {
     /// is correct; parents go first (``Schema/insertOrder``) because a child row inserted before its
     /// parent costs a deferred violation, and the parent's insert then a search of the child table.
     private func planInserts(_ emit: (WritePlan.Step) throws -> Void) rethrows {
-        var byEntity: [[(object: any EntityObject, rowID: Int64)]] = Array(repeating: [], count: model.mappings.count)
+        // With each object its state: every read of `entityState` is a retain and a release (a protocol witness).
+        var byEntity: [[(object: any EntityObject, state: EntityState)]] = Array(repeating: [], count: model.mappings.count)
         for object in insertedObjects {
             let state = object.entityState
-            if state.status == .inserted { byEntity[state.entityIndex].append((object, state.rowID)) }
+            if state.status == .inserted { byEntity[state.entityIndex].append((object, state)) }
         }
         for entity in model.insertOrder where !byEntity[entity].isEmpty {
             let objects = byEntity[entity]
@@ -192,15 +193,16 @@ extension Context {
                 let rows = objects.count - start >= rowsPerStatement ? rowsPerStatement : 1
                 var values: [SQLiteValue] = []
                 values.reserveCapacity(rows * width)
-                for (object, rowID) in objects[start..<(start + rows)] {
-                    values.append(.integer(rowID))
+                for (object, state) in objects[start..<(start + rows)] {
+                    values.append(.integer(state.rowID))
                     for column in mapping.insertBinders {
                         switch column {
                         case .attribute(let read): values.append(read(object))
-                        case .foreignKey(let position): values.append(value(of: mapping.columns[position], of: object))
+                        case .foreignKey(let position):
+                            values.append(value(of: mapping.columns[position], of: object, state))
                         }
                     }
-                    if storesDigests { values.append(object.entityState.digestToWrite.map(SQLiteValue.integer) ?? .null) }
+                    if storesDigests { values.append(state.digestToWrite.map(SQLiteValue.integer) ?? .null) }
                 }
                 try emit(.insert(entity: entity, rows: rows, values: values))
                 start += rows
@@ -210,12 +212,11 @@ extension Context {
 
     /// The stored value of a column of `object`: an attribute, a foreign key as the destination's row id, or
     /// NULL for a position (written afterwards).
-    private func value(of column: EntitySchema.Column, of object: any EntityObject) -> SQLiteValue {
+    private func value(of column: EntitySchema.Column, of object: any EntityObject, _ state: EntityState) -> SQLiteValue {
         switch column.kind {
         case .attribute(let attribute):
             return attribute.value(of: object)
         case .foreignKey(let relationship, _):
-            let state = object.entityState
             if state.unloadedRelationships.contains(relationship.index), let rowID = state.foreignKeys[relationship.index] {
                 return .integer(rowID)
             } else if let destination = relationship.getOne(object) {
@@ -239,7 +240,7 @@ extension Context {
             if let stored = state.storedValues {
                 for (field, value) in stored where state.changedFields.contains(field) {
                     let column = mapping.columnOfField[field]
-                    if column > 0, self.value(of: mapping.columns[Int(column) - 1], of: object) == value {
+                    if column > 0, self.value(of: mapping.columns[Int(column) - 1], of: object, state) == value {
                         state.changedFields.remove(field)
                     }
                 }
@@ -269,7 +270,7 @@ extension Context {
             var values: [SQLiteValue] = []
             values.reserveCapacity(fields.count + 2)
             for field in fields {
-                values.append(value(of: mapping.columns[Int(mapping.columnOfField[field]) - 1], of: object))
+                values.append(value(of: mapping.columns[Int(mapping.columnOfField[field]) - 1], of: object, state))
             }
             if storage.dialect.storesDigests {
                 values.append(digest.map(SQLiteValue.integer) ?? .null)
