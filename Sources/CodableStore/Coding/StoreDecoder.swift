@@ -262,7 +262,7 @@ final class DecodingSession {
     /// Converted keys, per raw key, when a key strategy is set.
     var convertedKeys: [String: String] = [:]
     /// When counting, the number of distinct objects decoded per entity index (the importer's "unchanged" count).
-    private(set) var decodedCounts: [Int]?
+    @exclusivity(unchecked) private(set) var decodedCounts: [Int]?
     /// `decodedCounts != nil`, kept as a flag: it is tested for every decoded object, and reading the optional
     /// array there would retain and release it.
     private(set) var isCounting = false

@@ -100,7 +100,7 @@ public final class Context {
     }
     /// Deferred references by destination entity and identity (see `Context+DeferredReferences.swift`).
     var pendingReferences: [Int: [IdentityKey: [PendingReference]]] = [:]
-    var pendingReferenceCount = 0
+    @exclusivity(unchecked) var pendingReferenceCount = 0
     /// Deferred references whose destination was inserted, linked at the next save.
     var readyReferences: [(destination: any EntityObject, references: [PendingReference])] = []
     /// Whether an identity attribute of an object was changed since the last flush: the store's rows then no
@@ -114,7 +114,7 @@ public final class Context {
     @exclusivity(unchecked) var identityIndexes: [IdentityIndex?]
     /// Per entity, when set (by an import into a table that was empty), the identities of every object this
     /// context inserted, as a Bloom filter: a key it rules out is not stored. Survives ``reset()``.
-    var insertedIdentities: [IdentityFilter?]
+    @exclusivity(unchecked) var insertedIdentities: [IdentityFilter?]
     /// Per entity, how many objects were read from the store or written to it since the last reset: when
     /// none were, no object of the entity can have stored to-many memberships to load before a decode
     /// replaces them.

@@ -74,7 +74,7 @@ final class ObjectRetention {
         var givenUp = false
     }
     /// Per entity index, grown as entities are counted.
-    private var tallies: [Tally] = []
+    @exclusivity(unchecked) private var tallies: [Tally] = []
     /// Hits and misses of an entity between two verdicts.
     static let verdictEvents = 2_048
     /// The smallest limit with an early verdict.
