@@ -9,11 +9,9 @@ struct EntityCodingPlan: Sendable {
     let singleJSONKeys: [JSONKey?]
     /// ``singleJSONKeys``' probes: the hinted lookup's common case reads them without reference counting.
     let singleKeyProbes: [JSONKey.Probe?]
-    /// For an entity identified by one `Int` or `String` attribute: that attribute's kind, for the identity lookups'
-    /// fast path (``StoreDecoderImpl/fastIdentityKey(_:_:)``), which reads the value straight from the tape.
-    let singleIdentityKind: AttributeDescription.FastKind?
-    /// The single JSON key of that attribute, when it has one (not a key path).
-    let singleIdentityKey: JSONKey?
+    /// For an entity identified by one `Int` or `String` attribute: that attribute's field and kind, for the identity
+    /// lookups' fast path (``StoreDecoderImpl/fastIdentityKey(_:_:)``), which reads the value straight from the tape.
+    let singleIdentity: (field: Int, kind: AttributeDescription.FastKind)?
     /// The fields' JSON keys as a tree, for the encoder.
     let encodingPlan: [EncodingPlanNode]
     /// Unknown-reference policies declared per relationship field (``EntityReferencePolicies``).
@@ -32,11 +30,9 @@ struct EntityCodingPlan: Sendable {
         if description.identity.count == 1, case .attribute(let attribute) = description.fields[description.identity[0]],
             attribute.fastKind == .int || attribute.fastKind == .string
         {
-            singleIdentityKind = attribute.fastKind
-            singleIdentityKey = singleJSONKeys[attribute.index]
+            singleIdentity = (attribute.index, attribute.fastKind)
         } else {
-            singleIdentityKind = nil
-            singleIdentityKey = nil
+            singleIdentity = nil
         }
         encodingPlan = EncodingPlanNode.plan(for: description)
         var referencePolicies: [Int: StoreDecoder.UnknownReferencePolicy] = [:]

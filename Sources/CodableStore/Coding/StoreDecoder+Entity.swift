@@ -252,19 +252,17 @@ extension StoreDecoderImpl {
         return Context.IdentityKey(values)
     }
 
-    /// The identity of a JSON object whose entity is identified by one `Int` or `String` attribute under a single
-    /// key, read straight from the tape: what the general path below returns in its common case, without its
-    /// lookups of the description and its generic decoding (the importer's reader thread reads a few identities per
-    /// record). nil whenever the general path has to decide (another key strategy, a missing key, `null`, a value
-    /// of another kind or out of range): it then reports the error or converts the value.
+    /// The identity of a JSON object whose entity is identified by one `Int` or `String` attribute, read straight
+    /// from the tape: what the general path below returns in its common case, without its lookups of the description
+    /// and its generic decoding (the importer's reader thread reads a few identities per record). nil whenever the
+    /// general path has to decide (a missing key, `null`, a value of another kind or out of range, a key path that
+    /// does not lead to a value): it then reports the error or converts the value.
     @inline(__always)
     func fastIdentityKey(_ mapping: EntitySchema, _ node: Node) -> Context.IdentityKey? {
-        guard let kind = mapping.coding.singleIdentityKind, session.usesDefaultKeys,
-            let key = mapping.coding.singleIdentityKey
-        else { return nil }
+        guard let identity = mapping.coding.singleIdentity else { return nil }
         var hint = JSONTape.LookupHint()
-        guard let value = tape.value(forKey: key, in: node, hint: &hint) else { return nil }
-        return scalarIdentityKey(kind, value)
+        guard let value = (try? field(node, mapping, identity.field, .root, &hint)) ?? nil else { return nil }
+        return scalarIdentityKey(identity.kind, value.node)
     }
 
     /// An identity value of `kind` (`.int` or `.string`) at `node` as the general decoding reads it first (see
@@ -588,7 +586,7 @@ extension StoreDecoderImpl {
     /// The identity in a bare reference.
     func referenceKey(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode) throws -> Context.IdentityKey {
         if let key = known?.key(for: node, entity: mapping.index) { return key }
-        if let kind = mapping.coding.singleIdentityKind, let key = scalarIdentityKey(kind, node) { return key }
+        if let identity = mapping.coding.singleIdentity, let key = scalarIdentityKey(identity.kind, node) { return key }
         let description = mapping.description
         let attributes: [AttributeDescription] = description.identity.compactMap {
             if case .attribute(let attribute) = description.fields[$0] { attribute } else { nil }
@@ -645,10 +643,12 @@ extension StoreDecoderImpl {
 
     /// A decoder for one record of a `JSONRecordStream` (its coding paths start with the record's index), and
     /// the record's root value: what the importer and ``ParallelArrayDecoding`` decode batches of.
-    static func item(for record: JSONRecord, _ session: DecodingSession) -> (StoreDecoderImpl, Node) {
+    /// Without `locating` (the reader's identity collection, which drops errors), the paths start at the root: one
+    /// allocation less per record.
+    static func item(for record: JSONRecord, _ session: DecodingSession, locating: Bool = true) -> (StoreDecoderImpl, Node) {
         let impl = StoreDecoderImpl(
             tape: record.tape, node: record.tape.root,
-            path: CodingPathNode.root.appending(index: record.index), session: session)
+            path: locating ? CodingPathNode.root.appending(index: record.index) : .root, session: session)
         return (impl, record.tape.root)
     }
 

@@ -204,10 +204,7 @@ struct BatchLookup {
         }
 
         func identities(of records: [JSONRecord]) -> Keys {
-            // Without the records' coding paths (one allocation each): the collection drops errors.
-            let items = records.map { record in
-                (StoreDecoderImpl(tape: record.tape, node: record.root, path: .root, session: session), record.root)
-            }
+            let items = records.map { StoreDecoderImpl.item(for: $0, session, locating: false) }
             return Keys(
                 StoreDecoderImpl.collectKeys(mapping, items, model: session.model, keepingNodes: true),
                 digests: RecordDigests.digests(of: records, digester))
