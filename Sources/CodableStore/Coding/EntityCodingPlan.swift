@@ -46,3 +46,17 @@ struct EntityCodingPlan: Sendable {
         hasCustomDecoding = description.type is any EntityCustomDecoding.Type
     }
 }
+
+extension EntityCodingPlan {
+    /// The value of field `index` in `object` when the field has a single JSON key, with the default key strategy:
+    /// the member at the hint first (three lookups in four, without copying the key and its string), then a search;
+    /// `.some(nil)` when the object lacks it. nil when the field has no single key (a key path, or no key).
+    @inline(__always)
+    func singleKeyValue(
+        of index: Int, in object: JSONTape.Index, _ tape: JSONTape, hint: inout JSONTape.LookupHint
+    ) -> JSONTape.Index?? {
+        guard let probe = singleKeyProbes[index] else { return nil }
+        if let node = tape.value(forProbe: probe, in: object, hint: &hint) { return node }
+        return .some(tape.searchValue(forKey: singleJSONKeys[index]!, in: object, hint: &hint))
+    }
+}

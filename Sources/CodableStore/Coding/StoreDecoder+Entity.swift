@@ -160,12 +160,8 @@ extension StoreDecoderImpl {
     func field(
         _ object: Node, _ mapping: EntitySchema, _ index: Int, _ path: CodingPathNode, _ hint: inout JSONTape.LookupHint
     ) throws -> FieldValue? {
-        if session.usesDefaultKeys, let probe = mapping.coding.singleKeyProbes[index] {
-            // The member at the hint first: three lookups in four, without copying the key (and its string).
-            if let node = tape.value(forProbe: probe, in: object, hint: &hint) { return FieldValue(node: node, index: index) }
-            guard let node = tape.searchValue(forKey: mapping.coding.singleJSONKeys[index]!, in: object, hint: &hint)
-            else { return nil }
-            return FieldValue(node: node, index: index)
+        if session.usesDefaultKeys, let found = mapping.coding.singleKeyValue(of: index, in: object, tape, hint: &hint) {
+            return found.map { FieldValue(node: $0, index: index) }
         }
         guard mapping.coding.jsonKeys[index] != nil else { return nil }
         guard let keyPath = mapping.description.codingKeyPaths[index],
@@ -262,22 +258,7 @@ extension StoreDecoderImpl {
         guard let identity = mapping.coding.singleIdentity else { return nil }
         var hint = JSONTape.LookupHint()
         guard let value = (try? field(node, mapping, identity.field, .root, &hint)) ?? nil else { return nil }
-        return scalarIdentityKey(identity.kind, value.node)
-    }
-
-    /// An identity value of `kind` (`.int` or `.string`) at `node` as the general decoding reads it first (see
-    /// `decodeAttributeValue`); nil for anything else.
-    @inline(__always)
-    private func scalarIdentityKey(_ kind: AttributeDescription.FastKind, _ node: Node) -> Context.IdentityKey? {
-        switch (kind, tape.kind(of: node)) {
-        case (.int, .number):
-            guard let integer = int64(node) else { return nil }
-            return Context.IdentityKey(single: .integer(integer))
-        case (.string, .string):
-            return Context.IdentityKey(single: .text(string(node)))
-        default:
-            return nil
-        }
+        return Context.IdentityKey(scalar: identity.kind, at: value.node, in: tape)
     }
 
     /// The error for an object without its identity. An identity key that is present but `null` is named as such
@@ -586,7 +567,9 @@ extension StoreDecoderImpl {
     /// The identity in a bare reference.
     func referenceKey(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode) throws -> Context.IdentityKey {
         if let key = known?.key(for: node, entity: mapping.index) { return key }
-        if let identity = mapping.coding.singleIdentity, let key = scalarIdentityKey(identity.kind, node) { return key }
+        if let identity = mapping.coding.singleIdentity, let key = Context.IdentityKey(scalar: identity.kind, at: node, in: tape) {
+            return key
+        }
         let description = mapping.description
         let attributes: [AttributeDescription] = description.identity.compactMap {
             if case .attribute(let attribute) = description.fields[$0] { attribute } else { nil }
@@ -746,49 +729,137 @@ extension StoreDecoderImpl {
             all[entity].append(key)
             if keepsNodes { known.append(KnownIdentity(node: node, entity: entity, key: key)) }
         }
-    }
 
-    func collectKeys(_ mapping: EntitySchema, _ node: Node, depth: Int, into keys: inout CollectedKeys) {
+        /// Removes what was added after the first `count` entries of ``known`` (with `keepsNodes`): a record the
+        /// collection takes again from the start.
+        mutating func removeKnown(after count: Int) {
+            precondition(keepsNodes, "only collections that keep nodes can be rolled back")
+            while known.count > count { all[known.removeLast().entity].removeLast() }
+        }
+    }
+}
+
+// MARK: - Collecting identities
+
+/// How the collection of the identities decoding will look up (``collectKeys(_:_:depth:into:)``) reads a record:
+/// through the decoder, which decides every case and leaves out what it cannot read, or through a plain reader of
+/// the tape (``TapeIdentityReader``) that gives up (throws) wherever the decoder would have to decide.
+protocol IdentityReading {
+    associatedtype Undecided: Error
+    var tape: JSONTape { get }
+    var model: Schema { get }
+    /// The identity of the JSON object `node` as `mapping`; nil when it has none to read.
+    func identityToCollect(_ mapping: EntitySchema, _ node: JSONTape.Index) throws(Undecided) -> Context.IdentityKey?
+    /// The identity a bare reference (a value, or an array of composite values) holds; nil when it holds none.
+    func referenceToCollect(_ mapping: EntitySchema, _ node: JSONTape.Index) throws(Undecided) -> Context.IdentityKey?
+    /// The value of field `index` in the JSON object, if there is one.
+    func fieldToCollect(_ object: JSONTape.Index, _ mapping: EntitySchema, _ index: Int, hint: inout JSONTape.LookupHint)
+        throws(Undecided) -> JSONTape.Index?
+}
+
+extension IdentityReading {
+    /// Adds the identities decoding the value at `node` as `mapping` will look up: the object's own, then those
+    /// its relationships hold, depth first, in the order decoding meets them.
+    func collectKeys(
+        _ mapping: EntitySchema, _ node: JSONTape.Index, depth: Int, into keys: inout StoreDecoderImpl.CollectedKeys
+    ) throws(Undecided) {
         guard depth < 16 else { return }
         switch tape.kind(of: node) {
         case .object: break
         case .null: return
         default:
             // A bare identity as an element of the array itself (`[1, {"id": 2}, 3]`).
-            if depth == 0, !mapping.description.identity.isEmpty, let key = try? referenceKey(mapping, node, .root) {
+            if depth == 0, !mapping.description.identity.isEmpty, let key = try referenceToCollect(mapping, node) {
                 keys.add(key, entity: mapping.index, node: node)
             }
             return
         }
         let description = mapping.description
-        if !description.identity.isEmpty, let key = try? identityKey(mapping, node, .root) {
+        if !description.identity.isEmpty, let key = try identityToCollect(mapping, node) {
             keys.add(key, entity: mapping.index, node: node)
         }
         guard mapping.hasRelationships else { return }
         var hint = JSONTape.LookupHint()
         for relationshipDescription in description.relationships {
-            guard let valueNode = presentField(node, mapping, relationshipDescription.index, hint: &hint),
+            guard let valueNode = try fieldToCollect(node, mapping, relationshipDescription.index, hint: &hint),
                 let relationship = mapping.relationships[relationshipDescription.index]
             else { continue }
-            let destination = session.model.mappings[relationship.destination]
-            func collect(_ value: Node) {
-                switch tape.kind(of: value) {
-                case .null:
-                    return
-                case .object:
-                    collectKeys(destination, value, depth: depth + 1, into: &keys)
-                default:
-                    if !destination.description.identity.isEmpty, let key = try? referenceKey(destination, value, .root) {
-                        keys.add(key, entity: destination.index, node: value)
-                    }
+            let destination = model.mappings[relationship.destination]
+            if !relationshipDescription.isToMany {
+                try collectDestination(destination, valueNode, depth: depth, into: &keys)
+            } else if tape.kind(of: valueNode) == .array {
+                for value in tape.elements(of: valueNode) {
+                    try collectDestination(destination, value, depth: depth, into: &keys)
                 }
             }
-            if !relationshipDescription.isToMany {
-                collect(valueNode)
-            } else if tape.kind(of: valueNode) == .array {
-                for value in tape.elements(of: valueNode) { collect(value) }
+        }
+    }
+
+    /// A relationship's value (or one of its elements): a nested object, a bare reference or `null`.
+    private func collectDestination(
+        _ destination: EntitySchema, _ value: JSONTape.Index, depth: Int, into keys: inout StoreDecoderImpl.CollectedKeys
+    ) throws(Undecided) {
+        switch tape.kind(of: value) {
+        case .null:
+            return
+        case .object:
+            try collectKeys(destination, value, depth: depth + 1, into: &keys)
+        default:
+            if !destination.description.identity.isEmpty, let key = try referenceToCollect(destination, value) {
+                keys.add(key, entity: destination.index, node: value)
             }
         }
+    }
+}
+
+extension StoreDecoderImpl: IdentityReading {
+    typealias Undecided = Never
+    var model: Schema { session.model }
+
+    func identityToCollect(_ mapping: EntitySchema, _ node: Node) -> Context.IdentityKey? {
+        try? identityKey(mapping, node, .root)
+    }
+
+    func referenceToCollect(_ mapping: EntitySchema, _ node: Node) -> Context.IdentityKey? {
+        try? referenceKey(mapping, node, .root)
+    }
+
+    func fieldToCollect(_ object: Node, _ mapping: EntitySchema, _ index: Int, hint: inout JSONTape.LookupHint) -> Node? {
+        presentField(object, mapping, index, hint: &hint)
+    }
+}
+
+/// The identity collection of the common case, read straight from a record's tape without a decoder (the importer's
+/// reader thread collects a few identities per record, and a decoder per record cost an allocation and a free):
+/// objects identified by one `Int` or `String` attribute, fields under single JSON keys, the default key strategy
+/// (the caller checks it). Anything else throws ``Undecided``, and the caller collects the record with a decoder,
+/// so that both give the same keys.
+struct TapeIdentityReader: IdentityReading {
+    struct Undecided: Error {}
+    let tape: JSONTape
+    let model: Schema
+
+    func identityToCollect(_ mapping: EntitySchema, _ node: JSONTape.Index) throws(Undecided) -> Context.IdentityKey? {
+        guard let identity = mapping.coding.singleIdentity else { throw Undecided() }
+        var hint = JSONTape.LookupHint()
+        // A missing identity, `null`, or a value to convert: the decoder's to report or to read.
+        guard let value = try fieldToCollect(node, mapping, identity.field, hint: &hint),
+            let key = Context.IdentityKey(scalar: identity.kind, at: value, in: tape)
+        else { throw Undecided() }
+        return key
+    }
+
+    func referenceToCollect(_ mapping: EntitySchema, _ node: JSONTape.Index) throws(Undecided) -> Context.IdentityKey? {
+        guard let identity = mapping.coding.singleIdentity, let key = Context.IdentityKey(scalar: identity.kind, at: node, in: tape)
+        else { throw Undecided() }
+        return key
+    }
+
+    func fieldToCollect(_ object: JSONTape.Index, _ mapping: EntitySchema, _ index: Int, hint: inout JSONTape.LookupHint)
+        throws(Undecided) -> JSONTape.Index?
+    {
+        guard let found = mapping.coding.singleKeyValue(of: index, in: object, tape, hint: &hint) else { throw Undecided() }
+        return found
     }
 }
 

@@ -19,6 +19,22 @@ extension Context {
             self.rest = nil
         }
 
+        /// An identity value of `kind` (`.int` or `.string`) at `node`, as the decoder's general path reads it
+        /// first (see `StoreDecoderImpl.decodeAttributeValue`); nil for anything else (another kind of value, a
+        /// number out of range, `null`), which only that path decides.
+        @inline(__always)
+        init?(scalar kind: AttributeDescription.FastKind, at node: JSONTape.Index, in tape: JSONTape) {
+            switch (kind, tape.kind(of: node)) {
+            case (.int, .number):
+                guard let integer = (try? tape.int64(at: node)) ?? nil else { return nil }
+                self.init(single: .integer(integer))
+            case (.string, .string):
+                self.init(single: .text(tape.string(at: node) ?? ""))
+            default:
+                return nil
+            }
+        }
+
         var count: Int { 1 + (rest?.count ?? 0) }
 
         /// The value of a single integer identity.

@@ -204,10 +204,29 @@ struct BatchLookup {
         }
 
         func identities(of records: [JSONRecord]) -> Keys {
-            let items = records.map { StoreDecoderImpl.item(for: $0, session, locating: false) }
-            return Keys(
-                StoreDecoderImpl.collectKeys(mapping, items, model: session.model, keepingNodes: true),
-                digests: RecordDigests.digests(of: records, digester))
+            var keys = StoreDecoderImpl.CollectedKeys(entities: session.model.mappings.count, keepingNodes: true)
+            for record in records {
+                let start = keys.known.count
+                if !session.usesDefaultKeys || !collectPlainly(record, into: &keys) {
+                    // What the tape alone does not decide, a decoder does, from the record's start.
+                    keys.removeKnown(after: start)
+                    StoreDecoderImpl.item(for: record, session, locating: false).0
+                        .collectKeys(mapping, record.tape.root, depth: 0, into: &keys)
+                }
+                keys.ends.append(keys.known.count)
+            }
+            return Keys(keys, digests: RecordDigests.digests(of: records, digester))
+        }
+
+        /// Collects a record's identities from its tape alone (``TapeIdentityReader``); false when it cannot.
+        private func collectPlainly(_ record: JSONRecord, into keys: inout StoreDecoderImpl.CollectedKeys) -> Bool {
+            do {
+                try TapeIdentityReader(tape: record.tape, model: session.model)
+                    .collectKeys(mapping, record.tape.root, depth: 0, into: &keys)
+                return true
+            } catch {
+                return false
+            }
         }
     }
 }

@@ -75,6 +75,53 @@ import Testing
         #expect(collected.distinct[issues] == collected.all[issues].filter { seen.insert($0).inserted })
     }
 
+    /// What the reader collects from the tape alone, and what it leaves to a decoder (a missing or `null` identity, a
+    /// value to convert or out of range, a composite reference, another key strategy), in one batch: the keys, their
+    /// nodes and each record's end are the decoder's, records after one left to a decoder included.
+    @Test func recordsTheTapeAloneCannotDecideAreCollectedByADecoder() throws {
+        let model = try Schema(entities: issueEntities)
+        func check(_ entity: any EntityObject.Type, _ json: String, options: StoreDecoder.Options = issueDecoder().options) throws {
+            let records = try Self.records(json)
+            let mapping = try model.mapping(for: entity)
+            let session = DecodingSession(model: model, options: options)
+            let items = records.map { StoreDecoderImpl.item(for: $0, session, locating: false) }
+            let expected = StoreDecoderImpl.collectKeys(mapping, items, model: model, keepingNodes: true)
+            let collector = try #require(BatchLookup.Collector(mapping, model: model, options: options))
+            let collected = collector.identities(of: records)
+            let known = try #require(collected.known)
+            #expect(collected.all == expected.all, "\(json)")
+            #expect(known.ends == expected.ends, "\(json)")
+            #expect(known.entries.map(\.key) == expected.known.map(\.key), "\(json)")
+            #expect(known.entries.map(\.node) == expected.known.map(\.node), "\(json)")
+            #expect(known.entries.map(\.entity) == expected.known.map(\.entity), "\(json)")
+        }
+        let issues = """
+            [{"id": 1, "user": {"id": 5}, "labels": [7, {"id": 8}, null]},
+             {"id": null, "user": {"id": 6}, "labels": [9]},
+             {"number": 3, "user": {"id": 7, "login": "u"}, "labels": [{"id": 10}]},
+             {"id": 2, "user": {"id": "8"}, "labels": [11]},
+             {"id": 99999999999999999999, "user": {"id": 9}},
+             {"id": 3, "user": null, "labels": ["12", 13]},
+             {"id": 4.0, "labels": 14},
+             4,
+             {"id": 5, "user": {"id": 10}, "labels": [15, 16]}]
+            """
+        try check(GitIssue.self, issues)
+        // Nothing in that batch is left out by both, and some records only a decoder reads.
+        let collected = try #require(BatchLookup.Collector(try model.mapping(for: GitIssue.self), model: model, options: issueDecoder().options))
+            .identities(of: try Self.records(issues))
+        #expect(collected.all[try model.mapping(for: GitIssue.self).index].map(\.singleInteger) == [1, 2, 3, 4, 4, 5])
+        // A string identity read from the tape; a composite reference, which only a decoder reads.
+        try check(Place.self, #"[{"code": "a", "origin/city": "x"}, {"code": "b", "owner": ["t", 1]}, {"code": "c"}]"#)
+        // Another key strategy: every record through a decoder, whose keys are not the JSON's.
+        var options = issueDecoder().options
+        options.keyDecodingStrategy = .custom { path in
+            let key = path.last!.stringValue
+            return CodingKeys(stringValue: key == key.uppercased() ? key.lowercased() : "x" + key)
+        }
+        try check(GitIssue.self, #"[{"ID": 7, "id": 1, "USER": {"ID": 8, "id": 2}}]"#, options: options)
+    }
+
     /// Each identity the reader reads is kept with the node it read it from, so that decoding takes it instead of
     /// reading it again (`KnownIdentities`): it must be what decoding would read there.
     @Test func theReaderKeepsEachIdentityWithItsNode() throws {
