@@ -50,7 +50,7 @@ extension StoreDecoderImpl {
             object = try createEntity(
                 mapping, node, path, stubIdentity: nil, identity: key, leavingFieldsToHook: mapping.coding.hasCustomDecoding)
         }
-        if session.isCounting { session.countDecoded(object.entityState, entity: mapping.index) }
+        if session.isCounting { object.withEntityState { session.countDecoded($0, entity: mapping.index) } }
         session.saw(object, entity: mapping.index)
         if mapping.coding.hasCustomDecoding, let custom = object as? any EntityCustomDecoding {
             try with(node: node, path: path) { try custom.initialize(from: self) }
@@ -358,10 +358,11 @@ extension StoreDecoderImpl {
         // store (after a flush) if anyone asks, and meanwhile the inverse updates of a large import (a user
         // gaining thousands of issues) do not have to maintain them in memory.
         if mapping.hasRelationships {
-            let state = object.entityState
-            for relationship in description.relationships where relationship.isToMany {
-                if let node, presentField(node, mapping, relationship.index, hint: &hint) != nil { continue }
-                state.unloadedRelationships.insert(relationship.index)
+            object.withEntityState { state in
+                for relationship in description.relationships where relationship.isToMany {
+                    if let node, presentField(node, mapping, relationship.index, hint: &hint) != nil { continue }
+                    state.unloadedRelationships.insert(relationship.index)
+                }
             }
         }
         return object
@@ -393,7 +394,7 @@ extension StoreDecoderImpl {
             let new = try decodeAttributeValue(attribute, value, in: path, mapping)
             if current != new {
                 try attribute.writeValue(object, new)
-                object.entityState.didChange(object, attribute.index, from: current)
+                object.withEntityState { $0.didChange(object, attribute.index, from: current) }
             }
         }
     }

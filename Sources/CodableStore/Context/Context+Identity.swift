@@ -281,11 +281,12 @@ extension Context {
         guard let index = identityIndexes[entity] else { return (nil, false) }
         switch index.entries[key] {
         case .object(let object):
-            let state = object.entityState
-            if isCurrent(object, state, key, entity) {
+            let current = object.withEntityState { state in
+                guard isCurrent(object, state, key, entity) else { return false }
                 noteUse(object, state)
-                return (object, true)
+                return true
             }
+            if current { return (object, true) }
             // Its identity changed, or it was deleted: the store decides.
             index.entries[key] = nil
             return (nil, false)

@@ -12,7 +12,12 @@ extension Context {
 
     /// The to-one destination, loading it if it is a fault.
     func resolveToOne(_ owner: any EntityObject, _ relationship: ResolvedRelationship) -> (any EntityObject)? {
-        let state = owner.entityState
+        owner.withEntityState { resolveToOne(owner, $0, relationship) }
+    }
+
+    private func resolveToOne(_ owner: any EntityObject, _ state: EntityState, _ relationship: ResolvedRelationship)
+        -> (any EntityObject)?
+    {
         let field = relationship.description.index
         guard state.unloadedRelationships.contains(field) else { return relationship.description.getOne(owner) }
         noteUse(owner, state)  // it now reaches another object: an import's retention must look at it (see ObjectRetention)
@@ -78,13 +83,14 @@ extension Context {
         _ owner: any EntityObject, _ relationship: ResolvedRelationship, old: (any EntityObject)?, new: (any EntityObject)?,
         storedForeignKey: Int64?
     ) {
-        let state = owner.entityState
-        let field = relationship.description.index
-        recordStoredForeignKey(state, relationship, storedForeignKey)
-        state.unloadedRelationships.remove(field)
-        state.foreignKeys[field] = nil
-        markChanged(owner, state, field)
-        if let new, new.entityState.status == .transient { insertForRelationship(new) }
+        owner.withEntityState { state in
+            let field = relationship.description.index
+            recordStoredForeignKey(state, relationship, storedForeignKey)
+            state.unloadedRelationships.remove(field)
+            state.foreignKeys[field] = nil
+            markChanged(owner, state, field)
+        }
+        if let new, new.withEntityState({ $0.status == .transient }) { insertForRelationship(new) }
         guard let inverse = relationship.inverseRelationship else { return }
         if let old { unlinkInverse(member: old, inverse, owner: owner) }
         if let new { linkInverse(member: new, inverse, owner: owner) }
@@ -99,9 +105,7 @@ extension Context {
 
     /// The row id a destination has in the store, or nil for none (or one not inserted).
     static func storedRowID(_ object: (any EntityObject)?) -> Int64? {
-        // One read of the state: each is a retain and a release through the protocol witness.
-        guard let state = object?.entityState, state.status != .transient else { return nil }
-        return state.rowID
+        object?.withEntityState { state in state.status == .transient ? nil : state.rowID }
     }
 
     /// After `owner`'s to-many storage changed from `old` to `new`.
@@ -109,7 +113,13 @@ extension Context {
     /// Each object's state is read once per member: `entityState` is a protocol getter, and each read costs a
     /// call and two reference counting operations (a tenth of the decoding thread's, on a large import).
     func toManyDidChange(_ owner: any EntityObject, _ relationship: ResolvedRelationship, old: [any EntityObject], new: [any EntityObject]) {
-        let state = owner.entityState
+        owner.withEntityState { toManyDidChange(owner, $0, relationship, old: old, new: new) }
+    }
+
+    private func toManyDidChange(
+        _ owner: any EntityObject, _ state: EntityState, _ relationship: ResolvedRelationship, old: [any EntityObject],
+        new: [any EntityObject]
+    ) {
         let field = relationship.description.index
         if relationship.description.isOrdered, state.status == .persistent, !state.changedFields.contains(field) {
             // Unchanged since loaded (every in-memory change of an ordered list marks it), `old` is what is stored.
@@ -133,14 +143,15 @@ extension Context {
             removed = old.filter { !newIDs.contains(ObjectIdentifier($0)) }
             added = new.filter { !oldIDs.contains(ObjectIdentifier($0)) }
         }
-        for member in added where member.entityState.status == .transient { insertForRelationship(member) }
+        for member in added where member.withEntityState({ $0.status == .transient }) { insertForRelationship(member) }
         let inverse = relationship.inverseRelationship
         for member in removed {
-            let memberState = member.entityState
-            if case .joinTable(let table, let ownerIsSource) = relationship.storage {
-                recordLink(table, owner, state, member, memberState, ownerIsSource: ownerIsSource, isLink: false)
+            member.withEntityState { memberState in
+                if case .joinTable(let table, let ownerIsSource) = relationship.storage {
+                    recordLink(table, owner, state, member, memberState, ownerIsSource: ownerIsSource, isLink: false)
+                }
+                if let inverse { unlinkInverse(member: member, memberState, inverse, owner: owner) }
             }
-            if let inverse { unlinkInverse(member: member, memberState, inverse, owner: owner) }
         }
         link(added, to: owner, state, relationship)
     }
@@ -157,11 +168,12 @@ extension Context {
     ) {
         let inverse = relationship.inverseRelationship
         for member in members {
-            let memberState = member.entityState
-            if case .joinTable(let table, let ownerIsSource) = relationship.storage {
-                recordLink(table, owner, state, member, memberState, ownerIsSource: ownerIsSource, isLink: true)
+            member.withEntityState { memberState in
+                if case .joinTable(let table, let ownerIsSource) = relationship.storage {
+                    recordLink(table, owner, state, member, memberState, ownerIsSource: ownerIsSource, isLink: true)
+                }
+                if let inverse { linkInverse(member: member, memberState, inverse, owner: owner) }
             }
-            if let inverse { linkInverse(member: member, memberState, inverse, owner: owner) }
         }
     }
 
@@ -193,7 +205,7 @@ extension Context {
 
     /// Makes `member`'s side of the relationship (`inverse`) include `owner`.
     func linkInverse(member: any EntityObject, _ inverse: ResolvedRelationship, owner: any EntityObject) {
-        linkInverse(member: member, member.entityState, inverse, owner: owner)
+        member.withEntityState { linkInverse(member: member, $0, inverse, owner: owner) }
     }
 
     private func linkInverse(member: any EntityObject, _ state: EntityState, _ inverse: ResolvedRelationship, owner: any EntityObject) {
@@ -219,7 +231,7 @@ extension Context {
 
     /// Makes `member`'s side of the relationship (`inverse`) no longer include `owner`.
     func unlinkInverse(member: any EntityObject, _ inverse: ResolvedRelationship, owner: any EntityObject) {
-        unlinkInverse(member: member, member.entityState, inverse, owner: owner)
+        member.withEntityState { unlinkInverse(member: member, $0, inverse, owner: owner) }
     }
 
     private func unlinkInverse(member: any EntityObject, _ state: EntityState, _ inverse: ResolvedRelationship, owner: any EntityObject) {
@@ -321,7 +333,12 @@ extension Context {
 extension Context {
     /// Sets a to-one relationship through the type-erased description, with inverse maintenance.
     func setToOne(_ owner: any EntityObject, _ relationship: ResolvedRelationship, _ new: (any EntityObject)?) {
-        let state = owner.entityState
+        owner.withEntityState { setToOne(owner, $0, relationship, new) }
+    }
+
+    private func setToOne(
+        _ owner: any EntityObject, _ state: EntityState, _ relationship: ResolvedRelationship, _ new: (any EntityObject)?
+    ) {
         let field = relationship.description.index
         if case .foreignKey = relationship.storage, state.unloadedRelationships.contains(field) {
             // Not loaded: the stored foreign key says what it is, without reading the old destination. Only an
@@ -340,7 +357,7 @@ extension Context {
             toOneDidChange(owner, relationship, old: old, new: new, storedForeignKey: stored)
             return
         }
-        let old = resolveToOne(owner, relationship)
+        let old = resolveToOne(owner, state, relationship)
         if old === new { return }
         relationship.description.setOne(owner, new)
         // Unchanged since loaded, the loaded destination is the stored one.
@@ -350,14 +367,19 @@ extension Context {
     /// Sets a to-many relationship through the type-erased description, with inverse maintenance; the same
     /// members (in the same order, for an ordered relationship) change nothing.
     func setToMany(_ owner: any EntityObject, _ relationship: ResolvedRelationship, _ members: [any EntityObject]) {
-        let state = owner.entityState
+        owner.withEntityState { setToMany(owner, $0, relationship, members) }
+    }
+
+    private func setToMany(
+        _ owner: any EntityObject, _ state: EntityState, _ relationship: ResolvedRelationship, _ members: [any EntityObject]
+    ) {
         let field = relationship.description.index
         if !state.unloadedRelationships.contains(field), relationship.description.isEmpty(owner) {
             // Nothing to compare with (a new object, most often).
             if members.isEmpty { return }
             let new = Self.withoutDuplicates(members)
             relationship.description.setMany(owner, new)
-            toManyDidChange(owner, relationship, old: [], new: new)
+            toManyDidChange(owner, state, relationship, old: [], new: new)
             return
         }
         let old = loadToMany(owner, relationship)
@@ -370,7 +392,7 @@ extension Context {
             }
         }
         relationship.description.setMany(owner, new)
-        toManyDidChange(owner, relationship, old: old, new: new)
+        toManyDidChange(owner, state, relationship, old: old, new: new)
     }
 
     /// The members in order, each once. Short lists (most relationships in JSON) are checked pairwise, without

@@ -49,14 +49,16 @@ extension Context {
         // while the plan waits (see ``DeferredWriter``).
         var touched = Array(repeating: false, count: model.mappings.count)
         for object in insertedObjects {
-            let state = object.entityState
-            touched[state.entityIndex] = true
-            noteUse(object, state)
+            object.withEntityState { state in
+                touched[state.entityIndex] = true
+                noteUse(object, state)
+            }
         }
         for object in updatedObjects {
-            let state = object.entityState
-            touched[state.entityIndex] = true
-            noteUse(object, state)
+            object.withEntityState { state in
+                touched[state.entityIndex] = true
+                noteUse(object, state)
+            }
         }
         // Links by table first: a batch changes hundreds of links, of a few tables.
         var touchedTables = Array(repeating: false, count: model.joinTables.count)
@@ -88,13 +90,14 @@ extension Context {
         // Only now that everything is written (or handed to the writer) does the in-memory state move on.
         var inserted = Array(repeating: 0, count: model.mappings.count)
         for object in insertedObjects {
-            let state = object.entityState
-            guard state.status == .inserted else { continue }
-            state.status = .persistent
-            state.changedFields.removeAll()
-            state.storedDigest = state.digestToWrite
-            state.storedDigestIsKnown = true
-            inserted[state.entityIndex] += 1
+            object.withEntityState { state in
+                guard state.status == .inserted else { return }
+                state.status = .persistent
+                state.changedFields.removeAll()
+                state.storedDigest = state.digestToWrite
+                state.storedDigestIsKnown = true
+                inserted[state.entityIndex] += 1
+            }
         }
         for (entity, count) in inserted.enumerated() where count > 0 {
             writeCounts[entity, default: (0, 0)].inserted += count
@@ -178,8 +181,9 @@ extension Context {
         // With each object its state: every read of `entityState` is a retain and a release (a protocol witness).
         var byEntity: [[(object: any EntityObject, state: EntityState)]] = Array(repeating: [], count: model.mappings.count)
         for object in insertedObjects {
-            let state = object.entityState
-            if state.status == .inserted { byEntity[state.entityIndex].append((object, state)) }
+            object.withEntityState { state in
+                if state.status == .inserted { byEntity[state.entityIndex].append((object, state)) }
+            }
         }
         for entity in model.insertOrder where !byEntity[entity].isEmpty {
             let objects = byEntity[entity]
@@ -220,9 +224,9 @@ extension Context {
             if state.unloadedRelationships.contains(relationship.index), let rowID = state.foreignKeys[relationship.index] {
                 return .integer(rowID)
             } else if let destination = relationship.getOne(object) {
-                let destinationState = destination.entityState
-                if destinationState.status == .inserted || destinationState.status == .persistent {
-                    return .integer(destinationState.rowID)
+                return destination.withEntityState { destinationState in
+                    destinationState.status == .inserted || destinationState.status == .persistent
+                        ? .integer(destinationState.rowID) : .null
                 }
             }
             return .null

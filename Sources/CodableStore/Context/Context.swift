@@ -273,12 +273,13 @@ public final class Context {
         // was unloaded then from every relationship of the objects kept, and retained objects reach nothing).
         var gone = Array(repeating: false, count: model.mappings.count)
         for object in evicted {
-            let state = object.entityState
-            let mapping = model.mappings[state.entityIndex]
-            gone[mapping.index] = true
-            registries[mapping.index][state.rowID] = nil
-            forgetIdentity(of: object, state, mapping, rebuilding: &rebuilds)
-            detach(object, state, mapping)
+            object.withEntityState { state in
+                let mapping = model.mappings[state.entityIndex]
+                gone[mapping.index] = true
+                registries[mapping.index][state.rowID] = nil
+                forgetIdentity(of: object, state, mapping, rebuilding: &rebuilds)
+                detach(object, state, mapping)
+            }
         }
         for object in detachedObjects {
             guard let mapping = try? model.mapping(of: object) else { continue }
@@ -291,11 +292,12 @@ public final class Context {
         // An evicted object's identity changed in memory: entries under an older key may point at it.
         for entity in rebuilds { reindex(entity) }
         for object in kept {
-            let state = object.entityState
-            guard state.context === self else { continue }
-            let mapping = model.mappings[state.entityIndex]
-            if mapping.hasRelationships {
-                unloadRelationships(object, state, mapping, destinations: gone) { $0.context !== self }
+            object.withEntityState { state in
+                guard state.context === self else { return }
+                let mapping = model.mappings[state.entityIndex]
+                if mapping.hasRelationships {
+                    unloadRelationships(object, state, mapping, destinations: gone) { $0.context !== self }
+                }
             }
         }
     }
@@ -491,7 +493,7 @@ public final class Context {
     /// relationships, so none of ``insertObject(_:identity:)``'s checks apply.
     func insertCreated(_ object: any EntityObject, _ mapping: EntitySchema, identity: IdentityKey?) throws {
         if isReadOnly { throw StoreError.readOnly("insert") }
-        try register(inserted: object, object.entityState, mapping, identity: identity)
+        try object.withEntityState { try register(inserted: object, $0, mapping, identity: identity) }
     }
 
     private func register(

@@ -162,13 +162,14 @@ final class ObjectRetention {
     func evict(from context: Context) {
         var evicted = verdicts(context)
         for object in keptObjects {
-            let state = object.entityState
-            guard !used.contains(state), state.context === context, state.status != .deleted else { continue }
-            if mayRetain(state.entityIndex), context.prepareForRetention(object, state) {
-                if state.retentionTicket == 0 { retain(state) }
-            } else {
-                if state.retentionTicket != 0 { release(state) }
-                evicted.append(object)
+            object.withEntityState { state in
+                guard !used.contains(state), state.context === context, state.status != .deleted else { return }
+                if mayRetain(state.entityIndex), context.prepareForRetention(object, state) {
+                    if state.retentionTicket == 0 { retain(state) }
+                } else {
+                    if state.retentionTicket != 0 { release(state) }
+                    evicted.append(object)
+                }
             }
         }
         // Over the limit, the objects retained first go, unless used in the batch ending (retained again instead).
@@ -192,18 +193,19 @@ final class ObjectRetention {
         // What the context holds after the eviction: the objects used (less those deleted), and the retained ones.
         var expected = retainedCount
         for object in usedObjects {
-            let state = object.entityState
-            if state.context === context, state.status != .deleted {
-                if state.retentionTicket == 0 {
-                    expected += 1
-                    countReturn(state, retained: false)
-                } else if !kept.contains(state) {
-                    count(state.entityIndex, hit: true)  // retained, and used again
-                    countReturn(state, retained: true)
+            object.withEntityState { state in
+                if state.context === context, state.status != .deleted {
+                    if state.retentionTicket == 0 {
+                        expected += 1
+                        countReturn(state, retained: false)
+                    } else if !kept.contains(state) {
+                        count(state.entityIndex, hit: true)  // retained, and used again
+                        countReturn(state, retained: true)
+                    }
+                } else if state.retentionTicket != 0 {
+                    release(state)
+                    expected -= 1
                 }
-            } else if state.retentionTicket != 0 {
-                release(state)
-                expected -= 1
             }
         }
         context.evict(evicted, keeping: usedObjects)

@@ -34,13 +34,27 @@
 public protocol EntityObject: AnyObject, Hashable, SendableMetatype {
     /// The schema: fields, relationships and identity. Built once per type.
     static var entityDescription: EntityDescription { get }
-    /// The object's tracking state: its context, row, and changed fields.
+    /// The object's tracking state: its context, row, and changed fields. The same object for the entity's whole
+    /// life: declare it as a `let`.
     var entityState: EntityState { get }
+    /// ``entityState`` without reference counting: the runtime reads it on every path an import takes, where the
+    /// retain and release of each read through ``entityState`` are atomic operations. ``Entity()`` generates it; the
+    /// default implementation reads ``entityState``. Not for your code.
+    var _$entityStateReference: Unmanaged<EntityState> { get }
     /// Creates an object from a stored row, without calling the user's initializers.
     init(row: EntityRow) throws
 }
 
 extension EntityObject {
+    public var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
+
+    /// Runs `body` with the object's state, borrowed: no retain and release, as reading ``entityState`` costs.
+    /// The object keeps its state alive (a `let`), and `body` must not keep it beyond the call.
+    @inline(__always)
+    func withEntityState<Result>(_ body: (EntityState) throws -> Result) rethrows -> Result {
+        try _$entityStateReference._withUnsafeGuaranteedRef(body)
+    }
+
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
