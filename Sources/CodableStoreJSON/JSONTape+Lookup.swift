@@ -126,11 +126,7 @@ extension JSONTape {
 
     /// ``value(forKey:in:hint:)`` after ``value(forProbe:in:hint:)`` found nothing at the hint: the search.
     package func searchValue(forKey key: JSONKey, in object: Index, hint: inout LookupHint) -> Index? {
-        if let scanned = scan(for: key.probe, in: object.position) {
-            guard let found = scanned else { return nil }
-            hint = LookupHint(object: object.position, position: subtreeEnd(found))
-            return Index(found)
-        }
+        if let scanned = scanValue(forProbe: key.probe, in: object, hint: &hint) { return scanned }
         let from = hint.object == object.position ? hint.position : -1
         // The key's string is contiguous UTF-8 (made so by JSONKey.init): read in place, without the copy (and
         // the retain and release) that `withUTF8` needs.
@@ -155,6 +151,17 @@ extension JSONTape {
         guard let found = keyAtHint(probe, in: object.position, at: from >= 0 ? from : object.position + 1) else {
             return nil
         }
+        hint = LookupHint(object: object.position, position: subtreeEnd(found))
+        return Index(found)
+    }
+
+    /// ``searchValue(forKey:in:hint:)`` where it needs nothing but the probe (most searches: keys of at most 16 bytes, in
+    /// objects without duplicate keys): the value, or `.some(nil)` when the object has no such key; nil when only the
+    /// search by the key itself can tell. A caller that keeps probes apart from keys searches without copying the key.
+    @inline(__always)
+    package func scanValue(forProbe probe: JSONKey.Probe, in object: Index, hint: inout LookupHint) -> Index?? {
+        guard let scanned = scan(for: probe, in: object.position) else { return nil }
+        guard let found = scanned else { return .some(nil) }
         hint = LookupHint(object: object.position, position: subtreeEnd(found))
         return Index(found)
     }
