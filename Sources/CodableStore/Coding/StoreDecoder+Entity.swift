@@ -833,7 +833,7 @@ extension StoreDecoderImpl: IdentityReading {
 /// The identity collection of the common case, read straight from a record's tape without a decoder (the importer's
 /// reader thread collects a few identities per record, and a decoder per record cost an allocation and a free):
 /// objects identified by one `Int` or `String` attribute, fields under single JSON keys, the default key strategy
-/// (the caller checks it). Anything else throws ``Undecided``, and the caller collects the record with a decoder,
+/// (its caller, `BatchLookup.Collector`, checks it). Anything else throws ``Undecided``, and the caller collects the record with a decoder,
 /// so that both give the same keys.
 struct TapeIdentityReader: IdentityReading {
     struct Undecided: Error {}
@@ -843,11 +843,9 @@ struct TapeIdentityReader: IdentityReading {
     func identityToCollect(_ mapping: EntitySchema, _ node: JSONTape.Index) throws(Undecided) -> Context.IdentityKey? {
         guard let identity = mapping.coding.singleIdentity else { throw Undecided() }
         var hint = JSONTape.LookupHint()
-        // A missing identity, `null`, or a value to convert: the decoder's to report or to read.
-        guard let value = try fieldToCollect(node, mapping, identity.field, hint: &hint),
-            let key = Context.IdentityKey(scalar: identity.kind, at: value, in: tape)
-        else { throw Undecided() }
-        return key
+        // A missing identity is the decoder's to report; its value is read as a bare reference's.
+        guard let value = try fieldToCollect(node, mapping, identity.field, hint: &hint) else { throw Undecided() }
+        return try referenceToCollect(mapping, value)
     }
 
     func referenceToCollect(_ mapping: EntitySchema, _ node: JSONTape.Index) throws(Undecided) -> Context.IdentityKey? {

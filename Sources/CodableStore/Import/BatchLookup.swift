@@ -207,7 +207,7 @@ struct BatchLookup {
             var keys = StoreDecoderImpl.CollectedKeys(entities: session.model.mappings.count, keepingNodes: true)
             for record in records {
                 let start = keys.known.count
-                if !session.usesDefaultKeys || !collectPlainly(record, into: &keys) {
+                if !collectPlainly(record, into: &keys) {
                     // What the tape alone does not decide, a decoder does, from the record's start.
                     keys.removeKnown(after: start)
                     StoreDecoderImpl.item(for: record, session, locating: false).0
@@ -218,8 +218,10 @@ struct BatchLookup {
             return Keys(keys, digests: RecordDigests.digests(of: records, digester))
         }
 
-        /// Collects a record's identities from its tape alone (``TapeIdentityReader``); false when it cannot.
+        /// Collects a record's identities from its tape alone (``TapeIdentityReader``, which reads keys as they are:
+        /// the default key strategy only); false when it cannot.
         private func collectPlainly(_ record: JSONRecord, into keys: inout StoreDecoderImpl.CollectedKeys) -> Bool {
+            guard session.usesDefaultKeys else { return false }
             do {
                 try TapeIdentityReader(tape: record.tape, model: session.model)
                     .collectKeys(mapping, record.tape.root, depth: 0, into: &keys)
