@@ -218,6 +218,15 @@ public final class Connection {
         try check(code, sqliteConnection)
     }
 
+    /// Whether this connection's statements fire triggers (SQLite's default: on). Turning them off affects this
+    /// connection alone, and no foreign-key action; SQLite prepares this connection's statements again.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/c3ref/c_dbconfig_defensive.html#sqlitedbconfigenabletrigger>
+    public func setTriggersEnabled(_ enabled: Bool) throws {
+        let code = _codablestore_sqlite_db_config_int(sqliteConnection, SQLITE_DBCONFIG_ENABLE_TRIGGER, enabled ? 1 : 0)
+        try check(code, sqliteConnection)
+    }
+
     /// How a checkpoint treats the readers and writers of other connections.
     ///
     /// Related SQLite documentation: <https://www.sqlite.org/c3ref/wal_checkpoint_v2.html>

@@ -54,8 +54,8 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "Take the store for the import alone (SQLite stores only): 5-15% faster into empty tables, since SQLite then writes each page once (a rollback journal instead of the WAL), but nobody else can read the store until the import ends. Not granted, and the import runs as usual, when another connection has the store open.")
     var exclusive = false
 
-    @Flag(help: "Skip the records whose rows are stored exactly as an earlier import of the same record left them (SQLite stores only): a re-import of a dump that changed little decodes and writes only what changed. Rows changed since by SQL of other programs keep their changes: see ImportOptions.skipsUnchangedRecords.")
-    var skipUnchanged = false
+    @Flag(inversion: .prefixedNo, help: "Skip the records whose rows are stored exactly as an earlier import of the same record left them (SQLite stores only; on by default): a re-import of a dump that changed little decodes and writes only what changed. Rows changed since, by CodableStore or by SQL of other programs, are decoded again: see ImportOptions.skipsUnchangedRecords.")
+    var skipUnchanged = true
 
     @Flag(help: "The dump is the whole truth: once it is written, stored records it does not have are deleted, in the same transaction (nothing is deleted when a record was skipped).")
     var sync = false

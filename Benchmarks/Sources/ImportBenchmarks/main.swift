@@ -177,7 +177,7 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
             .deletingLastPathComponent().appendingPathComponent("Scripts/postgres-baseline.sh").path
         try runProcess("/bin/bash", [script, dump, parts[0], parts[1]])
         records = -1
-    case "import", "import-sync", "import-exclusive", "import-skipping":
+    case "import", "import-sync", "import-exclusive", "import-plain":
         let profile = Mutex<[String: (count: Int, time: Duration)]>([:])
         var storeOptions = Store.Options()
         if ProcessInfo.processInfo.environment["IMPORT_BENCH_PROFILE"] != nil {
@@ -211,9 +211,9 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
         if ProcessInfo.processInfo.environment["IMPORT_BENCH_EXCLUSIVE"] == "1" || contender == "import-exclusive" {
             options.exclusiveAccess = true
         }
-        // The import-skipping contender skips the records stored as they would be written
-        // (`ImportOptions.skipsUnchangedRecords`): its re-import of an unchanged dump decodes almost nothing.
-        if contender == "import-skipping" { options.skipsUnchangedRecords = true }
+        // The import skips the records stored as they would be written (`ImportOptions.skipsUnchangedRecords`, on
+        // by default); the import-plain contender decodes every record, as `--no-skip-unchanged` does.
+        if contender == "import-plain" { options.skipsUnchangedRecords = false }
         let report = try database.importJSON(
             Issue.self, from: .file(dump), options: options, syncing: contender == "import-sync" ? .all : nil)
         if options.exclusiveAccess, report.exclusiveAccess != true { fatalError("exclusive access was not granted") }
@@ -464,9 +464,9 @@ for count in counts {
     var limitRollback = base
     var plainPartial = base
     var syncPartial = base
-    var skippingFirst = base
-    var skippingAgain = base
-    var skippingRatios: [Double] = []
+    var plainFirst = base
+    var plainAgain = base
+    var againRatios: [Double] = []
     var syncRatios: [Double] = []
     var ratios: [Double] = []
     var limitRatios: [Double] = []
@@ -496,17 +496,17 @@ for count in counts {
         if roundExclusive.seconds < exclusive.seconds { exclusive = roundExclusive }
         if roundLimitRollback.seconds < limitRollback.seconds { limitRollback = roundLimitRollback }
         let roundAgain = try run("import", dump: dump, store: stores[1])
-        // Skipping unchanged records (ImportOptions.skipsUnchangedRecords): the import records digests, the re-import
-        // decodes only the records that change their row.
-        let skippingStore = directory.appendingPathComponent("store-\(count)-skipping.sqlite").path
-        removeStore(skippingStore)
-        let roundSkippingFirst = try run("import-skipping", dump: dump, store: skippingStore)
-        let roundSkippingAgain = try run("import-skipping", dump: dump, store: skippingStore)
-        precondition(digest(skippingStore) == digest(stores[1]), "the store of the import skipping unchanged records differs")
-        removeStore(skippingStore)
-        skippingRatios.append(roundSkippingAgain.seconds / roundLimitAgain.seconds)
-        if roundSkippingFirst.seconds < skippingFirst.seconds { skippingFirst = roundSkippingFirst }
-        if roundSkippingAgain.seconds < skippingAgain.seconds { skippingAgain = roundSkippingAgain }
+        // The import decoding every record (skipsUnchangedRecords off): the default import records digests, and its
+        // re-import decodes only the records that change their row.
+        let plainStore = directory.appendingPathComponent("store-\(count)-plain.sqlite").path
+        removeStore(plainStore)
+        let roundPlainFirst = try run("import-plain", dump: dump, store: plainStore)
+        let roundPlainAgain = try run("import-plain", dump: dump, store: plainStore)
+        precondition(digest(plainStore) == digest(stores[1]), "the store of the import decoding every record differs")
+        removeStore(plainStore)
+        againRatios.append(roundAgain.seconds / roundLimitAgain.seconds)
+        if roundPlainFirst.seconds < plainFirst.seconds { plainFirst = roundPlainFirst }
+        if roundPlainAgain.seconds < plainAgain.seconds { plainAgain = roundPlainAgain }
         let roundUniqueFirst = try run("import", dump: uniqueDump, store: stores[2])
         let roundUniqueAgain = try run("import", dump: uniqueDump, store: stores[2])
         // Scoped sync: the dump without a tenth of its identities, into copies of the store that holds the whole
@@ -544,7 +544,7 @@ for count in counts {
         ("limit: C on yajl + sqlite3", limit), ("limit: re-import", limitAgain), ("limit + user index", limitIndexed),
         ("importJSON (exclusive)", exclusive), ("limit: rollback journal", limitRollback),
         ("a tenth gone: re-import", plainPartial), ("a tenth gone: sync import", syncPartial),
-        ("skipping unchanged: import", skippingFirst), ("skipping unchanged: re-import", skippingAgain),
+        ("decoding every record: import", plainFirst), ("decoding every record: re-import", plainAgain),
     ] {
         // Padded here: Foundation on Linux does not pad a `%-28@` argument.
         let padded = name.padding(toLength: max(28, name.count), withPad: " ", startingAt: 0)
@@ -555,10 +555,9 @@ for count in counts {
     print(String(format: "  re-importing unchanged data (the unique dump): %.2fx of its import (target < 1x)", uniqueAgain.seconds / uniqueFirst.seconds))
     print(String(format: "  against the limit baseline (same rows): import %.2fx its time, re-import %.2fx (targets <= 1.3x, <= 1.2x)",
                  first.seconds / limit.seconds, again.seconds / limitAgain.seconds))
-    print(String(format: "  skipping unchanged records: re-import %.2fx the limit's re-import (target <= 1.2x)%@; import %.2fx the plain import",
-                 skippingAgain.seconds / limitAgain.seconds,
-                 rounds > 1 ? String(format: ", per round %.2fx to %.2fx", skippingRatios.min()!, skippingRatios.max()!) as NSString : "" as NSString,
-                 skippingFirst.seconds / first.seconds))
+    print(String(format: "  re-import per round against the limit's: %@; decoding every record (no skipping): import %.2fx, re-import %.2fx the limit's",
+                 rounds > 1 ? String(format: "%.2fx to %.2fx", againRatios.min()!, againRatios.max()!) as NSString : "one round" as NSString,
+                 plainFirst.seconds / limit.seconds, plainAgain.seconds / limitAgain.seconds))
     print(String(format: "  against the limit baseline with the index User.issues needs: import %.2fx its time", first.seconds / limitIndexed.seconds))
     print(String(format: "  holding the store alone (exclusiveAccess, against the limit with a rollback journal): %.2fx its time",
                  exclusive.seconds / limitRollback.seconds))

@@ -108,19 +108,20 @@ public struct ImportOptions: @unchecked Sendable {
     /// in ``ImportReport/unresolvedReferences``.
     public var failsOnUnresolvedReferences: Bool
     /// Whether records stored exactly as they would be written are skipped without decoding them (their nested
-    /// objects are still upserted): a re-import of a dump that changed little does a fraction of the work. Off by
-    /// default: it trusts that only CodableStore changes the store (see below).
+    /// objects are still upserted): a re-import of a dump that changed little does a fraction of the work. On by
+    /// default.
     ///
     /// Each row of a SQLite store keeps a keyed digest of the record an import last wrote it from (`_digest`), which
-    /// every other change made through CodableStore clears: updates, link changes from either side, deletions of rows
-    /// it refers to, migrations. A record whose digest matches its row's is skipped and counted as unchanged
-    /// (``ImportReport/unchangedRecordsSkipped``). **SQL that other programs run on the store does not clear
-    /// digests**: a row edited that way keeps its edit through such a re-import, unless that program sets `_digest`
-    /// to NULL in the rows it changes, or you call ``Store/forgetImportDigests()`` after it.
+    /// every other change clears: updates, link changes from either side and deletions of rows it refers to made
+    /// through CodableStore, migrations, and the same changes made by SQL of other programs (triggers the import
+    /// installs, see ``Store/forgetImportDigests()``). A record whose digest matches its row's is skipped and counted
+    /// as unchanged (``ImportReport/unchangedRecordsSkipped``): the store ends as an import that decodes every record
+    /// would leave it.
     ///
     /// It applies to the default import (stop policy, one transaction) of entities with an identity and without
     /// custom decoding, `prepareForDecoding` or to-many relationships stored by foreign key, with a decoder whose
-    /// strategies are not closures or formatters; elsewhere records are decoded as usual. Ignored on PostgreSQL.
+    /// strategies are not closures or formatters, into a store without triggers of its own (one could change a row
+    /// after its digest was written); elsewhere records are decoded as usual. Ignored on PostgreSQL.
     public var skipsUnchangedRecords: Bool
     /// The decoder, with its strategies (dates, keys, references).
     public var decoder: StoreDecoder
@@ -141,7 +142,7 @@ public struct ImportOptions: @unchecked Sendable {
         commitEveryBatch: Bool = false,
         exclusiveAccess: Bool = false,
         failsOnUnresolvedReferences: Bool = false,
-        skipsUnchangedRecords: Bool = false,
+        skipsUnchangedRecords: Bool = true,
         decoder: StoreDecoder = StoreDecoder(),
         progress: (@Sendable (ImportProgress) -> Void)? = nil,
         logger: Logger = Logger(label: "CodableStore.import", factory: { _ in SwiftLogNoOpLogHandler() })

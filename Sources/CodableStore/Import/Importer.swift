@@ -27,6 +27,9 @@ final class Importer {
     var syncTracker: SyncTracker?
     /// While unchanged records are skipped: the hasher each record's digest starts from (see ``RecordDigests``).
     var digester: SipHasher13?
+    /// In one transaction: whether the store has triggers besides its ``DigestGuards`` (asked once the write lock is
+    /// held, so that nobody adds one meanwhile).
+    var storeHasTriggers = true
 
     init(
         connection: any DatabaseConnection, storage: SQLStorage, mapping: EntitySchema, options: ImportOptions,
@@ -64,12 +67,14 @@ final class Importer {
         var foreignKeysOff = false
         var deferredIndexes: (any DeferredIndexes)?
         var exclusive = false
+        var triggersOff = false
         // Once the import is over (or failed to begin), the writer thread too: the connection is this thread's again,
         // and outside a transaction, where the foreign keys can be turned on again.
         defer {
             deferredIndexes?.cancel()
             if let restoredCacheSize { try? connection.setPageCacheSize(kibibytes: restoredCacheSize) }
             if foreignKeysOff { _ = try? connection.setForeignKeyEnforcement(true) }
+            if triggersOff { _ = try? connection.setTriggerFiring(true) }
             if exclusive {
                 do {
                     try connection.releaseExclusiveAccess()
@@ -96,7 +101,13 @@ final class Importer {
             // under a sync, whose deletions run as SQL over pages of rows.
             foreignKeysOff = deleteUnseen == nil ? try connection.setForeignKeyEnforcement(false) : false
             context.enforcesForeignKeys = !foreignKeysOff
-            if !options.commitEveryBatch { try connection.beginWriteTransaction() }
+            if !options.commitEveryBatch {
+                try connection.beginWriteTransaction()
+                storeHasTriggers = try connection.hasTriggers()
+                // The import keeps digests right itself: the guards need not fire on its writes (a link INSERT would
+                // otherwise clear the digest its record's row was just given).
+                if !storeHasTriggers { triggersOff = try connection.setTriggerFiring(false) }
+            }
         } catch {
             throw Self.importError(error)
         }
@@ -206,7 +217,7 @@ final class Importer {
     private func startWriting() throws {
         guard options.failurePolicy == .stop, !options.commitEveryBatch else { return }
         // Rows of the entities records refer to, for lookups of the same keys (see RowCache).
-        let keepsRows = try options.rowCacheKiB > 0 && !connection.hasTriggers()
+        let keepsRows = options.rowCacheKiB > 0 && !storeHasTriggers
         let rowCache = keepsRows ? RowCache(model: model, excluding: mapping.index, budget: options.rowCacheKiB * 1_024) : nil
         let started = WriteBehind(
             connection: connection, storage: storage, clearsReferences: !context.enforcesForeignKeys,
@@ -222,18 +233,29 @@ final class Importer {
     }
 
     /// Reads which entities have digests (every save of the import keeps them right), and, when this import may skip
-    /// unchanged records, the store's key, and marks the entity as one with digests (see ``RecordDigests``). On the
-    /// connection before the reader starts: the writer thread has nothing to do yet.
+    /// unchanged records, marks the entity as one with digests, guards them (``DigestGuards``) and reads the store's
+    /// key (see ``RecordDigests``). Digests of an entity that was not guarded may be stale: the key is then forgotten.
+    /// On the connection before the reader starts: the writer thread has nothing to do yet.
     private func prepareDigests() throws {
         guard storage.dialect.storesDigests else { return }
-        let skips = writer != nil && options.skipsUnchangedRecords && RecordDigests.qualifies(mapping)
+        // A trigger of the user's could change a row after the import wrote its digest.
+        let skips = writer != nil && options.skipsUnchangedRecords && !storeHasTriggers && RecordDigests.qualifies(mapping)
         let fingerprint = skips ? RecordDigests.fingerprint(model, options: options.decoder.options) : nil
         func prepare() throws {
+            let digested = try RecordDigests.digestedEntities(model, on: connection)
             guard let fingerprint else {
-                context.digestedEntityIndexes = try RecordDigests.digestedEntities(model, on: connection)
+                context.digestedEntityIndexes = digested
                 return
             }
-            context.digestedEntityIndexes = try RecordDigests.markDigested(mapping.index, model, on: connection)
+            var marked = try RecordDigests.markDigested(mapping.index, model, on: connection)
+            let unguarded = try DigestGuards.install(guarding: marked, storage: storage, on: connection)
+            if !unguarded.isDisjoint(with: digested) {
+                options.logger.notice("import digests were not guarded: every record is decoded once more")
+                try RecordDigests.forgetAll(on: connection)
+                marked = try RecordDigests.markDigested(mapping.index, model, on: connection)
+                _ = try DigestGuards.install(guarding: marked, storage: storage, on: connection)
+            }
+            context.digestedEntityIndexes = marked
             digester = RecordDigests.hasher(key: try RecordDigests.key(on: connection), fingerprint: fingerprint)
         }
         if let writer { try writer.withConnection(prepare) } else { try prepare() }

@@ -18,14 +18,16 @@ import CodableStoreJSON
 ///   clears the row's digest (``WritePlan/Step/clearDigest(entity:rowID:)``), as does the deletion of a row it
 ///   refers to (``WritePlan/Step/clearDigestsReferring(entity:destination:rowID:)``), for the entities imports wrote
 ///   digests for (kept in the metadata table);
-/// - a migration forgets the key (``forgetAll(on:)``).
+/// - a migration forgets the key (``forgetAll(on:)``);
+/// - SQL of other programs fires the store's ``DigestGuards`` (installed by the import that marks an entity digested),
+///   which clear the same; an import runs with them off, since it keeps digests right itself.
 ///
 /// Only entities whose decoding is plain take part: an identity, no custom decoding or `prepareForDecoding`, and no
 /// relationship stored in another table's rows (a to-many by foreign key changes without the owner's row). A record
 /// with a reference the decoder left unresolved (the `.ignore` or `.deferred` policy) gets no digest: the same record
 /// may link more once its destination exists. Options with closures or formatters (custom key, date or data
-/// strategies, `.formatted` dates) turn skipping off. SQL run on the store by other programs must set `_digest` to
-/// NULL in the rows it changes.
+/// strategies, `.formatted` dates) turn skipping off, and so do triggers of the user's (one could change a row after
+/// its digest was written).
 enum RecordDigests {
     static let keyEntry = "digest-key"
     static let entitiesEntry = "digested-entities"

@@ -66,8 +66,12 @@ extension Store {
 
 extension Store {
     /// Makes every row's import digest stale, so that the next import with ``ImportOptions/skipsUnchangedRecords``
-    /// decodes every record again (and records new digests): call it after changing the store's tables with SQL of
-    /// your own, which does not clear the digests of the rows it changes.
+    /// decodes every record again (and records new digests).
+    ///
+    /// SQL of other programs clears the digests of what it changes by itself: an import that skips records installs
+    /// triggers named `_codablestore_digest_…` that do. Call this after SQL that bypassed them: run on a connection
+    /// with triggers turned off (`SQLITE_DBCONFIG_ENABLE_TRIGGER`), after the triggers were dropped, or that set
+    /// `_digest` itself.
     public func forgetImportDigests() throws {
         try write { context in try RecordDigests.forgetAll(on: context.connection) }
     }

@@ -128,9 +128,13 @@ package protocol DatabaseConnection: AnyObject {
     /// in, to be built once the rows are in (``DeferredIndexes/build()``, or before a statement that needs them);
     /// nil when there are none, or the backend does not (PostgreSQL). See ``IndexDeferral``.
     func deferIndexesOfEmptyTables() throws -> (any DeferredIndexes)?
-    /// Whether the database has triggers of its own (which change rows that no statement of the store's names):
-    /// an import then keeps no cache of stored rows (see `RowCache`).
+    /// Whether the database has triggers of its own (which change rows that no statement of the store's names),
+    /// besides the store's ``DigestGuards``: an import then keeps no cache of stored rows (see `RowCache`), and
+    /// skips no records (``ImportOptions/skipsUnchangedRecords``).
     func hasTriggers() throws -> Bool
+    /// Turns the firing of triggers on or off for this connection's statements; false when the backend cannot
+    /// (PostgreSQL). An import whose store has no triggers but ``DigestGuards`` turns them off.
+    func setTriggerFiring(_ enabled: Bool) throws -> Bool
     /// Takes the database for this connection alone until ``releaseExclusiveAccess()``, outside a transaction: other
     /// connections can neither read nor write it meanwhile, and SQLite writes each changed page once (a rollback
     /// journal) instead of twice (into the WAL, then by a checkpoint). False, with nothing changed, when another
@@ -153,6 +157,7 @@ extension DatabaseConnection {
     package func deferIndexesOfEmptyTables() throws -> (any DeferredIndexes)? { nil }
     package func takeExclusiveAccess() throws -> Bool { false }
     package func releaseExclusiveAccess() throws {}
+    package func setTriggerFiring(_ enabled: Bool) throws -> Bool { false }
 }
 
 extension DatabaseConnection {
@@ -242,10 +247,17 @@ extension Connection: DatabaseConnection {
     }
 
     package func hasTriggers() throws -> Bool {
-        // A TEMP trigger lives in the connection's temp schema, and fires on the main schema's tables too.
-        try scalar(
-            sql: "SELECT 1 FROM sqlite_master WHERE type = 'trigger' UNION ALL "
-                + "SELECT 1 FROM sqlite_temp_master WHERE type = 'trigger' LIMIT 1") != nil
+        // A TEMP trigger lives in the connection's temp schema, and fires on the main schema's tables too. The
+        // store's own digest guards change no column but `_digest`, which no cache keeps.
+        let prefix = DigestGuards.namePrefix
+        return try scalar(
+            sql: "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND substr(name, 1, \(prefix.utf8.count)) <> '\(prefix)' "
+                + "UNION ALL SELECT 1 FROM sqlite_temp_master WHERE type = 'trigger' LIMIT 1") != nil
+    }
+
+    package func setTriggerFiring(_ enabled: Bool) throws -> Bool {
+        try setTriggersEnabled(enabled)
+        return true
     }
 
     package func takeExclusiveAccess() throws -> Bool {

@@ -230,23 +230,30 @@ final class SQLStorage: Sendable {
     func digestClearing(of entity: Int, referringTo destination: Int) -> [String] {
         let key = DigestClearingKey(entity: entity, destination: destination)
         if let statements = digestClearings.withLock({ $0[key] }) { return statements }
+        let statements = digestClearing(of: entity, referringTo: destination, rowID: "?")
+        digestClearings.withLock { $0[key] = statements }
+        return statements
+    }
+
+    /// ``digestClearing(of:referringTo:)`` with `rowID` (an SQL expression) as the deleted row's id: `?`, or
+    /// `OLD."_pk"` in a trigger (see ``DigestGuards``).
+    func digestClearing(of entity: Int, referringTo destination: Int, rowID: String) -> [String] {
         let mapping = model.mappings[entity]
         let table = quoteIdentifier(mapping.name)
         var statements: [String] = []
         for column in mapping.columns {
             guard case .foreignKey(_, destination) = column.kind else { continue }
-            statements.append("UPDATE \(table) SET \"_digest\" = NULL WHERE \(quoteIdentifier(column.name)) = ?")
+            statements.append("UPDATE \(table) SET \"_digest\" = NULL WHERE \(quoteIdentifier(column.name)) = \(rowID)")
         }
         for join in model.joinTables {
             let name = quoteIdentifier(join.name)
             if join.source == entity, join.target == destination {
-                statements.append("UPDATE \(table) SET \"_digest\" = NULL WHERE \"_pk\" IN (SELECT \"source\" FROM \(name) WHERE \"target\" = ?)")
+                statements.append("UPDATE \(table) SET \"_digest\" = NULL WHERE \"_pk\" IN (SELECT \"source\" FROM \(name) WHERE \"target\" = \(rowID))")
             }
             if join.target == entity, join.source == destination {
-                statements.append("UPDATE \(table) SET \"_digest\" = NULL WHERE \"_pk\" IN (SELECT \"target\" FROM \(name) WHERE \"source\" = ?)")
+                statements.append("UPDATE \(table) SET \"_digest\" = NULL WHERE \"_pk\" IN (SELECT \"target\" FROM \(name) WHERE \"source\" = \(rowID))")
             }
         }
-        digestClearings.withLock { $0[key] = statements }
         return statements
     }
 

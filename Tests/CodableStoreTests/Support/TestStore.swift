@@ -36,6 +36,13 @@ final class RawDatabase {
 
     deinit { sqlite3_close_v2(handle) }
 
+    /// Turns the firing of triggers off (or on) for this connection's statements, as any program can.
+    func setTriggersEnabled(_ enabled: Bool) throws {
+        guard _codablestore_sqlite_db_config_int(handle, SQLITE_DBCONFIG_ENABLE_TRIGGER, enabled ? 1 : 0) == SQLITE_OK else {
+            throw RawError(message: String(cString: sqlite3_errmsg(handle)))
+        }
+    }
+
     struct RawError: Error, CustomStringConvertible {
         let message: String
         var description: String { message }

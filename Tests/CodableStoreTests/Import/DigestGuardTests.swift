@@ -1,0 +1,174 @@
+import Foundation
+import IssuesModel
+import Testing
+
+@testable import CodableStore
+
+/// DigestGuards: SQL of other programs (here a plain sqlite3 connection) clears the import digests of what it changes,
+/// so that the next import, which skips unchanged records by default, restores the dump as a fresh import would.
+@Suite struct DigestGuardTests {
+    static let guardPrefix = "_codablestore_digest_"
+
+    static func importDump(_ dump: String, into store: Store) throws -> ImportReport {
+        try store.importJSON(GitIssue.self, from: .file(dump), options: ImportOptions(batchSize: 100, decoder: issueDecoder()))
+    }
+
+    static func freshContents(of dump: String) throws -> [[String]] {
+        let fresh = TestStore.temporaryPath()
+        _ = try Store(path: fresh, entities: issueEntities).importJSON(
+            GitIssue.self, from: .file(dump), options: ImportOptions(skipsUnchangedRecords: false, decoder: issueDecoder()))
+        return try ImportTests.contents(fresh)
+    }
+
+    static func guards(_ raw: RawDatabase) throws -> [String] {
+        try raw.rows("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name").map { $0[0] }
+    }
+
+    @Test func anImportThatSkipsRecordsGuardsItsDigests() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: issueEntities)
+        let dump = try UnchangedRecordsTests.dump(count: 100, seed: 7, duplicates: 0)
+        let first = try Self.importDump(dump, into: store)
+        #expect(first.unchangedRecordsSkipped == 0)
+        let raw = try RawDatabase(path)
+
+        // GitIssue's rows refer to users, and link topics.
+        #expect(
+            try Self.guards(raw) == [
+                "delete_Topic", "delete_User", "link_delete_GitIssue_labels", "link_insert_GitIssue_labels",
+                "link_update_GitIssue_labels", "update_GitIssue",
+            ].map { Self.guardPrefix + $0 })
+        // The import's own link INSERTs did not fire them: every row kept its digest.
+        #expect(try raw.value("SELECT count(*) FROM GitIssue WHERE _digest IS NULL") == "0")
+        // They are not triggers of the user's: the import keeps its row cache, and skips.
+        let hasTriggers = try store.write { context in try context.storeConnection.hasTriggers() }
+        #expect(!hasTriggers)
+        let log = StatementLog()
+        let observed = try Store(path: path, entities: issueEntities, options: .init(statementObserver: log.observer))
+        #expect(try Self.importDump(dump, into: observed).unchangedRecordsSkipped == 100)
+        // Installed once: the next import makes no schema change.
+        #expect(!log.all.contains { $0.contains("TRIGGER") }, "\(log.all.filter { $0.contains("TRIGGER") })")
+    }
+
+    @Test func foreignSQLClearsTheDigestsOfWhatItChanges() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: issueEntities)
+        let dump = try UnchangedRecordsTests.dump(count: 200, seed: 7, duplicates: 0)
+        _ = try Self.importDump(dump, into: store)
+        let raw = try RawDatabase(path)
+        func digestCleared(_ id: Int) throws -> Bool { try raw.value("SELECT _digest IS NULL FROM GitIssue WHERE id = \(id)") == "1" }
+        let labelled = try raw.rows(
+            "SELECT i.id FROM GitIssue i WHERE EXISTS (SELECT 1 FROM GitIssue_labels WHERE source = i._pk) ORDER BY i.id LIMIT 3"
+        ).map { Int($0[0])! }
+        try #require(labelled.count == 3)
+
+        // An update of a column.
+        try raw.execute("UPDATE GitIssue SET title = 'foreign' WHERE id = 1")
+        #expect(try digestCleared(1))
+        // A link removed, and one added.
+        try raw.execute("DELETE FROM GitIssue_labels WHERE source = (SELECT _pk FROM GitIssue WHERE id = \(labelled[0]))")
+        #expect(try digestCleared(labelled[0]))
+        try raw.execute(
+            """
+            INSERT INTO GitIssue_labels (source, target) SELECT i._pk, t._pk FROM GitIssue i, Topic t WHERE i.id = \(labelled[1])
+            AND t._pk NOT IN (SELECT target FROM GitIssue_labels WHERE source = i._pk) LIMIT 1
+            """)
+        #expect(try digestCleared(labelled[1]))
+        // A label deleted with foreign keys on (its links go by cascade), a user deleted with them off (the sqlite3
+        // shell's default: the issues keep a reference to a row that is gone).
+        let topicIssues = try raw.rows(
+            "SELECT i.id FROM GitIssue i JOIN GitIssue_labels j ON j.source = i._pk WHERE j.target = (SELECT target FROM GitIssue_labels WHERE source = (SELECT _pk FROM GitIssue WHERE id = \(labelled[2])) LIMIT 1)"
+        ).map { Int($0[0])! }
+        try raw.execute(
+            "PRAGMA foreign_keys = ON; DELETE FROM Topic WHERE _pk = (SELECT target FROM GitIssue_labels WHERE source = (SELECT _pk FROM GitIssue WHERE id = \(labelled[2])) LIMIT 1); PRAGMA foreign_keys = OFF")
+        #expect(try topicIssues.allSatisfy(digestCleared))
+        let userIssues = try raw.rows("SELECT id FROM GitIssue WHERE user = (SELECT user FROM GitIssue WHERE id = 10)").map { Int($0[0])! }
+        try raw.execute("DELETE FROM User WHERE _pk = (SELECT user FROM GitIssue WHERE id = 10)")
+        #expect(try userIssues.allSatisfy(digestCleared))
+        // An update that changes nothing the import wrote keeps a digest, and so does one of another row.
+        #expect(try !digestCleared(150))
+        try raw.execute("UPDATE GitIssue SET _digest = _digest + 1 WHERE id = 150")
+        #expect(try !digestCleared(150))
+
+        let cleared = Int(try raw.value("SELECT count(*) FROM GitIssue WHERE _digest IS NULL"))!
+        #expect(cleared >= 4 + topicIssues.count && cleared < 60, "\(cleared)")
+        let report = try Self.importDump(dump, into: store)
+        // Each record whose row lost its digest is decoded; 150's digest no longer matches either.
+        #expect(report.unchangedRecordsSkipped == 200 - cleared - 1)
+        #expect(try ImportTests.contents(path) == Self.freshContents(of: dump))
+        #expect(try Self.importDump(dump, into: store).unchangedRecordsSkipped == 200)
+    }
+
+    /// A trigger of the user's could change a row after its digest was written: such a store skips nothing, and the
+    /// import fires its triggers.
+    @Test func aStoreWithTriggersOfItsOwnDecodesEveryRecord() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: issueEntities)
+        let dump = try UnchangedRecordsTests.dump(count: 50, seed: 7, duplicates: 0)
+        _ = try Self.importDump(dump, into: store)
+        let raw = try RawDatabase(path)
+        try raw.execute("CREATE TRIGGER shout AFTER UPDATE OF title ON GitIssue BEGIN UPDATE GitIssue SET title = upper(title) WHERE _pk = NEW._pk; END")
+        try raw.execute("UPDATE GitIssue SET title = 'changed'")
+        let report = try Self.importDump(dump, into: store)
+        #expect(report.unchangedRecordsSkipped == nil)
+        #expect(try raw.value("SELECT count(*) FROM GitIssue WHERE title <> upper(title)") == "0")
+    }
+
+    /// Digests written before their guards existed (a store of an earlier version, or guards dropped) may be stale:
+    /// the import forgets them, decodes every record once, and guards them from then on.
+    @Test func digestsThatWereNotGuardedAreForgotten() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: issueEntities)
+        let dump = try UnchangedRecordsTests.dump(count: 50, seed: 7, duplicates: 0)
+        _ = try Self.importDump(dump, into: store)
+        let raw = try RawDatabase(path)
+        let title = try raw.value("SELECT title FROM GitIssue WHERE id = 1")
+        for name in try Self.guards(raw) { try raw.execute("DROP TRIGGER \"\(name)\"") }
+        try raw.execute("UPDATE GitIssue SET title = 'unguarded' WHERE id = 1")
+        #expect(try raw.value("SELECT _digest IS NULL FROM GitIssue WHERE id = 1") == "0")
+        #expect(try Self.importDump(dump, into: store).unchangedRecordsSkipped == 0)
+        #expect(try raw.value("SELECT title FROM GitIssue WHERE id = 1") == title)
+        #expect(try Self.guards(raw).count == 6)
+        #expect(try Self.importDump(dump, into: store).unchangedRecordsSkipped == 50)
+    }
+
+    /// Other writes of the store fire the guards, which clear what the store clears anyway: the same store as
+    /// without them.
+    @Test func writesThroughTheStoreFireTheGuardsHarmlessly() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: issueEntities)
+        let dump = try UnchangedRecordsTests.dump(count: 100, seed: 7, duplicates: 0)
+        _ = try Self.importDump(dump, into: store)
+        try store.write { context in
+            try #require(try context.object(GitIssue.self, identity: 5)).title = "edited"
+            try context.delete(try #require(try context.object(GitIssue.self, identity: 6)))
+        }
+        let raw = try RawDatabase(path)
+        #expect(try raw.value("SELECT _digest IS NULL FROM GitIssue WHERE id = 5") == "1")
+        // A plain import (a commit per batch) writes no digests, with the guards firing on its writes.
+        var plain = ImportOptions(commitEveryBatch: true, decoder: issueDecoder())
+        plain.batchSize = 30
+        #expect(try store.importJSON(GitIssue.self, from: .file(dump), options: plain).unchangedRecordsSkipped == nil)
+        #expect(try ImportTests.contents(path) == Self.freshContents(of: dump))
+        let report = try Self.importDump(dump, into: store)
+        #expect(try #require(report.unchangedRecordsSkipped) < 100)
+        #expect(try ImportTests.contents(path) == Self.freshContents(of: dump))
+    }
+}
+
+extension DigestGuardTests {
+    /// A migration drops the guards before it changes tables (their bodies name tables and columns) and forgets every
+    /// digest; the next import guards them again.
+    @Test func aMigrationDropsTheGuardsAndTheNextImportGuardsAgain() throws {
+        let path = TestStore.temporaryPath()
+        let dump = try UnchangedRecordsTests.dump(count: 50, seed: 7, duplicates: 0)
+        _ = try Self.importDump(dump, into: try Store(path: path, entities: issueEntities))
+        let raw = try RawDatabase(path)
+        #expect(try Self.guards(raw).count == 6)
+        let migrated = try Store(path: path, entities: issueEntities + UnchangedRecordLinkTests.entities)
+        #expect(try Self.guards(raw).isEmpty)
+        #expect(try Self.importDump(dump, into: migrated).unchangedRecordsSkipped == 0)
+        #expect(try Self.guards(raw).count == 6)
+        #expect(try Self.importDump(dump, into: migrated).unchangedRecordsSkipped == 50)
+    }
+}
