@@ -9,6 +9,8 @@
 # and input) tell whether a change does less work, and which thread does it. They do not see what makes an
 # instruction slow (cache misses at 1M rows, atomics): check wall time too (ImportBenchmarks, alternating runs).
 # Give a second binary (a build of another commit, copied aside) to compare two builds on the same dump.
+# CONTENDER=import-plain counts the import that decodes every record (skipsUnchangedRecords off); REIMPORT=1 counts a
+# re-import of the dump into the store its import (not counted) made; OUT=DIR keeps the files apart from another run.
 set -euo pipefail
 count=${1:-100000}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +21,8 @@ else
     (cd "$here" && swift build -c release --product ImportBenchmarks >/dev/null)
     bin="$here/.build/release/ImportBenchmarks"
 fi
-out="${TMPDIR:-/tmp}/codablestore-import-callgrind"
+contender=${CONTENDER:-import}
+out=${OUT:-"${TMPDIR:-/tmp}/codablestore-import-callgrind"}
 mkdir -p "$out"
 # valgrind 3.19 gives up on the full debug information of this binary ("possibly corrupted debuginfo"): a copy
 # without it keeps the symbols, which is all callgrind_annotate needs.
@@ -27,9 +30,14 @@ strip -g -o "$out/ImportBenchmarks" "$bin" 2>/dev/null || llvm-strip -g -o "$out
 dump="$out/issues-$count.json"
 [ -f "$dump" ] || "$bin" --write-dump "$dump" --count "$count"
 rm -f "$out"/store.sqlite* "$out"/import.out*
+what=import
+if [ "${REIMPORT:-0}" = 1 ]; then
+    "$out/ImportBenchmarks" --contender "$contender" --dump "$dump" --store "$out/store.sqlite" >/dev/null 2>&1
+    what=re-import
+fi
 total=$(valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$out/import.out" "$out/ImportBenchmarks" \
-    --contender import --dump "$dump" --store "$out/store.sqlite" 2>&1 >/dev/null | sed -n 's/.*Collected : //p')
-printf 'import of %s records, instructions: %s in all\n' "$count" "$total"
+    --contender "$contender" --dump "$dump" --store "$out/store.sqlite" 2>&1 >/dev/null | sed -n 's/.*Collected : //p')
+printf '%s (%s) of %s records, instructions: %s in all\n' "$what" "$contender" "$count" "$total"
 # The first thread is the calling one (decoding); of the others, the one that runs yajl reads, the other writes.
 for profile in "$out"/import.out-*; do
     summary=$(callgrind_annotate "$profile" 2>/dev/null)
