@@ -162,6 +162,25 @@ enum CLI {
         withExtendedLifetime(other) {}
     }
 
+    /// A re-import skips the records stored as they are by default; `--no-skip-unchanged` decodes them all again.
+    /// Either way the store holds the same.
+    @Test func aReImportSkipsUnchangedRecordsUnlessToldNotTo() throws {
+        let directory = try CLI.temporaryDirectory()
+        let store = directory.appendingPathComponent("s.sqlite").path
+        func importFixture(_ extra: [String]) throws -> ImportReport {
+            let imported = try CLI.run(["import", "issues", CLI.fixture, "--store", store, "--json"] + extra)
+            #expect(imported.status == 0, "\(imported.stderr)")
+            return try JSONDecoder().decode(ImportReport.self, from: Data(imported.stdout.utf8))
+        }
+        #expect(try importFixture([]).unchangedRecordsSkipped == 0)
+        let exported = try CLI.run(["export", "issues", "--stable", "--store", store]).stdout
+        let skipping = try importFixture([])
+        #expect(try #require(skipping.unchangedRecordsSkipped) > 500, "\(skipping)")
+        #expect(try importFixture(["--no-skip-unchanged"]).unchangedRecordsSkipped == nil)
+        #expect(try importFixture(["--skip-unchanged"]).unchangedRecordsSkipped == skipping.unchangedRecordsSkipped)
+        #expect(try CLI.run(["export", "issues", "--stable", "--store", store]).stdout == exported)
+    }
+
     @Test func generateImportFromStandardInputAndExportRoundTrip() throws {
         let directory = try CLI.temporaryDirectory()
         let dump = directory.appendingPathComponent("dump.jsonl").path
