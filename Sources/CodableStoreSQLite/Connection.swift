@@ -225,7 +225,14 @@ public final class Connection {
     public func setTriggersEnabled(_ enabled: Bool) throws {
         let code = _codablestore_sqlite_db_config_int(sqliteConnection, SQLITE_DBCONFIG_ENABLE_TRIGGER, enabled ? 1 : 0)
         try check(code, sqliteConnection)
+        firesTriggers = enabled
     }
+
+    /// Whether this connection's statements fire triggers (see ``setTriggersEnabled(_:)``).
+    public private(set) var firesTriggers = true
+    /// For the store that writes through this connection: the schema versions (main, temp) at which it last decided
+    /// whether its writes fire triggers; nil to decide again.
+    package var triggerDecision: (main: Int64, temp: Int64)?
 
     /// How a checkpoint treats the readers and writers of other connections.
     ///
@@ -340,6 +347,15 @@ public final class Connection {
 
     // MARK: - Tracing
 
+    /// Runs `body` with tracing suspended: the statements it runs are reported to neither handler (bookkeeping of
+    /// the connection's owner that is not the caller's work, such as a check at the start of each transaction).
+    package func untraced<T>(_ body: () throws -> T) rethrows -> T {
+        let box = traceBox
+        box?.isSuspended = true
+        defer { box?.isSuspended = false }
+        return try body()
+    }
+
     /// Calls `handler` with the SQL of every statement as it starts running (`SQLITE_TRACE_STMT`), or stops
     /// tracing when `handler` is nil. Tests use it to count queries; logging uses it at trace level.
     ///
@@ -353,7 +369,8 @@ public final class Connection {
     /// ran (`SQLITE_TRACE_PROFILE`, for a statement profile). With both nil, tracing stops.
     ///
     /// The SQL is the statement's text with its `?` placeholders, not the bound values: one text per kind of
-    /// statement. Related SQLite documentation: <https://www.sqlite.org/c3ref/trace_v2.html>
+    /// statement. Each run of a trigger's program is reported as it starts too, as `-- TRIGGER name` (SQLite's own
+    /// text for it). Related SQLite documentation: <https://www.sqlite.org/c3ref/trace_v2.html>
     public func trace(statements: ((String) -> Void)?, profile: ((String, UInt64) -> Void)?) {
         guard statements != nil || profile != nil else {
             sqlite3_trace_v2(sqliteConnection, 0, nil, nil)
@@ -368,8 +385,14 @@ public final class Connection {
             { event, context, statement, detail in
                 guard let context, let statement, let sql = sqlite3_sql(OpaquePointer(statement)) else { return 0 }
                 let box = Unmanaged<TraceBox>.fromOpaque(context).takeUnretainedValue()
+                if box.isSuspended { return 0 }
                 if event == UInt32(SQLITE_TRACE_STMT) {
-                    box.statements?(String(cString: sql))
+                    // The text of a trigger's program, which runs under its statement: "-- TRIGGER name".
+                    if let text = detail?.assumingMemoryBound(to: CChar.self), text[0] == 0x2D, text[1] == 0x2D {
+                        box.statements?(String(cString: text))
+                    } else {
+                        box.statements?(String(cString: sql))
+                    }
                 } else if event == UInt32(SQLITE_TRACE_PROFILE), let detail {
                     box.profile?(String(cString: sql), detail.load(as: UInt64.self))
                 }
@@ -431,6 +454,8 @@ extension Connection {
 private final class TraceBox {
     let statements: ((String) -> Void)?
     let profile: ((String, UInt64) -> Void)?
+    /// While true (``Connection/untraced(_:)``), nothing is reported.
+    var isSuspended = false
     init(statements: ((String) -> Void)?, profile: ((String, UInt64) -> Void)?) {
         self.statements = statements
         self.profile = profile

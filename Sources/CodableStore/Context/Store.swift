@@ -253,7 +253,11 @@ public final class Store: Sendable {
         guard let sqlite else {
             throw StoreError(.unsupported, "withWriterConnection(_:) gives a SQLite connection; this store is \(path)")
         }
-        return try sqlite.withWriter(body)
+        return try sqlite.withWriter { connection in
+            // SQL of the caller's fires the store's triggers, its digest guards included (see DigestGuards.quiet).
+            try DigestGuards.wake(on: connection)
+            return try body(connection)
+        }
     }
 
     /// Runs `body` with the writer connection of any backend, outside any transaction.

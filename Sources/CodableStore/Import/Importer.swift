@@ -67,14 +67,12 @@ final class Importer {
         var foreignKeysOff = false
         var deferredIndexes: (any DeferredIndexes)?
         var exclusive = false
-        var triggersOff = false
         // Once the import is over (or failed to begin), the writer thread too: the connection is this thread's again,
         // and outside a transaction, where the foreign keys can be turned on again.
         defer {
             deferredIndexes?.cancel()
             if let restoredCacheSize { try? connection.setPageCacheSize(kibibytes: restoredCacheSize) }
             if foreignKeysOff { _ = try? connection.setForeignKeyEnforcement(true) }
-            if triggersOff { _ = try? connection.setTriggerFiring(true) }
             if exclusive {
                 do {
                     try connection.releaseExclusiveAccess()
@@ -104,9 +102,6 @@ final class Importer {
             if !options.commitEveryBatch {
                 try connection.beginWriteTransaction()
                 storeHasTriggers = try connection.hasTriggers()
-                // The import keeps digests right itself: the guards need not fire on its writes (a link INSERT would
-                // otherwise clear the digest its record's row was just given).
-                if !storeHasTriggers { triggersOff = try connection.setTriggerFiring(false) }
             }
         } catch {
             throw Self.importError(error)

@@ -20,7 +20,7 @@ import CodableStoreJSON
 ///   digests for (kept in the metadata table);
 /// - a migration forgets the key (``forgetAll(on:)``);
 /// - SQL of other programs fires the store's ``DigestGuards`` (installed by the import that marks an entity digested),
-///   which clear the same; an import runs with them off, since it keeps digests right itself.
+///   which clear the same; the store's own writer fires none (``DigestGuards/quiet(on:)``).
 ///
 /// Only entities whose decoding is plain take part: an identity, no custom decoding or `prepareForDecoding`, and no
 /// relationship stored in another table's rows (a to-many by foreign key changes without the owner's row). A record

@@ -132,9 +132,6 @@ package protocol DatabaseConnection: AnyObject {
     /// besides the store's ``DigestGuards``: an import then keeps no cache of stored rows (see `RowCache`), and
     /// skips no records (``ImportOptions/skipsUnchangedRecords``).
     func hasTriggers() throws -> Bool
-    /// Turns the firing of triggers on or off for this connection's statements; false when the backend cannot
-    /// (PostgreSQL). An import whose store has no triggers but ``DigestGuards`` turns them off.
-    func setTriggerFiring(_ enabled: Bool) throws -> Bool
     /// Takes the database for this connection alone until ``releaseExclusiveAccess()``, outside a transaction: other
     /// connections can neither read nor write it meanwhile, and SQLite writes each changed page once (a rollback
     /// journal) instead of twice (into the WAL, then by a checkpoint). False, with nothing changed, when another
@@ -157,7 +154,6 @@ extension DatabaseConnection {
     package func deferIndexesOfEmptyTables() throws -> (any DeferredIndexes)? { nil }
     package func takeExclusiveAccess() throws -> Bool { false }
     package func releaseExclusiveAccess() throws {}
-    package func setTriggerFiring(_ enabled: Bool) throws -> Bool { false }
 }
 
 extension DatabaseConnection {
@@ -253,11 +249,6 @@ extension Connection: DatabaseConnection {
         return try scalar(
             sql: "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND substr(name, 1, \(prefix.utf8.count)) <> '\(prefix)' "
                 + "UNION ALL SELECT 1 FROM sqlite_temp_master WHERE type = 'trigger' LIMIT 1") != nil
-    }
-
-    package func setTriggerFiring(_ enabled: Bool) throws -> Bool {
-        try setTriggersEnabled(enabled)
-        return true
     }
 
     package func takeExclusiveAccess() throws -> Bool {

@@ -3,9 +3,9 @@
 /// records restores whatever anyone changed since, as one that decodes every record does.
 ///
 /// The store's own writes keep digests right without them (every update writes the digest, or NULL; link changes and
-/// deletions clear it), so an import runs with triggers off on its connection when the store has no others
-/// (``DatabaseConnection/setTriggerFiring(_:)``): the triggers cost it nothing per row. Other writes of the store fire
-/// them, and clear what the store clears anyway.
+/// deletions clear it), so the store's writer connection fires no triggers while the store has none of the user's
+/// (``quiet(on:)``): the guards cost the store's writes nothing (a link INSERT that fired them would also clear the
+/// digest its record's row was just given).
 ///
 /// For each entity whose rows have digests (the metadata's `digested-entities`), on SQLite:
 /// - `update_<table>`: an UPDATE that leaves a row's digest as it was (the store's always set it, or NULL) clears it;
@@ -14,7 +14,8 @@
 /// - `link_insert_`, `link_delete_`, `link_update_<join table>`: a link added, removed or moved clears the digest of
 ///   its row on either side.
 ///
-/// Their names begin with ``namePrefix``; ``DatabaseConnection/hasTriggers()`` leaves them out.
+/// Their names begin with ``namePrefix``; ``DatabaseConnection/hasTriggers()`` leaves them out. SQL run through
+/// ``Store/withWriterConnection(_:)`` fires them like any other program's.
 enum DigestGuards {
     static let namePrefix = "_codablestore_digest_"
 
@@ -74,6 +75,33 @@ enum DigestGuards {
             try connection.execute(sql: trigger.sql)
         }
         return entities.filter { installed[namePrefix + "update_" + storage.model.mappings[$0].name] == nil }
+    }
+
+    /// At the start of each write transaction of the store's SQLite writer: its statements fire no triggers while the
+    /// store has no triggers but the guards, and fire them again as soon as it has (a trigger of the user's must fire
+    /// on the store's writes). Decided again whenever the schema changed (`PRAGMA schema_version`, of the main and
+    /// temp schemas: a TEMP trigger lives in the latter); a change of the decision makes SQLite prepare the
+    /// connection's statements again.
+    static func quiet(on connection: Connection) throws {
+        func version(_ sql: String) throws -> Int64? {
+            let statement = try connection.cachedStatement(sql: sql)
+            defer { statement.reset() }
+            guard try statement.step(), case .integer(let version) = statement.value(at: 0) else { return nil }
+            return version
+        }
+        guard let main = try version("PRAGMA main.schema_version"), let temp = try version("PRAGMA temp.schema_version")
+        else { return }
+        if let decided = connection.triggerDecision, decided == (main, temp) { return }
+        let quiet = try !connection.hasTriggers()
+        if quiet == connection.firesTriggers { try connection.setTriggersEnabled(!quiet) }
+        connection.triggerDecision = (main, temp)
+    }
+
+    /// Before SQL of the user's runs on the writer (``Store/withWriterConnection(_:)``): triggers fire again, the guards
+    /// too, until the next write transaction of the store decides again.
+    static func wake(on connection: Connection) throws {
+        if !connection.firesTriggers { try connection.setTriggersEnabled(true) }
+        connection.triggerDecision = nil
     }
 
     /// Drops every guard: before a migration changes tables their bodies name.

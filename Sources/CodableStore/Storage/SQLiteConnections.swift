@@ -159,5 +159,12 @@ extension Connection {
         } catch let error as SQLiteError where ResultCode.SQLITE_BUSY ~= error.resultCode {
             throw StoreError.storeBusy(waitedMilliseconds: busyTimeout, cause: error)
         }
+        do {
+            // Not traced: statement logs and profiles show the caller's statements.
+            try untraced { try DigestGuards.quiet(on: self) }
+        } catch {
+            rollbackIgnoringErrors()
+            throw error
+        }
     }
 }

@@ -132,27 +132,56 @@ import Testing
         #expect(try Self.importDump(dump, into: store).unchangedRecordsSkipped == 50)
     }
 
-    /// Other writes of the store fire the guards, which clear what the store clears anyway: the same store as
-    /// without them.
-    @Test func writesThroughTheStoreFireTheGuardsHarmlessly() throws {
+    /// The store's own writes keep digests right by themselves: its writer fires no triggers while the store has none
+    /// but the guards. SQL run through `withWriterConnection` fires them as any program's does.
+    @Test func theStoresOwnWritesDoNotFireTheGuards() throws {
         let path = TestStore.temporaryPath()
-        let store = try Store(path: path, entities: issueEntities)
+        let log = StatementLog()
+        let store = try Store(path: path, entities: issueEntities, options: .init(statementObserver: log.observer))
         let dump = try UnchangedRecordsTests.dump(count: 100, seed: 7, duplicates: 0)
         _ = try Self.importDump(dump, into: store)
         try store.write { context in
-            try #require(try context.object(GitIssue.self, identity: 5)).title = "edited"
+            let issue = try #require(try context.object(GitIssue.self, identity: 5))
+            issue.title = "edited"
+            issue.labels = Array(issue.labels.dropFirst())
             try context.delete(try #require(try context.object(GitIssue.self, identity: 6)))
         }
+        // SQLite traces each trigger program it runs as "-- TRIGGER name".
+        func firedGuards() -> [String] { log.all.filter { $0.hasPrefix("-- TRIGGER") } }
+        #expect(firedGuards().isEmpty, "\(firedGuards())")
         let raw = try RawDatabase(path)
         #expect(try raw.value("SELECT _digest IS NULL FROM GitIssue WHERE id = 5") == "1")
-        // A plain import (a commit per batch) writes no digests, with the guards firing on its writes.
+        // A plain import (a commit per batch) writes no digests and keeps the others right.
         var plain = ImportOptions(commitEveryBatch: true, decoder: issueDecoder())
         plain.batchSize = 30
         #expect(try store.importJSON(GitIssue.self, from: .file(dump), options: plain).unchangedRecordsSkipped == nil)
         #expect(try ImportTests.contents(path) == Self.freshContents(of: dump))
+        #expect(firedGuards().isEmpty, "\(firedGuards())")
+        // SQL of the user's on the writer connection.
+        try store.withWriterConnection { connection in
+            try connection.execute(sql: "UPDATE GitIssue SET comments = -1 WHERE id = 7")
+        }
+        #expect(firedGuards() == ["-- TRIGGER \(Self.guardPrefix)update_GitIssue"], "\(log.all.suffix(3))")
+        #expect(try raw.value("SELECT _digest IS NULL FROM GitIssue WHERE id = 7") == "1")
         let report = try Self.importDump(dump, into: store)
-        #expect(try #require(report.unchangedRecordsSkipped) < 100)
+        // Issues 5 and 6 were written by the plain import (without digests), 7 by that SQL.
+        #expect(report.unchangedRecordsSkipped == 97)
         #expect(try ImportTests.contents(path) == Self.freshContents(of: dump))
+    }
+
+    /// A trigger of the user's, made by another program, fires on the store's next write.
+    @Test func aTriggerMadeMeanwhileFiresOnTheStoresNextWrite() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: issueEntities)
+        _ = try Self.importDump(try UnchangedRecordsTests.dump(count: 20, seed: 7, duplicates: 0), into: store)
+        try store.write { context in try #require(try context.object(GitIssue.self, identity: 1)).title = "quiet" }
+        let raw = try RawDatabase(path)
+        try raw.execute("CREATE TRIGGER shout AFTER UPDATE OF title ON GitIssue BEGIN UPDATE GitIssue SET title = upper(title) WHERE _pk = NEW._pk; END")
+        try store.write { context in try #require(try context.object(GitIssue.self, identity: 1)).title = "loud" }
+        #expect(try raw.value("SELECT title FROM GitIssue WHERE id = 1") == "LOUD")
+        try raw.execute("DROP TRIGGER shout")
+        try store.write { context in try #require(try context.object(GitIssue.self, identity: 1)).title = "quiet again" }
+        #expect(try raw.value("SELECT title FROM GitIssue WHERE id = 1") == "quiet again")
     }
 }
 
