@@ -243,12 +243,11 @@ final class Importer {
                 return
             }
             var marked = try RecordDigests.markDigested(mapping.index, model, on: connection)
-            let unguarded = try DigestGuards.install(guarding: marked, storage: storage, on: connection)
-            if !unguarded.isDisjoint(with: digested) {
+            if try !DigestGuards.install(guarding: marked, previous: digested, storage: storage, on: connection) {
                 options.logger.notice("import digests were not guarded: every record is decoded once more")
                 try RecordDigests.forgetAll(on: connection)
                 marked = try RecordDigests.markDigested(mapping.index, model, on: connection)
-                _ = try DigestGuards.install(guarding: marked, storage: storage, on: connection)
+                _ = try DigestGuards.install(guarding: marked, previous: [], storage: storage, on: connection)
             }
             context.digestedEntityIndexes = marked
             digester = RecordDigests.hasher(key: try RecordDigests.key(on: connection), fingerprint: fingerprint)

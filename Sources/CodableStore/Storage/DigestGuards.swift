@@ -62,11 +62,14 @@ enum DigestGuards {
         return triggers
     }
 
-    /// Makes the store's guards those of `entities`: creates the missing ones, drops the others. Returns the entities
-    /// of `entities` that had no update guard: digests written without it may be stale. In the caller's write
-    /// transaction, on SQLite.
-    static func install(guarding entities: Set<Int>, storage: SQLStorage, on connection: any DatabaseConnection) throws -> Set<Int> {
+    /// Makes the store's guards those of `entities`: creates the missing ones, drops the others. Returns whether the
+    /// guards of `previous` (the entities that had digests) were all there as made: if one was dropped or changed,
+    /// their digests may be stale. In the caller's write transaction, on SQLite.
+    static func install(
+        guarding entities: Set<Int>, previous: Set<Int>, storage: SQLStorage, on connection: any DatabaseConnection
+    ) throws -> Bool {
         let installed = try self.installed(on: connection)
+        let intact = triggers(guarding: previous, storage: storage).allSatisfy { installed[$0.name] == $0.sql }
         let wanted = triggers(guarding: entities, storage: storage)
         for (name, sql) in installed.sorted(by: { $0.key < $1.key }) where !wanted.contains(Trigger(name: name, sql: sql)) {
             try connection.execute(sql: "DROP TRIGGER \(quoteIdentifier(name))")
@@ -74,7 +77,7 @@ enum DigestGuards {
         for trigger in wanted where installed[trigger.name] != trigger.sql {
             try connection.execute(sql: trigger.sql)
         }
-        return entities.filter { installed[namePrefix + "update_" + storage.model.mappings[$0].name] == nil }
+        return intact
     }
 
     /// At the start of each write transaction of the store's SQLite writer: its statements fire no triggers while the
