@@ -218,7 +218,7 @@ public final class Connection {
         try check(code, sqliteConnection)
     }
 
-    /// Whether this connection's statements fire triggers (SQLite's default: on). Turning them off affects this
+    /// Turns the firing of triggers by this connection's statements on or off (SQLite's default: on). It affects this
     /// connection alone, and no foreign-key action; SQLite prepares this connection's statements again.
     ///
     /// Related SQLite documentation: <https://www.sqlite.org/c3ref/c_dbconfig_defensive.html#sqlitedbconfigenabletrigger>
@@ -369,8 +369,8 @@ public final class Connection {
     /// ran (`SQLITE_TRACE_PROFILE`, for a statement profile). With both nil, tracing stops.
     ///
     /// The SQL is the statement's text with its `?` placeholders, not the bound values: one text per kind of
-    /// statement. Each run of a trigger's program is reported as it starts too, as `-- TRIGGER name` (SQLite's own
-    /// text for it). Related SQLite documentation: <https://www.sqlite.org/c3ref/trace_v2.html>
+    /// statement. A trigger that fires is reported too, as SQLite writes it: `-- TRIGGER name`, then each statement of
+    /// its body after `-- `. Related SQLite documentation: <https://www.sqlite.org/c3ref/trace_v2.html>
     public func trace(statements: ((String) -> Void)?, profile: ((String, UInt64) -> Void)?) {
         guard statements != nil || profile != nil else {
             sqlite3_trace_v2(sqliteConnection, 0, nil, nil)
@@ -387,7 +387,8 @@ public final class Connection {
                 let box = Unmanaged<TraceBox>.fromOpaque(context).takeUnretainedValue()
                 if box.isSuspended { return 0 }
                 if event == UInt32(SQLITE_TRACE_STMT) {
-                    // The text of a trigger's program, which runs under its statement: "-- TRIGGER name".
+                    // A trigger's program, which runs under its statement: "-- TRIGGER name", then "-- " and each
+                    // statement of its body (sqlite3_sql would give the outer statement's text again).
                     if let text = detail?.assumingMemoryBound(to: CChar.self), text[0] == 0x2D, text[1] == 0x2D {
                         box.statements?(String(cString: text))
                     } else {

@@ -169,6 +169,31 @@ import Testing
         #expect(finished.count == 6)
     }
 
+    /// With triggers off, a connection's statements fire none (another connection's still do); the trace reports each
+    /// trigger program that runs, and each statement of its body, as SQLite writes them.
+    @Test func triggersCanBeTurnedOffPerConnectionAndTheTraceNamesThem() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("triggers-\(UUID().uuidString).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let connection = try Connection(path: path)
+        try connection.execute(sql: "CREATE TABLE t (x INTEGER); CREATE TABLE log (x INTEGER)")
+        try connection.execute(sql: "CREATE TRIGGER logged AFTER INSERT ON t BEGIN INSERT INTO log VALUES (NEW.x); END")
+        var traced: [String] = []
+        connection.trace { traced.append($0) }
+        #expect(connection.firesTriggers)
+        try connection.execute(sql: "INSERT INTO t VALUES (1)")
+        #expect(traced == ["INSERT INTO t VALUES (1)", "-- TRIGGER logged", "-- INSERT INTO log VALUES (NEW.x)"])
+        try connection.setTriggersEnabled(false)
+        #expect(!connection.firesTriggers)
+        try connection.execute(sql: "INSERT INTO t VALUES (2)")
+        let other = try Connection(path: path)
+        try other.execute(sql: "INSERT INTO t VALUES (3)")
+        #expect(try connection.rows(sql: "SELECT x FROM log ORDER BY x") == [[.integer(1)], [.integer(3)]])
+        try connection.setTriggersEnabled(true)
+        try connection.execute(sql: "INSERT INTO t VALUES (4)")
+        #expect(try connection.scalar(sql: "SELECT count(*) FROM log") == .integer(3))
+        connection.trace(nil)
+    }
+
     @Test func identifiersAreQuoted() {
         #expect(quoteIdentifier("a\"b") == "\"a\"\"b\"")
         #expect(SQLiteValue.text("it's").description == "'it''s'")
