@@ -48,8 +48,10 @@ final class StoreDump {
                 db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
                     + "AND name != '_codablestore_metadata' ORDER BY name")
             return try names.map { name in
+                // Not `_digest`: which import record last wrote a row (an import's bookkeeping for skipping
+                // unchanged records, which the decoder's saves leave NULL), not a value the paths must agree on.
                 let columns = try Self.strings(
-                    db, "SELECT name FROM pragma_table_info(\(Self.literal(name))) ORDER BY cid")
+                    db, "SELECT name FROM pragma_table_info(\(Self.literal(name))) WHERE name != '_digest' ORDER BY cid")
                 let foreignKeys = try Self.strings(
                     db, "SELECT \"from\" || char(31) || \"table\" FROM pragma_foreign_key_list(\(Self.literal(name)))"
                 ).map { $0.split(separator: "\u{1F}").map(String.init) }
