@@ -20,6 +20,15 @@ import Testing
         return try ImportTests.contents(fresh)
     }
 
+    /// A new store with a dump of `count` reference records (no repeated ids) imported, skipping by default.
+    static func importedStore(count: Int) throws -> (path: String, store: Store, dump: String) {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: issueEntities)
+        let dump = try UnchangedRecordsTests.dump(count: count, seed: 7, duplicates: 0)
+        _ = try importDump(dump, into: store)
+        return (path, store, dump)
+    }
+
     static func guards(_ raw: RawDatabase) throws -> [String] {
         try raw.rows("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name").map { $0[0] }
     }
@@ -51,10 +60,7 @@ import Testing
     }
 
     @Test func foreignSQLClearsTheDigestsOfWhatItChanges() throws {
-        let path = TestStore.temporaryPath()
-        let store = try Store(path: path, entities: issueEntities)
-        let dump = try UnchangedRecordsTests.dump(count: 200, seed: 7, duplicates: 0)
-        _ = try Self.importDump(dump, into: store)
+        let (path, store, dump) = try Self.importedStore(count: 200)
         let raw = try RawDatabase(path)
         func digestCleared(_ id: Int) throws -> Bool { try raw.value("SELECT _digest IS NULL FROM GitIssue WHERE id = \(id)") == "1" }
         let labelled = try raw.rows(
@@ -102,10 +108,7 @@ import Testing
     /// A trigger of the user's could change a row after its digest was written: such a store skips nothing, and the
     /// import fires its triggers.
     @Test func aStoreWithTriggersOfItsOwnDecodesEveryRecord() throws {
-        let path = TestStore.temporaryPath()
-        let store = try Store(path: path, entities: issueEntities)
-        let dump = try UnchangedRecordsTests.dump(count: 50, seed: 7, duplicates: 0)
-        _ = try Self.importDump(dump, into: store)
+        let (path, store, dump) = try Self.importedStore(count: 50)
         let raw = try RawDatabase(path)
         try raw.execute("CREATE TRIGGER shout AFTER UPDATE OF title ON GitIssue BEGIN UPDATE GitIssue SET title = upper(title) WHERE _pk = NEW._pk; END")
         try raw.execute("UPDATE GitIssue SET title = 'changed'")
@@ -117,10 +120,7 @@ import Testing
     /// Digests written before their guards existed (a store of an earlier version, or guards dropped) may be stale:
     /// the import forgets them, decodes every record once, and guards them from then on.
     @Test func digestsThatWereNotGuardedAreForgotten() throws {
-        let path = TestStore.temporaryPath()
-        let store = try Store(path: path, entities: issueEntities)
-        let dump = try UnchangedRecordsTests.dump(count: 50, seed: 7, duplicates: 0)
-        _ = try Self.importDump(dump, into: store)
+        let (path, store, dump) = try Self.importedStore(count: 50)
         let raw = try RawDatabase(path)
         let title = try raw.value("SELECT title FROM GitIssue WHERE id = 1")
         for name in try Self.guards(raw) { try raw.execute("DROP TRIGGER \"\(name)\"") }
@@ -134,10 +134,7 @@ import Testing
 
     /// One guard dropped is enough to distrust the digests: a link removed meanwhile is restored.
     @Test func digestsMissingOneOfTheirGuardsAreForgotten() throws {
-        let path = TestStore.temporaryPath()
-        let store = try Store(path: path, entities: issueEntities)
-        let dump = try UnchangedRecordsTests.dump(count: 50, seed: 7, duplicates: 0)
-        _ = try Self.importDump(dump, into: store)
+        let (path, store, dump) = try Self.importedStore(count: 50)
         let before = try ImportTests.contents(path)
         let raw = try RawDatabase(path)
         try raw.execute("DROP TRIGGER \"\(Self.guardPrefix)link_delete_GitIssue_labels\"")
