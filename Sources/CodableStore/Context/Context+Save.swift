@@ -263,8 +263,8 @@ extension Context {
                 }
             }
             var columns = FieldSet()
-            for field in state.changedFields.indexes where mapping.columnNameOfField[field] != nil {
-                columns.insert(field)
+            state.changedFields.forEachIndex { field in
+                if mapping.columnNameOfField[field] != nil { columns.insert(field) }
             }
             let digest = storage.dialect.storesDigests ? state.digestToWrite : nil
             // A record that changed no column still leaves its digest, when the row does not have it yet.
@@ -424,10 +424,10 @@ extension Context {
             let state = object.entityState
             guard state.status == .persistent else { continue }
             let mapping = model.mappings[state.entityIndex]
-            for field in state.changedFields.indexes {
+            try state.changedFields.forEachIndex { field in
                 guard let relationship = mapping.relationships[field], relationship.description.isOrdered,
                     !state.unloadedRelationships.contains(field)
-                else { continue }
+                else { return }
                 let members = relationship.description.getMany(object)
                 switch relationship.storage {
                 case .inverseForeignKey(_, let orderColumn?):
@@ -438,7 +438,7 @@ extension Context {
                             .setLinkPosition(table: index, source: state.rowID, target: member.entityState.rowID, position: Int64(position)))
                     }
                 default:
-                    continue
+                    return
                 }
             }
         }

@@ -27,6 +27,22 @@ public struct FieldSet: Hashable, Sendable {
         high = 0
     }
 
+    /// Calls `body` with each index, ascending, without making the array ``indexes`` makes (an allocation per call,
+    /// per object a save plans).
+    @inline(__always)
+    func forEachIndex(_ body: (Int) throws -> Void) rethrows {
+        var bits = low
+        while bits != 0 {
+            try body(bits.trailingZeroBitCount)
+            bits &= bits - 1
+        }
+        bits = high
+        while bits != 0 {
+            try body(64 + bits.trailingZeroBitCount)
+            bits &= bits - 1
+        }
+    }
+
     /// The indexes, ascending.
     public var indexes: [Int] {
         var result: [Int] = []
