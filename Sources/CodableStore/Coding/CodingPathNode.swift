@@ -34,14 +34,9 @@ struct CodingPathNode: Sendable {
     }
 
     func appending(_ key: String) -> CodingPathNode {
-        var next = self
-        if self.key == nil, trailingIndex == Self.noIndex {
-            next.key = key
-        } else {
-            next = CodingPathNode()
-            next.prefix = Prefix(self)
-            next.key = key
-        }
+        // After `[k]` or another key, the key starts a new inline part.
+        var next = self.key == nil && trailingIndex == Self.noIndex ? self : extended()
+        next.key = key
         return next
     }
 
@@ -52,10 +47,16 @@ struct CodingPathNode: Sendable {
         } else if trailingIndex == Self.noIndex, key != nil {
             next.trailingIndex = index
         } else {
-            next = CodingPathNode()
-            next.prefix = Prefix(self)
+            next = extended()
             next.leadingIndex = index
         }
+        return next
+    }
+
+    /// A path with this one as its prefix and no inline component yet.
+    private func extended() -> CodingPathNode {
+        var next = CodingPathNode()
+        next.prefix = Prefix(self)
         return next
     }
 
