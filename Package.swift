@@ -24,8 +24,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // `swift package generate-documentation`: the DocC catalogs (a command plugin, nothing is linked).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-        // The PostgreSQL backend's wire protocol client (only CodableStorePostgres links it).
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .systemLibrary(
@@ -35,6 +33,12 @@ let package = Package(
         .systemLibrary(
             name: "CYajl",
             providers: [.apt(["libyajl-dev"]), .brew(["yajl"])]
+        ),
+        // PostgreSQL's client library, for the PostgreSQL backend (only CodableStorePostgres links it).
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
         ),
         .macro(
             name: "CodableStoreMacros",
@@ -64,12 +68,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The PostgreSQL backend of the storage seam, on postgres-nio.
+        // The PostgreSQL backend of the storage seam, on libpq.
         .target(
             name: "CodableStorePostgres",
             dependencies: [
                 "CodableStore",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                "CLibPQ",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,14 +1,14 @@
+import CLibPQ
 import CodableStore
 import Foundation
 import Logging
-import NIOCore
-import PostgresNIO
 
-/// One connection to the server, used synchronously by one thread at a time: the context's calls wait for
-/// postgres-nio's event loop (never on it, and never on a task of Swift's cooperative pool). The store's `async`
-/// methods run their closures on threads of their own, so a waiting connection holds no cooperative thread.
+/// One connection to the server through libpq, used synchronously by one thread at a time: each statement is sent and
+/// its result waited for on the calling thread. The store's `async` methods run their closures on threads of their
+/// own, so a waiting connection holds no cooperative thread.
 final class PostgresDatabaseConnection: DatabaseConnection {
-    let connection: PostgresConnection
+    /// libpq's connection, until ``close()``.
+    private(set) var handle: OpaquePointer?
     private let logger: Logger
     private let observer: (@Sendable (String) -> Void)?
     private let profiler: (@Sendable (String, Duration) -> Void)?
@@ -21,8 +21,8 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     /// Set when a statement failed inside the transaction: PostgreSQL then refuses everything until a rollback.
     private var isAborted = false
 
-    init(connection: PostgresConnection, options: Store.Options) {
-        self.connection = connection
+    private init(handle: OpaquePointer, options: Store.Options) {
+        self.handle = handle
         self.logger = options.logger
         self.observer = options.statementObserver
         self.profiler = options.statementProfiler
@@ -31,30 +31,50 @@ final class PostgresDatabaseConnection: DatabaseConnection {
 
     /// Connects, waiting for the server.
     static func connect(_ configuration: PostgresConfiguration, options: Store.Options) throws -> PostgresDatabaseConnection {
-        let eventLoop = MultiThreadedEventLoopGroup.singleton.any()
-        do {
-            let connection = try PostgresConnection.connect(
-                on: eventLoop, configuration: configuration.connection, id: configuration.nextID(), logger: options.logger
-            ).wait()
-            return PostgresDatabaseConnection(connection: connection, options: options)
-        } catch {
-            throw StoreError(
-                .connectionFailed, "cannot connect to \(configuration.redactedURL): \(PostgresError(error, sql: nil))",
-                cause: PostgresError(error, sql: nil))
+        let parameters = configuration.libpqParameters
+        let handle = withCStrings(parameters.map(\.keyword)) { keywords in
+            withCStrings(parameters.map(\.value)) { values in PQconnectdbParams(keywords, values, 0) }
         }
+        guard let handle else {
+            throw StoreError(.connectionFailed, "cannot connect to \(configuration.redactedURL): out of memory")
+        }
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let error = PostgresError(result: nil, connection: handle, sql: nil)
+            PQfinish(handle)
+            throw StoreError(.connectionFailed, "cannot connect to \(configuration.redactedURL): \(error.message)", cause: error)
+        }
+        let connection = PostgresDatabaseConnection(handle: handle, options: options)
+        // The server's notices (`schema "x" already exists, skipping`) go to the log, not to standard error.
+        PQsetNoticeReceiver(handle, { context, result in
+            guard let context, let result, let text = PQresultErrorMessage(result) else { return }
+            let connection = Unmanaged<PostgresDatabaseConnection>.fromOpaque(context).takeUnretainedValue()
+            let message = String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+            connection.logger.debug("server notice", metadata: ["notice": "\(message)"])
+        }, Unmanaged.passUnretained(connection).toOpaque())
+        return connection
     }
 
     deinit { close() }
 
-    /// Closes the connection, waiting for the server to be told (postgres-nio requires a close before release).
+    /// Whether the connection is gone: closed, or lost (the server restarted, the network dropped).
+    var isClosed: Bool {
+        guard let handle else { return true }
+        return PQstatus(handle) != CONNECTION_OK
+    }
+
+    /// Closes the connection (telling the server, if it is still there).
     func close() {
-        guard !connection.isClosed else { return }
-        try? connection.close().wait()
+        guard let handle else { return }
+        self.handle = nil
+        PQfinish(handle)
     }
 
     // MARK: - Running statements
 
     /// Runs one statement with its arguments and returns its rows, converted to values.
+    ///
+    /// Arguments go in text format with no declared type: the server gives each parameter the type its place in the
+    /// statement needs (`bigint` next to a bigint column, `numeric` for a Decimal), as SQLite's affinity would.
     func run(_ sql: String, postgresSQL: String, arguments: [SQLiteValue]) throws -> [[SQLiteValue]] {
         observer?(sql)
         if logger.logLevel <= .trace { logger.trace("statement", metadata: ["sql": "\(sql)"]) }
@@ -63,37 +83,139 @@ final class PostgresDatabaseConnection: DatabaseConnection {
                 sqlState: "25P02", message: "an earlier statement of the transaction failed; nothing more runs until it is rolled back",
                 sql: postgresSQL)
         }
-        var bindings = PostgresBindings(capacity: arguments.count)
-        for argument in arguments {
-            if case .null = argument { bindings.appendNull() } else { bindings.append(BoundValue(value: argument)) }
+        guard let handle else {
+            throw PostgresError(sqlState: nil, message: "the connection is closed", sql: postgresSQL)
         }
-        do {
-            let start = ContinuousClock.now
-            let result = try connection.query(PostgresQuery(unsafeSQL: postgresSQL, binds: bindings), logger: logger).wait()
-            // The statement's time as the client sees it: the round trip and the server's work.
-            profiler?(sql, ContinuousClock.now - start)
-            return try result.rows.map { row in try row.map(Self.value(of:)) }
-        } catch {
+        let start = ContinuousClock.now
+        let texts = try arguments.map { try Self.text(of: $0, sql: postgresSQL) }
+        let result = withCStrings(texts) { values in
+            PQexecParams(handle, postgresSQL, Int32(texts.count), nil, values, nil, nil, 0)
+        }
+        defer { PQclear(result) }
+        switch result.map(PQresultStatus) {
+        case PGRES_COMMAND_OK?, PGRES_TUPLES_OK?, PGRES_EMPTY_QUERY?:
+            break
+        default:
             if isInsideTransaction { isAborted = true }
-            throw PostgresError(error, sql: postgresSQL)
+            throw PostgresError(result: result, connection: handle, sql: postgresSQL)
+        }
+        // The statement's time as the client sees it: the round trip and the server's work.
+        profiler?(sql, ContinuousClock.now - start)
+        guard let result else { return [] }
+        let rowCount = PQntuples(result)
+        let columnCount = PQnfields(result)
+        guard rowCount > 0, columnCount > 0 else { return [] }
+        let types = (0..<columnCount).map { PQftype(result, $0) }
+        var rows: [[SQLiteValue]] = []
+        rows.reserveCapacity(Int(rowCount))
+        for row in 0..<rowCount {
+            var values: [SQLiteValue] = []
+            values.reserveCapacity(Int(columnCount))
+            for column in 0..<columnCount {
+                if PQgetisnull(result, row, column) != 0 {
+                    values.append(.null)
+                    continue
+                }
+                let bytes = UnsafeRawBufferPointer(
+                    start: PQgetvalue(result, row, column), count: Int(PQgetlength(result, row, column)))
+                values.append(try Self.value(of: bytes, type: types[Int(column)], sql: postgresSQL))
+            }
+            rows.append(values)
+        }
+        return rows
+    }
+
+    /// An argument's text form, as the server reads it for any type; nil for NULL.
+    static func text(of value: SQLiteValue, sql: String?) throws -> String? {
+        switch value {
+        case .null: return nil
+        case .integer(let integer): return String(integer)
+        case .real(let real):
+            if real.isNaN { return "NaN" }
+            if real.isInfinite { return real < 0 ? "-Infinity" : "Infinity" }
+            return "\(real)"
+        case .text(let text):
+            // libpq sends text arguments as C strings; the server refuses a NUL in text anyway.
+            if text.utf8.contains(0) {
+                throw PostgresError(
+                    sqlState: "22021", message: "invalid byte sequence for encoding \"UTF8\": 0x00 (text cannot hold NUL)",
+                    sql: sql)
+            }
+            return text
+        case .blob(let data):
+            // bytea's hex input format.
+            let digits = Array("0123456789abcdef".utf8)
+            var hex: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "x")]
+            hex.reserveCapacity(2 + data.count * 2)
+            for byte in data {
+                hex.append(digits[Int(byte >> 4)])
+                hex.append(digits[Int(byte & 0xF)])
+            }
+            return String(decoding: hex, as: UTF8.self)
         }
     }
 
-    /// A result column as the storage shape of attribute values.
-    static func value(of cell: PostgresCell) throws -> SQLiteValue {
-        guard let bytes = cell.bytes else { return .null }
-        switch cell.dataType {
-        case .int8, .int4, .int2: return .integer(try cell.decode(Int64.self))
-        case .float8, .float4: return .real(try cell.decode(Double.self))
-        case .bool: return .integer(try cell.decode(Bool.self) ? 1 : 0)
-        case .bytea: return .blob(Data(bytes.readableBytesView))
-        case .numeric:
-            // Exact decimal text, as SQLite stores a Decimal.
-            return .text("\(try cell.decode(Decimal.self))")
-        default:
-            if cell.format == .text { return .text(String(buffer: bytes)) }
-            return .text(try cell.decode(String.self))
+    /// The type OIDs of the built-in types whose text a result converts (pg_type.dat).
+    private enum TypeOID {
+        static let bool: Oid = 16
+        static let bytea: Oid = 17
+        static let int8: Oid = 20
+        static let int2: Oid = 21
+        static let int4: Oid = 23
+        static let oid: Oid = 26
+        static let float4: Oid = 700
+        static let float8: Oid = 701
+        static let numeric: Oid = 1700
+    }
+
+    /// A result column's text, as the storage shape of attribute values.
+    static func value(of bytes: UnsafeRawBufferPointer, type: Oid, sql: String?) throws -> SQLiteValue {
+        let text = String(decoding: bytes, as: UTF8.self)
+        func failure() -> PostgresError {
+            PostgresError(sqlState: nil, message: "the server sent '\(text)' for a value of type \(type)", sql: sql)
         }
+        switch type {
+        case TypeOID.int8, TypeOID.int4, TypeOID.int2, TypeOID.oid:
+            guard let integer = Int64(text) else { throw failure() }
+            return .integer(integer)
+        case TypeOID.float8, TypeOID.float4:
+            // The server writes the shortest text that reads back as the same double (extra_float_digits 1, the
+            // default since PostgreSQL 12), and "NaN", "Infinity" and "-Infinity", which Double(_:) reads too.
+            guard let real = Double(text) else { throw failure() }
+            return .real(real)
+        case TypeOID.bool:
+            return .integer(text == "t" ? 1 : 0)
+        case TypeOID.bytea:
+            guard let data = Self.bytes(ofHex: bytes) else { throw failure() }
+            return .blob(data)
+        case TypeOID.numeric:
+            // Exact decimal text, as SQLite stores a Decimal.
+            guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else { throw failure() }
+            return .text("\(decimal)")
+        default:
+            return .text(text)
+        }
+    }
+
+    /// bytea's hex output format (`\x0a1b…`), the server's default.
+    private static func bytes(ofHex text: UnsafeRawBufferPointer) -> Data? {
+        guard text.count >= 2, text.count % 2 == 0, text[0] == UInt8(ascii: "\\"), text[1] == UInt8(ascii: "x") else { return nil }
+        func digit(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var data = Data(capacity: (text.count - 2) / 2)
+        var index = 2
+        while index < text.count {
+            guard let high = digit(text[index]), let low = digit(text[index + 1]) else { return nil }
+            data.append(high << 4 | low)
+            index += 2
+        }
+        return data
     }
 
     // MARK: - DatabaseConnection
@@ -230,38 +352,6 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     }
 }
 
-/// A value bound in text format with no declared type: the server gives the parameter the type its place in the
-/// statement needs (`bigint` next to a bigint column, `numeric` for a Decimal), as SQLite's affinity would.
-private struct BoundValue: PostgresDynamicTypeEncodable {
-    let value: SQLiteValue
-    var psqlType: PostgresDataType { .null }  // OID 0: unspecified
-    var psqlFormat: PostgresFormat { .text }
-
-    func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
-        switch value {
-        case .null: break
-        case .integer(let integer): buffer.writeString(String(integer))
-        case .real(let real):
-            if real.isNaN {
-                buffer.writeString("NaN")
-            } else if real.isInfinite {
-                buffer.writeString(real < 0 ? "-Infinity" : "Infinity")
-            } else {
-                buffer.writeString("\(real)")
-            }
-        case .text(let text): buffer.writeString(text)
-        case .blob(let data):
-            // bytea's hex input format.
-            buffer.writeString("\\x")
-            let digits = Array("0123456789abcdef".utf8)
-            for byte in data {
-                buffer.writeInteger(digits[Int(byte >> 4)])
-                buffer.writeInteger(digits[Int(byte & 0xF)])
-            }
-        }
-    }
-}
-
 /// A statement: its SQL with `$n` placeholders, the values bound to it, and the rows of its last run, read one
 /// `step()` at a time.
 final class PostgresStatement: DatabaseStatement {
@@ -363,5 +453,15 @@ final class PostgresStatement: DatabaseStatement {
         case .blob: 4
         case .null: 5
         }
+    }
+}
+
+/// Calls `body` with the strings as an array of C strings (NULL for nil), valid for the call.
+func withCStrings<R>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { $0.map { strdup($0) } }
+    defer { for pointer in pointers { free(pointer) } }
+    pointers.append(nil)
+    return pointers.withUnsafeBufferPointer { buffer in
+        buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) { body($0) }
     }
 }

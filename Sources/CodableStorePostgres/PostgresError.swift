@@ -1,6 +1,6 @@
+import CLibPQ
 import CodableStore
 import Foundation
-import PostgresNIO
 
 /// An error reported by the PostgreSQL server, or a failure to reach it: the server's SQLSTATE, message and detail,
 /// and the statement that failed.
@@ -33,23 +33,27 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         return text
     }
 
-    /// The error of a failed statement or connection attempt, without the values it bound (postgres-nio keeps them
-    /// out of descriptions, and so does this).
-    init(_ error: any Error, sql: String?) {
-        if let error = error as? PostgresError {
-            self = error
-        } else if let error = error as? PSQLError {
-            if let info = error.serverInfo {
-                self.init(
-                    sqlState: info[.sqlState], message: info[.message] ?? "the server reported an error",
-                    detail: info[.detail], sql: sql)
-            } else {
-                let cause = error.underlying.map { " (\($0))" } ?? ""
-                self.init(sqlState: nil, message: "\(error.code)\(cause)", sql: sql)
-            }
-        } else {
-            self.init(sqlState: nil, message: "\(error)", sql: sql)
+    /// The error a failed statement's result carries (the server's SQLSTATE, message and detail), or else the
+    /// connection's last message (the server could not be reached, or went away). The values the statement bound are
+    /// never part of it.
+    init(result: OpaquePointer?, connection: OpaquePointer?, sql: String?) {
+        func field(_ code: Character) -> String? {
+            guard let result, let value = PQresultErrorField(result, Int32(code.asciiValue!)) else { return nil }
+            return String(cString: value)
         }
+        if let message = field("M") {
+            self.init(sqlState: field("C"), message: message, detail: field("D"), sql: sql)
+        } else {
+            self.init(sqlState: nil, message: Self.connectionMessage(connection), sql: sql)
+        }
+    }
+
+    /// libpq's last message for `connection`, on one line (it ends its messages with a line feed).
+    static func connectionMessage(_ connection: OpaquePointer?) -> String {
+        guard let connection, let text = PQerrorMessage(connection) else { return "out of memory" }
+        let lines = String(cString: text).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return lines.isEmpty ? "the connection failed" : lines.joined(separator: "; ")
     }
 
     static let uniqueViolation = "23505"

@@ -1,7 +1,7 @@
+import CLibPQ
 import CodableStore
 import Foundation
 import Logging
-import PostgresNIO
 import Synchronization
 
 /// Where a PostgreSQL store lives: a server, a database, a user, and the schema that holds the store's tables.
@@ -13,13 +13,23 @@ import Synchronization
 ///
 /// URL forms: `postgres://user[:password]@host[:port]/database`, and for a Unix socket
 /// `postgres://user@/database?host=/var/run/postgresql` (the folder of the socket; the port picks its file name).
-/// `?schema=NAME` keeps the store's tables in that schema (created if needed) instead of the user's default (`public`);
-/// `?sslmode=disable` is the default; TLS is not offered yet.
+/// `?schema=NAME` keeps the store's tables in that schema (created if needed) instead of the user's default (`public`).
+/// Every other query item is a libpq connection parameter, passed on as it is: `sslmode` (`prefer` by default: TLS
+/// when the server offers it; `require`, `verify-full` with `sslrootcert=/path/to/ca.pem`), `connect_timeout`,
+/// `application_name`… An unknown one fails the connection, naming it. What the URL leaves out, libpq takes from its
+/// environment variables (`PGPASSWORD`, `PGSSLMODE`…) and files (`~/.pgpass`), as `psql` does.
 public struct PostgresConfiguration: Sendable {
-    /// What postgres-nio connects with.
-    public var connection: PostgresConnection.Configuration
+    /// The host name or address; for a Unix socket, the folder that holds it (starting with `/`).
+    public var host: String
+    public var port: Int
+    public var user: String
+    public var password: String?
+    /// The database; nil for libpq's default (the user's name).
+    public var database: String?
     /// The schema of the store's tables; nil for the connection's default search path.
     public var schema: String?
+    /// Further libpq connection parameters (`sslmode`, `connect_timeout`…), by keyword.
+    public var parameters: [String: String]
     /// The URL without its password, for messages.
     public let redactedURL: String
 
@@ -32,37 +42,43 @@ public struct PostgresConfiguration: Sendable {
             throw StoreError(.connectionFailed, "'\(url)' is not a postgres:// URL")
         }
         // URLComponents decodes the user and the password already.
-        let user = components.user ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres"
-        let password = components.password
+        user = components.user ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres"
+        password = components.password
         let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
-        let database = path.isEmpty ? nil : path
-        let query = Dictionary(
+        database = path.isEmpty ? nil : path
+        var query = Dictionary(
             (components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { _, last in last })
-        if let mode = query["sslmode"], mode != "disable", mode != "prefer", mode != "allow" {
-            throw StoreError(.connectionFailed, "sslmode=\(mode) is not supported yet (TLS is not offered); use sslmode=disable")
-        }
-        let port = components.port ?? 5432
-        if let socketFolder = query["host"], socketFolder.hasPrefix("/") {
-            connection = PostgresConnection.Configuration(
-                unixSocketPath: "\(socketFolder)/.s.PGSQL.\(port)", username: user, password: password, database: database)
+        port = components.port ?? 5432
+        if let socketFolder = query.removeValue(forKey: "host"), socketFolder.hasPrefix("/") {
+            host = socketFolder
         } else {
             guard let host = components.host, !host.isEmpty else {
                 throw StoreError(.connectionFailed, "'\(url)' names no host (use ?host=/folder for a Unix socket)")
             }
-            connection = PostgresConnection.Configuration(
-                host: host, port: port, username: user, password: password, database: database, tls: .disable)
+            self.host = host
         }
-        schema = query["schema"].flatMap { $0.isEmpty ? nil : $0 }
+        schema = query.removeValue(forKey: "schema").flatMap { $0.isEmpty ? nil : $0 }
+        parameters = query
         var redacted = components
         if redacted.password != nil { redacted.password = "***" }
         redactedURL = redacted.string ?? "postgres://"
     }
 
-    /// A fresh connection id, for postgres-nio's logs.
-    func nextID() -> Int { connectionIDs.add(1, ordering: .relaxed).newValue }
+    /// The keywords and values libpq connects with (`PQconnectdbParams`).
+    var libpqParameters: [(keyword: String, value: String?)] {
+        var list: [(keyword: String, value: String?)] = [
+            ("host", host), ("port", String(port)), ("user", user), ("password", password), ("dbname", database),
+            // Without a name, the server's activity view shows nothing; a URL's own wins.
+            ("application_name", "codablestore"),
+        ]
+        for (keyword, value) in parameters.sorted(by: { $0.key < $1.key }) {
+            list.removeAll { $0.keyword == keyword }
+            list.append((keyword, value))
+        }
+        // libpq ends the list at the first NULL value: parameters left out are left out.
+        return list.filter { $0.value != nil }
+    }
 }
-
-private let connectionIDs = Atomic<Int>(0)
 
 extension Store {
     /// Opens (creating if needed) a store in a PostgreSQL database: the same models, contexts, decoder and importer
@@ -115,7 +131,7 @@ final class PostgresBackend: StoreBackend {
     private let channel: String
     private let token = UUID().uuidString
     /// The connection that listens for other processes' announcements, from the first observation on.
-    private let listener = Mutex<(Box, PostgresListenContext)?>(nil)
+    private let listener = Mutex<PostgresListener?>(nil)
 
     /// A connection passed between threads; used by one at a time (under the writer's lock, or taken out of the pool).
     final class Box: @unchecked Sendable {
@@ -165,7 +181,7 @@ final class PostgresBackend: StoreBackend {
 
     func withWriter<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
         try writer.withLock { box in
-            if box.connection.connection.isClosed {
+            if box.connection.isClosed {
                 // The server restarted or the network dropped: the next write gets a new connection.
                 let connection = try Self.connect(configuration, options: options)
                 connection.announcement = (channel, token)
@@ -179,7 +195,7 @@ final class PostgresBackend: StoreBackend {
         let box = try readers.withLock { $0.popLast() } ?? Box(Self.connect(configuration, options: options))
         defer {
             readers.withLock { pool in
-                if pool.count < options.maximumReaderCount, !box.connection.connection.isClosed { pool.append(box) }
+                if pool.count < options.maximumReaderCount, !box.connection.isClosed { pool.append(box) }
             }
         }
         return try body(box.connection)
@@ -190,19 +206,17 @@ final class PostgresBackend: StoreBackend {
             guard current == nil else { return }
             let token = token
             do {
-                // A connection of its own, whose notifications postgres-nio hands over on its event loop: nothing here
-                // waits for a task of Swift's cooperative pool.
-                let box = Box(try Self.connect(configuration, options: options))
-                let context = box.connection.connection.addListener(channel: channel) { _, notification in
-                    let parts = notification.payload.split(separator: " ", maxSplits: 1)
+                let connection = try Self.connect(configuration, options: options)
+                // Listening before the observation's first read: no commit falls between the two.
+                try connection.execute(sql: "LISTEN \(quoteIdentifier(channel))")
+                current = PostgresListener(connection, logger: options.logger) { payload in
+                    let parts = payload.split(separator: " ", maxSplits: 1)
                     guard parts.count == 2, parts[0] != token else { return }
                     let names = parts[1].split(separator: ",").map(String.init)
-                    // Observers read the store synchronously: on a thread of their own, off the event loop.
+                    // Observers read the store synchronously: on a thread of their own (one that closed the store
+                    // from the listener's would wait for the listener to end).
                     DispatchQueue.global().async { handler(names) }
                 }
-                // Listening before the observation's first read: no commit falls between the two.
-                try box.connection.execute(sql: "LISTEN \(quoteIdentifier(channel))")
-                current = (box, context)
             } catch {
                 options.logger.error(
                     "observations will not hear of other processes' changes: listening failed", metadata: ["error": "\(error)"])
@@ -212,11 +226,58 @@ final class PostgresBackend: StoreBackend {
 
     func close() {
         listener.withLock { current in
-            current?.1.stop()
-            current?.0.connection.close()
+            current?.stop()
             current = nil
         }
         for box in readers.withLock({ pool in defer { pool.removeAll() }; return pool }) { box.connection.close() }
         writer.withLock { $0.connection.close() }
+    }
+}
+
+/// The connection that waits for other processes' announcements (`NOTIFY`) on a thread of its own, and hands each
+/// payload to its handler there: nothing waits on Swift's cooperative pool.
+final class PostgresListener: @unchecked Sendable {
+    // @unchecked: the connection is used by the listening thread alone, until `stop()` has waited for it to end.
+    private let connection: PostgresDatabaseConnection
+    private let stopped = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(_ connection: PostgresDatabaseConnection, logger: Logger, handler: @escaping @Sendable (String) -> Void) {
+        self.connection = connection
+        let thread = Thread { [self] in
+            listen(logger: logger, handler: handler)
+            finished.signal()
+        }
+        thread.name = "CodableStore PostgreSQL listener"
+        thread.start()
+    }
+
+    /// Waits for the socket (a quarter of a second at most, to see `stop()`), then hands over what arrived.
+    private func listen(logger: Logger, handler: @Sendable (String) -> Void) {
+        guard let handle = connection.handle else { return }
+        while !stopped.load(ordering: .acquiring) {
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, 250)
+            if ready < 0, errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            guard PQconsumeInput(handle) != 0 else {
+                logger.error(
+                    "observations no longer hear of other processes' changes: the listening connection failed",
+                    metadata: ["error": "\(PostgresError.connectionMessage(handle))"])
+                return
+            }
+            while let notification = PQnotifies(handle) {
+                let payload = notification.pointee.extra.map { String(cString: $0) } ?? ""
+                PQfreemem(notification)
+                handler(payload)
+            }
+        }
+    }
+
+    /// Stops listening and closes the connection.
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        finished.wait()
+        connection.close()
     }
 }
