@@ -56,9 +56,17 @@ final class PostgresDatabaseConnection: DatabaseConnection {
 
     deinit { close() }
 
-    /// Whether the connection is gone: closed, or lost (the server restarted, the network dropped).
+    /// Whether the connection is gone: closed, or lost (the server restarted, or ended this session, or the network
+    /// dropped). libpq learns of a loss when it reads: an idle connection whose socket has something to read (the
+    /// server's last message and the end of the stream, when it went away) reads it here, without waiting.
     var isClosed: Bool {
         guard let handle else { return true }
+        if PQstatus(handle) == CONNECTION_OK, !isInsideTransaction {
+            // The server's last message may come in one read and the end of the stream in the next.
+            var reads = 0
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+            while reads < 4, poll(&descriptor, 1, 0) > 0, PQconsumeInput(handle) != 0 { reads += 1 }
+        }
         return PQstatus(handle) != CONNECTION_OK
     }
 

@@ -192,7 +192,14 @@ final class PostgresBackend: StoreBackend {
     }
 
     func withReader<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
-        let box = try readers.withLock { $0.popLast() } ?? Box(Self.connect(configuration, options: options))
+        // A pooled connection the server ended while it waited is dropped (closed as it is released).
+        let pooled = readers.withLock { pool -> Box? in
+            while let box = pool.popLast() {
+                if !box.connection.isClosed { return box }
+            }
+            return nil
+        }
+        let box = try pooled ?? Box(Self.connect(configuration, options: options))
         defer {
             readers.withLock { pool in
                 if pool.count < options.maximumReaderCount, !box.connection.isClosed { pool.append(box) }

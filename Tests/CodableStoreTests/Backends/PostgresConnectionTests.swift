@@ -138,6 +138,30 @@ struct PostgresConnectionTests {
         #expect(!error.message.contains("\n"))
     }
 
+    @Test func aStoreWhoseConnectionsTheServerEndedConnectsAgain() throws {
+        let url = try #require(Backend.postgresURL)
+        let name = "reconnect-\(UInt32.random(in: 0 ... .max))"
+        let store = try Store.open(
+            postgres: url + "?schema=\(name.replacing("-", with: "_"))&application_name=\(name)", entities: [Device.self])
+        try store.write { context in try context.insert(Device(id: 1)) }
+        #expect(try store.read { context in try context.count(Device.self) } == 1)
+        // Another session ends the store's (as an administrator, a failover or a restart would).
+        let admin = try connect()
+        let sessions = "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1"
+        #expect(try admin.run("count", postgresSQL: sessions, arguments: [.text(name)]) != [[.integer(0)]])
+        _ = try admin.run(
+            "terminate", postgresSQL: "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            arguments: [.text(name)])
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try admin.run("count", postgresSQL: sessions, arguments: [.text(name)]) != [[.integer(0)]], ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        // The next write and read notice it before they begin, and connect again.
+        try store.write { context in try context.insert(Device(id: 2)) }
+        #expect(try store.read { context in try context.count(Device.self) } == 2)
+        #expect(try admin.run("count", postgresSQL: sessions, arguments: [.text(name)]) != [[.integer(0)]])
+    }
+
     @Test func aSocketFolderIsTheHost() throws {
         let configuration = try PostgresConfiguration(url: "postgres://app@/issues?host=/run/postgresql&schema=s&sslmode=disable")
         #expect(configuration.host == "/run/postgresql")
