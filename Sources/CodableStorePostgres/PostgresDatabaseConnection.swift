@@ -349,7 +349,9 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     func hasTriggers() throws -> Bool {
         try scalar(
             sql: "SELECT 1 FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-                + "WHERE NOT t.tgisinternal AND c.relnamespace = current_schema()::regnamespace LIMIT 1") != nil
+                // Not `current_schema()::regnamespace`: that reads the name as SQL, folding a mixed-case one to lower case.
+                + "WHERE NOT t.tgisinternal AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
+                + "LIMIT 1") != nil
     }
 
     func rollbackIgnoringErrors() {

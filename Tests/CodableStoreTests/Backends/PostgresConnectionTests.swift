@@ -162,6 +162,22 @@ struct PostgresConnectionTests {
         #expect(try admin.run("count", postgresSQL: sessions, arguments: [.text(name)]) != [[.integer(0)]])
     }
 
+    @Test func aMixedCaseSchemaIsUsedAsNamed() throws {
+        let url = try #require(Backend.postgresURL)
+        let schema = "GitHub_\(UInt32.random(in: 0 ... .max))"
+        let store = try Store.open(postgres: url + "?schema=" + schema, entities: [Device.self])
+        let dump = FileManager.default.temporaryDirectory.appendingPathComponent("\(schema).json").path
+        try Data(#"[{"id": 1, "name": "one"}, {"id": 2}]"#.utf8).write(to: URL(fileURLWithPath: dump))
+        defer { try? FileManager.default.removeItem(atPath: dump) }
+        // The import asks whether the schema's tables have triggers: by the schema's name as it is.
+        let report = try store.importJSON(Device.self, from: .file(dump), options: ImportOptions(decoder: StoreDecoder()))
+        #expect(report.recordsImported == 2)
+        let admin = try connect()
+        let quoted = "\"" + schema + "\""
+        #expect(try admin.run("count", postgresSQL: "SELECT count(*) FROM \(quoted).\"Device\"", arguments: []) == [[.integer(2)]])
+        #expect(try admin.run("lower", postgresSQL: "SELECT count(*) FROM pg_namespace WHERE nspname = lower($1)", arguments: [.text(schema)]) == [[.integer(0)]])
+    }
+
     @Test func aSocketFolderIsTheHost() throws {
         let configuration = try PostgresConfiguration(url: "postgres://app@/issues?host=/run/postgresql&schema=s&sslmode=disable")
         #expect(configuration.host == "/run/postgresql")
