@@ -20,6 +20,9 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     var announcement: (channel: String, token: String)?
     /// Set when a statement failed inside the transaction: PostgreSQL then refuses everything until a rollback.
     private var isAborted = false
+    /// Set when the server said, between statements, that it ends the session (`FATAL`: an administrator ended it, the
+    /// server is shutting down): the end of the stream may not have arrived yet.
+    private var serverEndedSession = false
 
     private init(handle: OpaquePointer, options: Store.Options) {
         self.handle = handle
@@ -49,6 +52,12 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             guard let context, let result, let text = PQresultErrorMessage(result) else { return }
             let connection = Unmanaged<PostgresDatabaseConnection>.fromOpaque(context).takeUnretainedValue()
             let message = String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+            // An error between statements comes this way too: the server's last word before it ends the session.
+            if let severity = PQresultErrorField(result, Int32(UInt8(ascii: "V"))),
+                ["FATAL", "PANIC"].contains(String(cString: severity))
+            {
+                connection.serverEndedSession = true
+            }
             connection.logger.debug("server notice", metadata: ["notice": "\(message)"])
         }, Unmanaged.passUnretained(connection).toOpaque())
         return connection
@@ -62,12 +71,14 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     var isClosed: Bool {
         guard let handle else { return true }
         if PQstatus(handle) == CONNECTION_OK, !isInsideTransaction {
-            // The server's last message may come in one read and the end of the stream in the next.
+            // The server's last message may come in one read and the end of the stream in the next (or a moment later,
+            // as the server's process exits): the message, parsed (PQisBusy), says so already.
             var reads = 0
             var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
             while reads < 4, poll(&descriptor, 1, 0) > 0, PQconsumeInput(handle) != 0 { reads += 1 }
+            if reads > 0 { _ = PQisBusy(handle) }
         }
-        return PQstatus(handle) != CONNECTION_OK
+        return serverEndedSession || PQstatus(handle) != CONNECTION_OK
     }
 
     /// Closes the connection (telling the server, if it is still there).

@@ -15,8 +15,8 @@ import Synchronization
 /// `postgres://user@/database?host=/var/run/postgresql` (the folder of the socket; the port picks its file name).
 /// `?schema=NAME` keeps the store's tables in that schema (created if needed) instead of the user's default (`public`).
 /// Every other query item is a libpq connection parameter, passed on as it is: `sslmode` (`prefer` by default: TLS
-/// when the server offers it; `require`, `verify-full` with `sslrootcert=/path/to/ca.pem`), `connect_timeout`,
-/// `application_name`… An unknown one fails the connection, naming it. What the URL leaves out, libpq takes from its
+/// when the server offers it; `require`, `verify-full` with `sslrootcert=/path/to/ca.pem`), `connect_timeout` (10
+/// seconds by default), `application_name`… An unknown one fails the connection, naming it. What the URL leaves out, libpq takes from its
 /// environment variables (`PGPASSWORD`, `PGSSLMODE`…) and files (`~/.pgpass`), as `psql` does.
 public struct PostgresConfiguration: Sendable {
     /// The host name or address; for a Unix socket, the folder that holds it (starting with `/`).
@@ -70,6 +70,9 @@ public struct PostgresConfiguration: Sendable {
             ("host", host), ("port", String(port)), ("user", user), ("password", password), ("dbname", database),
             // Without a name, the server's activity view shows nothing; a URL's own wins.
             ("application_name", "codablestore"),
+            // libpq waits as long as the system does for a host that does not answer (minutes): ten seconds, as
+            // postgres-nio did, unless the URL says otherwise.
+            ("connect_timeout", "10"),
         ]
         for (keyword, value) in parameters.sorted(by: { $0.key < $1.key }) {
             list.removeAll { $0.keyword == keyword }

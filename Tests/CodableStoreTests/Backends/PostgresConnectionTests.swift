@@ -186,5 +186,9 @@ struct PostgresConnectionTests {
         let keywords = configuration.libpqParameters.map(\.keyword)
         #expect(keywords.contains("host") && keywords.contains("sslmode") && !keywords.contains("schema"))
         #expect(!keywords.contains("password"))
+        // A host that does not answer fails after ten seconds, not the system's minutes, unless the URL says otherwise.
+        #expect(configuration.libpqParameters.filter { $0.keyword == "connect_timeout" }.map(\.value) == ["10"])
+        let patient = try PostgresConfiguration(url: "postgres://app@db/issues?connect_timeout=60")
+        #expect(patient.libpqParameters.filter { $0.keyword == "connect_timeout" }.map(\.value) == ["60"])
     }
 }
