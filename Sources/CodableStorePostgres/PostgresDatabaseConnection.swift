@@ -74,11 +74,21 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             // The server's last message may come in one read and the end of the stream in the next (or a moment later,
             // as the server's process exits): the message, parsed (PQisBusy), says so already.
             var reads = 0
-            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-            while reads < 4, poll(&descriptor, 1, 0) > 0, PQconsumeInput(handle) != 0 { reads += 1 }
+            while reads < 4, readInput(waitingMilliseconds: 0) == .read { reads += 1 }
             if reads > 0 { _ = PQisBusy(handle) }
         }
         return serverEndedSession || PQstatus(handle) != CONNECTION_OK
+    }
+
+    enum InputState { case nothing, read, failed }
+
+    /// Reads what the socket holds into libpq's buffer, waiting up to `milliseconds` for something to arrive, without
+    /// running a statement (for notifications, or to see that the server went away).
+    func readInput(waitingMilliseconds milliseconds: Int32) -> InputState {
+        guard let handle else { return .failed }
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, milliseconds) > 0 else { return .nothing }  // EINTR too: the caller asks again
+        return PQconsumeInput(handle) != 0 ? .read : .failed
     }
 
     /// Closes the connection (telling the server, if it is still there).
@@ -163,7 +173,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             return text
         case .blob(let data):
             // bytea's hex input format.
-            let digits = Array("0123456789abcdef".utf8)
+            let digits = hexDigits
             var hex: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "x")]
             hex.reserveCapacity(2 + data.count * 2)
             for byte in data {
@@ -173,6 +183,10 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             return String(decoding: hex, as: UTF8.self)
         }
     }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+    /// The server writes numbers with a `.`, whatever the process's locale.
+    private static let posixLocale = Locale(identifier: "en_US_POSIX")
 
     /// The type OIDs of the built-in types whose text a result converts (pg_type.dat).
     private enum TypeOID {
@@ -189,10 +203,16 @@ final class PostgresDatabaseConnection: DatabaseConnection {
 
     /// A result column's text, as the storage shape of attribute values.
     static func value(of bytes: UnsafeRawBufferPointer, type: Oid, sql: String?) throws -> SQLiteValue {
-        let text = String(decoding: bytes, as: UTF8.self)
         func failure() -> PostgresError {
-            PostgresError(sqlState: nil, message: "the server sent '\(text)' for a value of type \(type)", sql: sql)
+            PostgresError(
+                sqlState: nil, message: "the server sent '\(String(decoding: bytes.prefix(64), as: UTF8.self))' for a value of type \(type)",
+                sql: sql)
         }
+        if type == TypeOID.bytea {
+            guard let data = Self.bytes(ofHex: bytes) else { throw failure() }
+            return .blob(data)
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
         switch type {
         case TypeOID.int8, TypeOID.int4, TypeOID.int2, TypeOID.oid:
             guard let integer = Int64(text) else { throw failure() }
@@ -204,12 +224,9 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             return .real(real)
         case TypeOID.bool:
             return .integer(text == "t" ? 1 : 0)
-        case TypeOID.bytea:
-            guard let data = Self.bytes(ofHex: bytes) else { throw failure() }
-            return .blob(data)
         case TypeOID.numeric:
             // Exact decimal text, as SQLite stores a Decimal.
-            guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else { throw failure() }
+            guard let decimal = Decimal(string: text, locale: posixLocale) else { throw failure() }
             return .text("\(decimal)")
         default:
             return .text(text)

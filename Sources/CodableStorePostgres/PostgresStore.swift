@@ -266,11 +266,10 @@ final class PostgresListener: @unchecked Sendable {
     private func listen(logger: Logger, handler: @Sendable (String) -> Void) {
         guard let handle = connection.handle else { return }
         while !stopped.load(ordering: .acquiring) {
-            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, 250)
-            if ready < 0, errno == EINTR { continue }
-            guard ready > 0 else { continue }
-            guard PQconsumeInput(handle) != 0 else {
+            switch connection.readInput(waitingMilliseconds: 250) {
+            case .nothing: continue
+            case .read: break
+            case .failed:
                 logger.error(
                     "observations no longer hear of other processes' changes: the listening connection failed",
                     metadata: ["error": "\(PostgresError.connectionMessage(handle))"])
