@@ -9,6 +9,12 @@
 --window keeps the samples whose stack contains a frame with that text (demangled); shares are of those
 samples. --children lists, for the outermost frame matching --window, the function it calls directly.
 Symbols are demangled with `swift demangle`.
+
+An import runs on three threads (see Importer): to see one of them, record its thread ids too and pick one:
+
+    perf script -i /tmp/perf.data -F tid,ip,sym > /tmp/stacks.txt
+    Scripts/perf_summary.py /tmp/stacks.txt --threads                 # samples per thread id
+    Scripts/perf_summary.py /tmp/stacks.txt --thread 9724             # the calling (decoding) thread: the process id
 """
 import argparse, collections, subprocess
 
@@ -17,18 +23,33 @@ parser.add_argument("stacks")
 parser.add_argument("--window", default="")
 parser.add_argument("--children", action="store_true")
 parser.add_argument("--top", type=int, default=40)
+parser.add_argument("--thread", type=int, help="only the samples of this thread id (needs `-F tid,ip,sym`)")
+parser.add_argument("--threads", action="store_true", help="count the samples of each thread id, and stop")
 args = parser.parse_args()
 
-samples, current = [], []
-for line in open(args.stacks):
-    line = line.strip()
-    if not line:
-        if current: samples.append(current)
-        current = []
+# A sample is its frames, innermost first, after a line of its own with the thread id when the script printed it.
+samples, current, thread, threads = [], [], None, collections.Counter()
+def finish():
+    global current
+    if current:
+        threads[thread] += 1
+        if args.thread is None or thread == args.thread: samples.append(current)
+    current = []
+for line in open(args.stacks, errors="replace"):
+    if not line.strip():
+        finish()
         continue
-    parts = line.split(None, 1)
+    if not line.startswith("\t"):  # frames start with a tab; the line before them names the thread
+        finish()
+        first = line.split()[0]
+        thread = int(first) if first.isdigit() else None
+        continue
+    parts = line.strip().split(None, 1)
     current.append((parts[1] if len(parts) > 1 else parts[0]).rsplit(" (", 1)[0])
-if current: samples.append(current)
+finish()
+if args.threads:
+    for tid, count in threads.most_common(): print(f"{count:8d} samples  thread {tid}")
+    raise SystemExit
 
 symbols = sorted({frame for sample in samples for frame in sample})
 demangled = subprocess.run(["swift", "demangle", "--simplified", "--compact"], input="\n".join(symbols),
