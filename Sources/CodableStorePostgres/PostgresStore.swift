@@ -16,8 +16,8 @@ import Synchronization
 /// `?schema=NAME` keeps the store's tables in that schema (created if needed) instead of the user's default (`public`).
 /// Every other query item is a libpq connection parameter, passed on as it is: `sslmode` (`prefer` by default: TLS
 /// when the server offers it; `require`, `verify-full` with `sslrootcert=/path/to/ca.pem`), `connect_timeout` (10
-/// seconds by default), `application_name`… An unknown one fails the connection, naming it. What the URL leaves out, libpq takes from its
-/// environment variables (`PGPASSWORD`, `PGSSLMODE`…) and files (`~/.pgpass`), as `psql` does.
+/// seconds by default), `application_name`… An unknown one fails the connection, naming it. What the URL leaves out,
+/// libpq takes from its environment variables (`PGPASSWORD`, `PGSSLMODE`…) and files (`~/.pgpass`), as `psql` does.
 public struct PostgresConfiguration: Sendable {
     /// The host name or address; for a Unix socket, the folder that holds it (starting with `/`).
     public var host: String
