@@ -770,23 +770,21 @@ extension IdentityReading {
         case .null: return
         default:
             // A bare identity as an element of the array itself (`[1, {"id": 2}, 3]`).
-            if depth == 0, !mapping.description.identity.isEmpty, let key = try referenceToCollect(mapping, node) {
+            if depth == 0, mapping.hasIdentity, let key = try referenceToCollect(mapping, node) {
                 keys.add(key, entity: mapping.index, node: node)
             }
             return
         }
-        let description = mapping.description
-        if !description.identity.isEmpty, let key = try identityToCollect(mapping, node) {
+        // Plain values of the mapping only (not its description): see EntitySchema.relationshipFields.
+        if mapping.hasIdentity, let key = try identityToCollect(mapping, node) {
             keys.add(key, entity: mapping.index, node: node)
         }
         guard mapping.hasRelationships else { return }
         var hint = JSONTape.LookupHint()
-        for relationshipDescription in description.relationships {
-            guard let valueNode = try fieldToCollect(node, mapping, relationshipDescription.index, hint: &hint),
-                let relationship = mapping.relationships[relationshipDescription.index]
-            else { continue }
+        for relationship in mapping.relationshipFields {
+            guard let valueNode = try fieldToCollect(node, mapping, relationship.index, hint: &hint) else { continue }
             let destination = model.mappings[relationship.destination]
-            if !relationshipDescription.isToMany {
+            if !relationship.isToMany {
                 try collectDestination(destination, valueNode, depth: depth, into: &keys)
             } else if tape.kind(of: valueNode) == .array {
                 for value in tape.elements(of: valueNode) {
@@ -806,7 +804,7 @@ extension IdentityReading {
         case .object:
             try collectKeys(destination, value, depth: depth + 1, into: &keys)
         default:
-            if !destination.description.identity.isEmpty, let key = try referenceToCollect(destination, value) {
+            if destination.hasIdentity, let key = try referenceToCollect(destination, value) {
                 keys.add(key, entity: destination.index, node: value)
             }
         }

@@ -206,10 +206,18 @@ struct BatchLookup {
                     }
                 }
             }
-            self.mapping = mapping
+            // A schema of its own, equal to the context's: the reader thread collects a few identities per record
+            // while the decoding thread decodes, and an object both threads retain and release (an entity's schema,
+            // its relationships) would move its cache line from core to core at every count.
+            let own = (try? Schema(entities: model.mappings.map { $0.description.type }))
+                .flatMap { $0.mappings.map(\.name) == model.mappings.map(\.name) ? $0 : nil }
+            self.mapping = own?.mappings[mapping.index] ?? mapping
             self.digester = digester
-            session = DecodingSession(model: model, options: options)
+            session = DecodingSession(model: own ?? model, options: options)
         }
+
+        /// The schema the collection reads: its own copy of the importer's.
+        var model: Schema { session.model }
 
         func identities(of records: [JSONRecord]) -> Keys {
             var keys = StoreDecoderImpl.CollectedKeys(entities: session.model.mappings.count, keepingNodes: true)

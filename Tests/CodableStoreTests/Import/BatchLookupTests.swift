@@ -75,6 +75,30 @@ import Testing
         #expect(collected.distinct[issues] == collected.all[issues].filter { seen.insert($0).inserted })
     }
 
+    /// The reader thread collects through a schema of its own (two threads retaining and releasing the same schema
+    /// objects for every record made the import slower), with the same entity indexes as the importer's, whatever
+    /// order the entities were given in.
+    @Test func theReaderCollectsThroughASchemaOfItsOwn() throws {
+        var generator = IssueDumpGenerator(seed: 12, duplicateFraction: 0.2)
+        var bytes: [UInt8] = []
+        generator.writeArray(count: 50) { bytes += $0 }
+        let records = try Self.records(String(decoding: bytes, as: UTF8.self))
+        let options = issueDecoder().options
+        for entities in [issueEntities, issueEntities.reversed(), [Topic.self, GitIssue.self]] {
+            let model = try Schema(entities: entities)
+            let mapping = try model.mapping(for: GitIssue.self)
+            let collector = try #require(BatchLookup.Collector(mapping, model: model, options: options))
+            #expect(collector.model !== model)
+            #expect(collector.model.mappings.map(\.name) == model.mappings.map(\.name))
+            let session = DecodingSession(model: model, options: options)
+            let items = records.map { StoreDecoderImpl.item(for: $0, session, locating: false) }
+            let expected = StoreDecoderImpl.collectKeys(mapping, items, model: model)
+            let collected = collector.identities(of: records)
+            #expect(collected.all == expected.all)
+            #expect(collected.all[mapping.index].count == 50)
+        }
+    }
+
     /// What the reader collects from the tape alone, and what it leaves to a decoder (a missing or `null` identity, a
     /// value to convert or out of range, a composite reference, another key strategy), in one batch: the keys, their
     /// nodes and each record's end are the decoder's, records after one left to a decoder included.
