@@ -335,7 +335,7 @@ final class EntitySchema: Sendable {
     }
     /// The relationships in field order, as plain values. The importer's reader thread reads these (through a
     /// ``Schema`` of its own) rather than the descriptions: an object reference-counted by two threads at once
-    /// moves its cache line between cores at every retain, which cost the import more than a tenth of its CPU time.
+    /// moves its cache line between cores at every retain (measured at 1M records: 2.5-7% of the import's CPU).
     let relationshipFields: [RelationshipField]
     /// Rows per multi-row INSERT.
     static let insertBatchRows = 32
