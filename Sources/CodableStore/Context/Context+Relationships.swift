@@ -320,9 +320,17 @@ extension Context {
     private func withMembershipConnection(
         _ relationship: ResolvedRelationship, owners: some Sequence<any EntityObject>, _ body: (any DatabaseConnection) throws -> Void
     ) throws {
-        let joinRows: Bool
-        if case .joinTable = relationship.storage { joinRows = true } else { joinRows = false }
-        if let deferredWriter, !joinRows || owners.contains(where: { deferredWriter.mayHaveUnwrittenLinks($0.entityState) }) {
+        guard let deferredWriter else { return try withSharedConnection(body) }
+        guard case .joinTable(let table, let ownerIsSource) = relationship.storage else { return try body(connection) }
+        // Links a save in the middle of this batch handed over (a hook's load saves first) may not be written yet.
+        var handedOver = false
+        if !linksHandedToWriter.isEmpty {
+            let rowIDs = Set(owners.map(\.entityState.rowID))
+            handedOver = linksHandedToWriter.contains { changes in
+                changes.contains { $0.table == table && rowIDs.contains(ownerIsSource ? $0.source : $0.target) }
+            }
+        }
+        if handedOver || owners.contains(where: { deferredWriter.mayHaveUnwrittenLinks($0.entityState) }) {
             try body(connection)
         } else {
             try withSharedConnection(body)

@@ -122,6 +122,7 @@ extension Context {
         updatedObjects.removeAll(keepingCapacity: true)
         deletedObjects.removeAll()
         discardedInsertions.removeAll()
+        if deferredWriter != nil, !linkChanges.isEmpty { linksHandedToWriter.append(linkChanges) }
         linkChanges.removeAll()
         hasUnwrittenIdentityChanges = false
     }

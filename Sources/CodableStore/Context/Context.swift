@@ -81,6 +81,11 @@ public final class Context {
     @exclusivity(unchecked) private var lastInsertedType: ObjectIdentifier?
     @exclusivity(unchecked) private var lastInsertedEntity = -1
     @exclusivity(unchecked) var linkChanges: [LinkChange] = []
+    /// While an import's writer thread runs: the link changes of the saves handed to it since the last eviction,
+    /// which it may not have written yet. A membership load of an object they concern waits for the writer (see
+    /// `withMembershipConnection`): objects first used in the current batch have no other unwritten links (those
+    /// of earlier batches are written before the objects they concern are evicted).
+    var linksHandedToWriter: [[LinkChange]] = []
     /// Owners whose ordered join-table list is back at its stored members: their link changes are not written
     /// (filled while a save plans its updates, used when it plans its links).
     var unchangedLinkOwners: Set<UnchangedLinkOwner> = []
@@ -268,6 +273,8 @@ public final class Context {
     /// ``evictObjects(keeping:)`` does, and no other object is looked at. Identity lookups of evicted objects, and of
     /// keys marked missing since the last eviction, go to the store again.
     func evict(_ evicted: [any EntityObject], keeping kept: [any EntityObject]) {
+        // Objects used since the last eviction are kept, and the writer tells of those (DeferredWriter.mayHaveUnwrittenLinks).
+        linksHandedToWriter.removeAll()
         var rebuilds: [Int] = []
         // The entities with an object gone: only relationships to them can reach one (an object evicted before
         // was unloaded then from every relationship of the objects kept, and retained objects reach nothing).
@@ -335,6 +342,7 @@ public final class Context {
             if let mapping = try? model.mapping(of: object) { detach(object, mapping) }
         }
         detachedObjects = []
+        linksHandedToWriter.removeAll()
         registries = Array(repeating: [:], count: model.mappings.count)
         identityIndexes = Array(repeating: nil, count: model.mappings.count)
         materializedCounts = Array(repeating: 0, count: model.mappings.count)
