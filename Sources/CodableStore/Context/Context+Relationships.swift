@@ -314,9 +314,9 @@ extension Context {
 extension Context {
     /// Runs a membership load of `owners`. While a writer thread runs, a plan it has not written yet may change
     /// the join rows of an object the context kept across its last eviction (see
-    /// ``DeferredWriter/mayHaveUnwrittenLinks(_:)``), so those loads wait for the writer. So do loads of
-    /// memberships stored as the members' foreign keys: a member moved from an owner the context does not hold
-    /// changes that owner's memberships.
+    /// ``DeferredWriter/mayHaveUnwrittenLinks(_:)``), or one a save of the current batch handed over
+    /// (``linksHandedToWriter``), so those loads wait for the writer. So do loads of memberships stored as the
+    /// members' foreign keys: a member moved from an owner the context does not hold changes that owner's memberships.
     private func withMembershipConnection(
         _ relationship: ResolvedRelationship, owners: some Sequence<any EntityObject>, _ body: (any DatabaseConnection) throws -> Void
     ) throws {
