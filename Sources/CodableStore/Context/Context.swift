@@ -273,7 +273,8 @@ public final class Context {
     /// ``evictObjects(keeping:)`` does, and no other object is looked at. Identity lookups of evicted objects, and of
     /// keys marked missing since the last eviction, go to the store again.
     func evict(_ evicted: [any EntityObject], keeping kept: [any EntityObject]) {
-        // Objects used since the last eviction are kept, and the writer tells of those (DeferredWriter.mayHaveUnwrittenLinks).
+        // Objects used since the last eviction are kept, and the writer answers for those
+        // (DeferredWriter.mayHaveUnwrittenLinks).
         linksHandedToWriter.removeAll()
         var rebuilds: [Int] = []
         // The entities with an object gone: only relationships to them can reach one (an object evicted before

@@ -326,7 +326,7 @@ final class EntitySchema: Sendable {
     /// The identity attributes' fields.
     let identityFields: FieldSet
     /// Whether the entity has identity attributes.
-    let hasIdentity: Bool
+    var hasIdentity: Bool { !identityFields.isEmpty }
     /// A relationship as plain values, for the identity collection of an import's reader thread.
     struct RelationshipField: Sendable {
         let index: Int
@@ -369,7 +369,6 @@ final class EntitySchema: Sendable {
         var identityFields = FieldSet()
         for field in description.identity { identityFields.insert(field) }
         self.identityFields = identityFields
-        self.hasIdentity = !description.identity.isEmpty
         self.relationshipFields = relationships.compactMap { relationship in
             relationship.map {
                 RelationshipField(index: $0.description.index, destination: $0.destination, isToMany: $0.description.isToMany)

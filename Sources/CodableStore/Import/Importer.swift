@@ -134,10 +134,8 @@ final class Importer {
             let buildStart = monotonicSeconds()
             // On the writer's thread: the pages of the cache it frees are that thread's memory (glibc's arena of the
             // thread that allocated them), which the build takes again. Built on this thread, it took 11 MiB more
-            // at 1M records (peak 72 MiB instead of 63).
-            // What only decoding needed goes first, so that the build does not add to the import's peak memory:
-            // the writer's cached rows (its arena's memory, which the build takes again) and the filter of
-            // inserted identities.
+            // at 1M records (peak 72 MiB instead of 63). For the same reason the writer's cached rows go first, and
+            // the filter of inserted identities: nothing needs them after the last batch.
             context.insertedIdentities[mapping.index] = nil
             if let writer, let deferredIndexes {
                 try writer.withConnection {

@@ -47,11 +47,8 @@ extension TaggedCard: EntityCustomDecoding {
         }
         let count = 12
         let json = "[" + (1...count).map { #"{"id": \#($0), "tags": [{"id": 1, "name": "t"}]}"# }.joined(separator: ",") + "]"
-        let dump = TestStore.temporaryPath("cards.json")
-        try Data(json.utf8).write(to: URL(fileURLWithPath: dump))
-        var options = ImportOptions(batchSize: batchSize)
-        options.failurePolicy = .stop
-        let report = try store.importJSON(TaggedCard.self, from: .file(dump), options: options)
+        let dump = try WriteBehindTests.write(json)
+        let report = try store.importJSON(TaggedCard.self, from: .file(dump), options: ImportOptions(batchSize: batchSize))
         #expect(report.recordsRead == count)
         let raw = try RawDatabase(path)
         let seen = try raw.rows("SELECT id, peersWhenDecoded FROM TaggedCard ORDER BY id")
@@ -66,8 +63,7 @@ extension TaggedCard: EntityCustomDecoding {
         let path = TestStore.temporaryPath()
         let store = try Store(path: path, entities: Self.entities)
         let json = #"[{"id": 1, "tags": [{"id": 1}, {"id": 2}]}, {"id": 2, "tags": [{"id": 2}]}, {"id": 3, "tags": [{"id": 3}, {"id": 1}]}]"#
-        let dump = TestStore.temporaryPath("cards.json")
-        try Data(json.utf8).write(to: URL(fileURLWithPath: dump))
+        let dump = try WriteBehindTests.write(json)
         _ = try store.importJSON(TaggedCard.self, from: .file(dump), options: ImportOptions(batchSize: batchSize))
         let raw = try RawDatabase(path)
         // Card 1: tags 1 and 2 hold it; card 2: tag 2 holds cards 1 and 2; card 3: tag 1 holds 1 and 3, tag 3 holds 3.
