@@ -318,17 +318,17 @@ extension StoreDecoderImpl {
         let description = mapping.description
         var values = session.takeFieldValues(count: description.fields.count)
         var hint = JSONTape.LookupHint()
-        for attribute in description.attributes {
+        try description.forEachAttribute { attribute in
             // A stub's identity, or the key decoded from this JSON object: its values, not decoded again.
             if description.identitySet.contains(attribute.index), let known = stubIdentity ?? identity,
                 let position = description.identity.firstIndex(of: attribute.index)
             {
                 values[attribute.index] = known.value(at: position)
-                continue
+                return
             }
             if leavingFieldsToHook, attribute.defaultValue != nil || attribute.isOptional {
                 values[attribute.index] = attribute.defaultValue ?? .null
-                continue
+                return
             }
             if let node, let value = try field(node, mapping, attribute.index, path, &hint) {
                 values[attribute.index] = try decodeAttributeValue(attribute, value, in: path, mapping)
@@ -359,8 +359,9 @@ extension StoreDecoderImpl {
         // gaining thousands of issues) do not have to maintain them in memory.
         if mapping.hasRelationships {
             object.withEntityState { state in
-                for relationship in description.relationships where relationship.isToMany {
-                    if let node, presentField(node, mapping, relationship.index, hint: &hint) != nil { continue }
+                description.forEachRelationship { relationship in
+                    guard relationship.isToMany else { return }
+                    if let node, presentField(node, mapping, relationship.index, hint: &hint) != nil { return }
                     state.unloadedRelationships.insert(relationship.index)
                 }
             }
@@ -374,22 +375,21 @@ extension StoreDecoderImpl {
         to object: any EntityObject, _ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode,
         _ include: ((String) -> Bool)? = nil, skipping skipped: FieldSet = FieldSet()
     ) throws {
-        let description = mapping.description
         var hint = JSONTape.LookupHint()
-        for attribute in description.attributes {
-            if skipped.contains(attribute.index) { continue }
-            if let include, !include(attribute.name) { continue }
-            guard let value = try field(node, mapping, attribute.index, path, &hint) else { continue }
+        try mapping.description.forEachAttribute { attribute in
+            if skipped.contains(attribute.index) { return }
+            if let include, !include(attribute.name) { return }
+            guard let value = try field(node, mapping, attribute.index, path, &hint) else { return }
             if attribute.fastKind == .other {
                 try with(node: value.node, path: value.path(in: path, mapping)) { try attribute.decodeAndAssign(object, self) }
-                continue
+                return
             }
             let current = attribute.value(of: object)
             // An unchanged string is compared in the tape's bytes: no String is made (and validated) for it.
             if attribute.fastKind == .string, case .text(let text) = current, tape.kind(of: value.node) == .string,
                 tape.isString(at: value.node, equalTo: text)
             {
-                continue
+                return
             }
             let new = try decodeAttributeValue(attribute, value, in: path, mapping)
             if current != new {
@@ -408,42 +408,51 @@ extension StoreDecoderImpl {
         let description = mapping.description
         let context = self.context  // once: each read of the session's context is a retain and a release
         var hint = JSONTape.LookupHint()
-        for relationshipDescription in description.relationships {
-            if let include, !include(relationshipDescription.name) { continue }
-            guard let value = try field(node, mapping, relationshipDescription.index, path, &hint),
-                let relationship = mapping.relationships[relationshipDescription.index]
-            else { continue }
-            let valueNode = value.node
-            let valuePath = value.path(in: path, mapping)
-            let destination = context.model.mappings[relationship.destination]
-            let kind = tape.kind(of: valueNode)
-            if relationshipDescription.kind == .toOne {
-                if kind == .null {
-                    context.setToOne(object, relationship, nil)
-                } else if let target = try reference(destination, valueNode, valuePath, from: (object, relationshipDescription.index)) {
-                    context.setToOne(object, relationship, target)
+        try description.forEachRelationship { relationshipDescription in
+            if let include, !include(relationshipDescription.name) { return }
+            guard let value = try field(node, mapping, relationshipDescription.index, path, &hint) else { return }
+            try mapping.withRelationship(relationshipDescription.index) { relationship in
+                try context.model.withMapping(relationship.destination) { destination in
+                    try apply(relationship, to: object, value.node, value.path(in: path, mapping), destination, context)
                 }
-                continue
             }
-            switch kind {
-            case .null:
-                context.setToMany(object, relationship, [])
-            case .array:
-                var members: [any EntityObject] = []
-                members.reserveCapacity(tape.count(of: valueNode))
-                for (offset, element) in tape.elements(of: valueNode).enumerated() {
-                    if tape.kind(of: element) == .null { continue }
-                    if let member = try reference(destination, element, valuePath.appending(index: offset), from: (object, relationshipDescription.index)) {
-                        members.append(member)
-                    }
-                }
-                if session.appendsToMany {
-                    members = context.loadToMany(object, relationship) + members
-                }
-                context.setToMany(object, relationship, members)
-            default:
-                throw typeMismatch([Any].self, valueNode, valuePath)
+        }
+    }
+
+    /// Sets one relationship of `object` from its JSON value (`node` at `path`), whose objects are `destination`'s.
+    @inline(__always)
+    private func apply(
+        _ relationship: ResolvedRelationship, to object: any EntityObject, _ node: Node, _ path: CodingPathNode,
+        _ destination: EntitySchema, _ context: Context
+    ) throws {
+        let field = relationship.description.index
+        let kind = tape.kind(of: node)
+        if relationship.description.kind == .toOne {
+            if kind == .null {
+                context.setToOne(object, relationship, nil)
+            } else if let target = try reference(destination, node, path, from: (object, field)) {
+                context.setToOne(object, relationship, target)
             }
+            return
+        }
+        switch kind {
+        case .null:
+            context.setToMany(object, relationship, [])
+        case .array:
+            var members: [any EntityObject] = []
+            members.reserveCapacity(tape.count(of: node))
+            for (offset, element) in tape.elements(of: node).enumerated() {
+                if tape.kind(of: element) == .null { continue }
+                if let member = try reference(destination, element, path.appending(index: offset), from: (object, field)) {
+                    members.append(member)
+                }
+            }
+            if session.appendsToMany {
+                members = context.loadToMany(object, relationship) + members
+            }
+            context.setToMany(object, relationship, members)
+        default:
+            throw typeMismatch([Any].self, node, path)
         }
     }
 

@@ -167,7 +167,7 @@ extension Context {
         _ members: [any EntityObject], to owner: any EntityObject, _ state: EntityState, _ relationship: ResolvedRelationship
     ) {
         let inverse = relationship.inverseRelationship
-        for member in members {
+        members.forEachBorrowed { member in
             member.withEntityState { memberState in
                 if case .joinTable(let table, let ownerIsSource) = relationship.storage {
                     recordLink(table, owner, state, member, memberState, ownerIsSource: ownerIsSource, isLink: true)

@@ -48,13 +48,13 @@ extension Context {
         // One read of each object's state. A writer thread is told of the objects a plan writes: it keeps them
         // while the plan waits (see ``DeferredWriter``).
         var touched = Array(repeating: false, count: model.mappings.count)
-        for object in insertedObjects {
+        insertedObjects.forEachBorrowed { object in
             object.withEntityState { state in
                 touched[state.entityIndex] = true
                 noteUse(object, state)
             }
         }
-        for object in updatedObjects {
+        updatedObjects.forEachBorrowed { object in
             object.withEntityState { state in
                 touched[state.entityIndex] = true
                 noteUse(object, state)
@@ -89,7 +89,7 @@ extension Context {
         }
         // Only now that everything is written (or handed to the writer) does the in-memory state move on.
         var inserted = Array(repeating: 0, count: model.mappings.count)
-        for object in insertedObjects {
+        insertedObjects.forEachBorrowed { object in
             object.withEntityState { state in
                 guard state.status == .inserted else { return }
                 state.status = .persistent
@@ -179,40 +179,66 @@ extension Context {
     /// is correct; parents go first (``Schema/insertOrder``) because a child row inserted before its
     /// parent costs a deferred violation, and the parent's insert then a search of the child table.
     private func planInserts(_ emit: (WritePlan.Step) throws -> Void) rethrows {
-        // With each object its state: every read of `entityState` is a retain and a release (a protocol witness).
-        var byEntity: [[(object: any EntityObject, state: EntityState)]] = Array(repeating: [], count: model.mappings.count)
-        for object in insertedObjects {
-            object.withEntityState { state in
-                if state.status == .inserted { byEntity[state.entityIndex].append((object, state)) }
+        // Objects and their states are borrowed (`insertedObjects` keeps both alive while the plan is made): a copy
+        // of each, or a read of `entityState`, is a retain and a release per inserted row, and so is every copy of
+        // a column's binder (see `EntitySchema.insertBinders`).
+        var byEntity: [[Int]] = Array(repeating: [], count: model.mappings.count)
+        insertedObjects.withUnsafeBufferPointer { insertedObjects in
+            for position in insertedObjects.indices {
+                insertedObjects[position].withEntityState { state in
+                    if state.status == .inserted { byEntity[state.entityIndex].append(position) }
+                }
             }
         }
         for entity in model.insertOrder where !byEntity[entity].isEmpty {
-            let objects = byEntity[entity]
+            let positions = byEntity[entity]
             let mapping = model.mappings[entity]
             let width = storage.insertWidth(entity)
             let storesDigests = storage.dialect.storesDigests
             let fits = EntitySchema.insertBatchRows * width <= maximumVariableCount
             let rowsPerStatement = fits ? EntitySchema.insertBatchRows : 1
             var start = 0
-            while start < objects.count {
-                let rows = objects.count - start >= rowsPerStatement ? rowsPerStatement : 1
+            while start < positions.count {
+                let rows = positions.count - start >= rowsPerStatement ? rowsPerStatement : 1
                 var values: [SQLiteValue] = []
                 values.reserveCapacity(rows * width)
-                for (object, state) in objects[start..<(start + rows)] {
-                    values.append(.integer(state.rowID))
-                    for column in mapping.insertBinders {
-                        switch column {
-                        case .attribute(let read): values.append(read(object))
-                        case .foreignKey(let position):
-                            values.append(value(of: mapping.columns[position], of: object, state))
+                // Nothing throws inside: an error thrown out of `withUnsafeBufferPointer` in a `rethrows` function
+                // crashed debug builds (Swift 6.3).
+                insertedObjects.withUnsafeBufferPointer { insertedObjects in
+                    for position in positions[start..<(start + rows)] {
+                        let object = insertedObjects[position]
+                        object.withEntityState { state in
+                            values.append(.integer(state.rowID))
+                            for binder in mapping.insertBinders {
+                                switch binder {
+                                case .attribute(let attribute):
+                                    values.append(attribute._withUnsafeGuaranteedRef { $0.readValue(object) })
+                                case .foreignKey(let relationship):
+                                    values.append(relationship._withUnsafeGuaranteedRef { foreignKey($0, of: object, state) })
+                                }
+                            }
+                            if storesDigests { values.append(state.digestToWrite.map(SQLiteValue.integer) ?? .null) }
                         }
                     }
-                    if storesDigests { values.append(state.digestToWrite.map(SQLiteValue.integer) ?? .null) }
                 }
                 try emit(.insert(entity: entity, rows: rows, values: values))
                 start += rows
             }
         }
+    }
+
+    /// The stored value of a to-one relationship's foreign key: the destination's row id, or NULL.
+    @inline(__always)
+    private func foreignKey(_ relationship: RelationshipDescription, of object: any EntityObject, _ state: EntityState) -> SQLiteValue {
+        if state.unloadedRelationships.contains(relationship.index), let rowID = state.foreignKeys[relationship.index] {
+            return .integer(rowID)
+        } else if let destination = relationship.getOne(object) {
+            return destination.withEntityState { destinationState in
+                destinationState.status == .inserted || destinationState.status == .persistent
+                    ? .integer(destinationState.rowID) : .null
+            }
+        }
+        return .null
     }
 
     /// The stored value of a column of `object`: an attribute, a foreign key as the destination's row id, or
@@ -222,15 +248,7 @@ extension Context {
         case .attribute(let attribute):
             return attribute.value(of: object)
         case .foreignKey(let relationship, _):
-            if state.unloadedRelationships.contains(relationship.index), let rowID = state.foreignKeys[relationship.index] {
-                return .integer(rowID)
-            } else if let destination = relationship.getOne(object) {
-                return destination.withEntityState { destinationState in
-                    destinationState.status == .inserted || destinationState.status == .persistent
-                        ? .integer(destinationState.rowID) : .null
-                }
-            }
-            return .null
+            return foreignKey(relationship, of: object, state)
         case .order:
             return .null
         }

@@ -217,18 +217,18 @@ public final class Context {
         _ object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema, destinations: [Bool]? = nil,
         reaching isGone: (EntityState) -> Bool
     ) {
-        for case let relationship? in mapping.relationships {
+        mapping.forEachRelationship { relationship in
             let field = relationship.description.index
-            if state.unloadedRelationships.contains(field) { continue }
-            if let destinations, !destinations[relationship.destination] { continue }
+            if state.unloadedRelationships.contains(field) { return }
+            if let destinations, !destinations[relationship.destination] { return }
             if relationship.description.isToMany {
                 let members = relationship.description.getMany(object)
-                if !members.contains(where: { isGone($0.entityState) }) { continue }
+                if !members.contains(where: { $0.withEntityState(isGone) }) { return }
                 relationship.description.setMany(object, [])
             } else {
-                guard let destination = relationship.description.getOne(object), isGone(destination.entityState)
-                else { continue }
-                if case .foreignKey = relationship.storage { state.foreignKeys[field] = destination.entityState.rowID }
+                guard let destination = relationship.description.getOne(object), destination.withEntityState(isGone)
+                else { return }
+                if case .foreignKey = relationship.storage { state.foreignKeys[field] = destination.withEntityState { $0.rowID } }
                 relationship.description.setOne(object, nil)
             }
             state.unloadedRelationships.insert(field)
@@ -280,13 +280,15 @@ public final class Context {
         // The entities with an object gone: only relationships to them can reach one (an object evicted before
         // was unloaded then from every relationship of the objects kept, and retained objects reach nothing).
         var gone = Array(repeating: false, count: model.mappings.count)
-        for object in evicted {
+        // Borrowed, as everything an eviction reads per object: `evicted` keeps the objects alive.
+        evicted.forEachBorrowed { object in
             object.withEntityState { state in
-                let mapping = model.mappings[state.entityIndex]
-                gone[mapping.index] = true
-                registries[mapping.index][state.rowID] = nil
-                forgetIdentity(of: object, state, mapping, rebuilding: &rebuilds)
-                detach(object, state, mapping)
+                model.withMapping(state.entityIndex) { mapping in
+                    gone[mapping.index] = true
+                    registries[mapping.index][state.rowID] = nil
+                    forgetIdentity(of: object, state, mapping, rebuilding: &rebuilds)
+                    detach(object, state, mapping)
+                }
             }
         }
         for object in detachedObjects {
@@ -299,12 +301,13 @@ public final class Context {
         for case let index? in identityIndexes { index.forgetMissingKeys() }
         // An evicted object's identity changed in memory: entries under an older key may point at it.
         for entity in rebuilds { reindex(entity) }
-        for object in kept {
+        kept.forEachBorrowed { object in
             object.withEntityState { state in
                 guard state.context === self else { return }
-                let mapping = model.mappings[state.entityIndex]
-                if mapping.hasRelationships {
-                    unloadRelationships(object, state, mapping, destinations: gone) { $0.context !== self }
+                model.withMapping(state.entityIndex) { mapping in
+                    if mapping.hasRelationships {
+                        unloadRelationships(object, state, mapping, destinations: gone) { $0.context !== self }
+                    }
                 }
             }
         }
@@ -450,9 +453,7 @@ public final class Context {
     private func detach(_ object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema) {
         state.context = nil
         guard mapping.hasRelationships else { return }
-        for case let relationship? in mapping.relationships {
-            relationship.description.setMany(object, [])
-        }
+        mapping.forEachRelationship { relationship in relationship.description.setMany(object, []) }
     }
 
     // MARK: - Insert
@@ -493,7 +494,8 @@ public final class Context {
         try register(inserted: object, state, mapping, identity: identity)
         if !mapping.hasRelationships { return }
         // Relationships assigned before insertion were not tracked: connect them now.
-        for case let relationship? in mapping.relationships where !relationship.description.isEmpty(object) {
+        try mapping.forEachRelationship { relationship in
+            guard !relationship.description.isEmpty(object) else { return }
             try connectMembers(relationship.description.getMany(object), of: object, relationship)
         }
     }
@@ -761,7 +763,7 @@ public final class Context {
         state.rowID = rowID
         noteUse(object, state)
         materializedCounts[mapping.index] += 1
-        for case let relationship? in mapping.relationships {
+        mapping.forEachRelationship { relationship in
             let field = relationship.description.index
             if case .foreignKey = relationship.storage {
                 if let key = foreignKey(mapping.columnOfField[field]) {

@@ -13,6 +13,8 @@
 ///   kept for the owning side only.
 final class Schema: Sendable {
     let mappings: [EntitySchema]
+    /// ``mappings`` without reference counting, for ``withMapping(_:_:)``.
+    private let borrowedMappings: [Unmanaged<EntitySchema>]
     let joinTables: [JoinTable]
     /// Whether some ordered to-many relationship keeps positions in a column of its destination.
     let hasOrderedForeignKeyRelationships: Bool
@@ -201,6 +203,7 @@ final class Schema: Sendable {
         for entity in mappings.indices { visit(entity) }
         self.insertOrder = insertOrder
         self.mappings = mappings
+        self.borrowedMappings = mappings.map { Unmanaged.passUnretained($0) }
         self.joinTables = joinTables
         self.hasOrderedForeignKeyRelationships = mappings.contains { mapping in
             mapping.relationships.contains { relationship in
@@ -321,6 +324,8 @@ final class EntitySchema: Sendable {
     let orderColumnOfForeignKeyField: [Int: String]
     /// Field index → resolved relationship.
     let relationships: [ResolvedRelationship?]
+    /// ``relationships`` without reference counting, for ``withRelationship(_:_:)``.
+    private let borrowedRelationships: [Unmanaged<ResolvedRelationship>?]
     /// Whether the entity has any relationship.
     let hasRelationships: Bool
     /// The identity attributes' fields.
@@ -343,12 +348,15 @@ final class EntitySchema: Sendable {
     /// them and are written afterwards).
     let insertColumnCount: Int
     /// How each inserted column after `_pk` gets its value: precomputed so that inserting a row does not switch
-    /// over column kinds.
+    /// over column kinds. The descriptions are borrowed (``columns`` keeps them alive): copying a binder that held
+    /// them, or a closure of theirs, is a retain and a release a column of every inserted row.
     let insertBinders: [InsertBinder]
 
-    enum InsertBinder: Sendable {
-        case attribute(@Sendable (AnyObject) -> SQLiteValue)
-        case foreignKey(Int)
+    enum InsertBinder: @unchecked Sendable {
+        // @unchecked: `Unmanaged` does not declare Sendable; the descriptions are.
+        case attribute(Unmanaged<AttributeDescription>)
+        /// A to-one relationship stored as a foreign key.
+        case foreignKey(Unmanaged<RelationshipDescription>)
     }
     /// Identity column names.
     let identityColumns: [String]
@@ -365,6 +373,7 @@ final class EntitySchema: Sendable {
         self.index = index
         self.description = description
         self.relationships = relationships
+        self.borrowedRelationships = relationships.map { $0.map { Unmanaged.passUnretained($0) } }
         self.hasRelationships = relationships.contains { $0 != nil }
         var identityFields = FieldSet()
         for field in description.identity { identityFields.insert(field) }
@@ -394,9 +403,12 @@ final class EntitySchema: Sendable {
             }
         }
         let insertColumnCount = columns.count
-        self.insertBinders = columns.enumerated().map { position, column in
-            if case .attribute(let attribute) = column.kind { return .attribute(attribute.readValue) }
-            return .foreignKey(position)
+        self.insertBinders = columns.map { column in
+            switch column.kind {
+            case .attribute(let attribute): return .attribute(Unmanaged.passUnretained(attribute))
+            case .foreignKey(let relationship, _): return .foreignKey(Unmanaged.passUnretained(relationship))
+            case .order: preconditionFailure("position columns come after the inserted ones")
+            }
         }
         columns += orderColumns.map { Column(name: $0, kind: .order) }
         self.columns = columns
@@ -416,5 +428,32 @@ final class EntitySchema: Sendable {
             return SchemaSnapshot.Index(
                 name: "\(description.name)_index_" + columns.joined(separator: "_"), columns: columns, unique: index.isUnique)
         }
+    }
+}
+
+extension Schema {
+    /// Calls `body` with the mapping of entity `index`, borrowed: `mappings[index]` is a retain and a release, two
+    /// atomic operations each time a decode follows a relationship. `body` must not keep the mapping.
+    @inline(__always)
+    func withMapping<Result>(_ index: Int, _ body: (EntitySchema) throws -> Result) rethrows -> Result {
+        try borrowedMappings[index]._withUnsafeGuaranteedRef(body)
+    }
+}
+
+extension EntitySchema {
+    /// Calls `body` with each resolved relationship in field order, borrowed (see ``Schema/withMapping(_:_:)``):
+    /// `for case let relationship? in relationships` is a retain and a release per relationship of every object
+    /// an import registers, materializes or lets go.
+    @inline(__always)
+    func forEachRelationship(_ body: (ResolvedRelationship) throws -> Void) rethrows {
+        for case let relationship? in borrowedRelationships { try relationship._withUnsafeGuaranteedRef(body) }
+    }
+
+    /// Calls `body` with the resolved relationship of field `field`, borrowed (see ``Schema/withMapping(_:_:)``);
+    /// nil when the field is not a relationship.
+    @inline(__always)
+    func withRelationship<Result>(_ field: Int, _ body: (ResolvedRelationship) throws -> Result) rethrows -> Result? {
+        guard let relationship = borrowedRelationships[field] else { return nil }
+        return try relationship._withUnsafeGuaranteedRef(body)
     }
 }

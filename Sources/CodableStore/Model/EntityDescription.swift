@@ -25,6 +25,10 @@ public final class EntityDescription: Sendable {
     public let identity: [Int]
     /// ``identity`` as a set.
     let identitySet: FieldSet
+    /// ``attributes`` and ``relationships`` without reference counting, for ``forEachAttribute(_:)`` and
+    /// ``forEachRelationship(_:)``; the arrays above keep them alive.
+    private let borrowedAttributes: [Unmanaged<AttributeDescription>]
+    private let borrowedRelationships: [Unmanaged<RelationshipDescription>]
     /// Problems found while building (an identity key path that is not an attribute, too many fields);
     /// reported as a ``StoreError`` when a store opens with this entity.
     public let problems: [String]
@@ -74,12 +78,28 @@ public final class EntityDescription: Sendable {
         self.fields = fields
         self.attributes = fields.compactMap { if case .attribute(let a) = $0 { a } else { nil } }
         self.relationships = fields.compactMap { if case .relationship(let r) = $0 { r } else { nil } }
+        self.borrowedAttributes = attributes.map { Unmanaged.passUnretained($0) }
+        self.borrowedRelationships = relationships.map { Unmanaged.passUnretained($0) }
         self.identity = identity
         var identitySet = FieldSet()
         for field in identity where field < FieldSet.capacity { identitySet.insert(field) }
         self.identitySet = identitySet
         self.problems = problems
         self.fieldIndexByKeyPath = KeyPathTable(table: keyPaths)
+    }
+
+    /// Calls `body` with each attribute in field order, borrowed: a `for` loop over ``attributes`` retains and
+    /// releases each element, two atomic operations an attribute of every object a decode reads or writes.
+    /// `body` must not keep the attribute beyond the call.
+    @inline(__always)
+    func forEachAttribute(_ body: (AttributeDescription) throws -> Void) rethrows {
+        for attribute in borrowedAttributes { try attribute._withUnsafeGuaranteedRef(body) }
+    }
+
+    /// ``forEachAttribute(_:)`` for ``relationships``.
+    @inline(__always)
+    func forEachRelationship(_ body: (RelationshipDescription) throws -> Void) rethrows {
+        for relationship in borrowedRelationships { try relationship._withUnsafeGuaranteedRef(body) }
     }
 
     /// The field a key path of the entity names (`\Person.name`), if it names one.
