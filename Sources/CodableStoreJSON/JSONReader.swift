@@ -491,14 +491,18 @@ public final class JSONReader {
         }
     }
 
+    /// Strings and numbers that yajl hands over as a pointer into the chunk end where their bytes (and a string's
+    /// closing quote) end, which is where ``tokenEnd`` would say, without calling into yajl for it.
     fileprivate func onString(_ text: UnsafePointer<UInt8>?, _ length: Int, isKey: Bool) -> Int32 {
-        let end = tokenEnd
         let start: Int
+        let end: Int
         let pointer = UnsafeRawPointer(text)
         if let pointer, let base = chunk.baseAddress, pointer >= base, pointer < base + chunk.count {
             start = chunkBase + (pointer - base) - 1
+            end = start + length + 2
         } else {
             // Escaped, or split across chunks: yajl hands it over from its own buffer.
+            end = tokenEnd
             start = validator.popIrregularStringStart() ?? max(end - length - 2, 0)
         }
         let bytes = UnsafeRawBufferPointer(start: pointer, count: length)
@@ -508,7 +512,12 @@ public final class JSONReader {
     }
 
     fileprivate func onNumber(_ text: UnsafeRawPointer?, _ length: Int) -> Int32 {
-        let end = tokenEnd
+        let end: Int
+        if let text, let base = chunk.baseAddress, text >= base, text < base + chunk.count {
+            end = chunkBase + (text - base) + length
+        } else {
+            end = tokenEnd  // split across chunks: from yajl's buffer
+        }
         let start = end - length
         let bytes = UnsafeRawBufferPointer(start: text, count: length)
         if bytes[length - 1] == UInt8(ascii: "0"), length == 1 || (length == 2 && bytes[0] == UInt8(ascii: "-")) {
