@@ -64,6 +64,10 @@ public final class JSONReader {
 
     public let options: Options
     private let handler: any JSONEventHandler
+    /// The handler when it is a record stream's, which gets nearly every event of an import: called as its own
+    /// (final) class, its methods are direct calls that the compiler inlines, where calls through the protocol go
+    /// through a witness thunk into an out-of-line method (callgrind: about 20 instructions an event).
+    private let splitter: RecordSplitter?
     private let callbacks: UnsafeMutablePointer<yajl_callbacks>
     private let state: UnsafeMutablePointer<State>
     private var handle: OpaquePointer?
@@ -120,6 +124,7 @@ public final class JSONReader {
         precondition(options.maximumDepth > 0, "maximumDepth must be positive")
         self.options = options
         self.handler = handler
+        splitter = handler as? RecordSplitter
         callbacks = .allocate(capacity: 1)
         callbacks.initialize(to: Self.makeCallbacks())
         state = .allocate(capacity: 1)
@@ -452,19 +457,23 @@ public final class JSONReader {
 
     // MARK: - Events
 
-    /// Hands an event to the handler: on success records it and where parsing resumes (1: go on); a thrown
-    /// error is kept for `feed` to rethrow, since it cannot cross yajl (0: stop).
+    /// The handler took an event: records it and where parsing resumes (1: go on).
+    ///
+    /// Events are handed over in a `do` block of each callback rather than a closure given to a common function:
+    /// with the record splitter's methods inlined into it, the closure stayed a function of its own, one more call
+    /// per event.
     @inline(__always)
-    private func deliver(_ event: LastEvent, resumeAt offset: Int, _ body: () throws -> Void) -> Int32 {
-        do {
-            try body()
-        } catch {
-            pendingError = error
-            return 0
-        }
+    private func delivered(_ event: LastEvent, resumeAt offset: Int) -> Int32 {
         lastEvent = event
         resumeOffset = offset
         return 1
+    }
+
+    /// The handler threw: the error is kept for `feed` to rethrow, since it cannot cross yajl (0: stop).
+    @inline(__always)
+    private func rejected(_ error: any Error) -> Int32 {
+        pendingError = error
+        return 0
     }
 
     /// The absolute offset just after the token yajl has just read.
@@ -478,53 +487,105 @@ public final class JSONReader {
             return 0
         }
         containers.append(isObject)
-        return deliver(isObject ? .startObject : .startArray, resumeAt: start + 1) {
-            if isObject { try handler.startObject(at: start) } else { try handler.startArray(at: start) }
+        do {
+            if let splitter {
+                if isObject { try splitter.startObject(at: start) } else { try splitter.startArray(at: start) }
+            } else if isObject {
+                try handler.startObject(at: start)
+            } else {
+                try handler.startArray(at: start)
+            }
+        } catch {
+            return rejected(error)
         }
+        return delivered(isObject ? .startObject : .startArray, resumeAt: start + 1)
     }
 
     fileprivate func onEndContainer(isObject: Bool) -> Int32 {
         let start = tokenEnd - 1
         containers.removeLast()
-        return deliver(.value, resumeAt: start + 1) {
-            if isObject { try handler.endObject(at: start) } else { try handler.endArray(at: start) }
+        do {
+            if let splitter {
+                if isObject { try splitter.endObject(at: start) } else { try splitter.endArray(at: start) }
+            } else if isObject {
+                try handler.endObject(at: start)
+            } else {
+                try handler.endArray(at: start)
+            }
+        } catch {
+            return rejected(error)
         }
+        return delivered(.value, resumeAt: start + 1)
     }
 
+    /// Strings and numbers that yajl hands over as a pointer into the chunk end where their bytes (and a string's
+    /// closing quote) end, which is where ``tokenEnd`` would say, without calling into yajl for it.
     fileprivate func onString(_ text: UnsafePointer<UInt8>?, _ length: Int, isKey: Bool) -> Int32 {
-        let end = tokenEnd
         let start: Int
+        let end: Int
         let pointer = UnsafeRawPointer(text)
         if let pointer, let base = chunk.baseAddress, pointer >= base, pointer < base + chunk.count {
             start = chunkBase + (pointer - base) - 1
+            end = start + length + 2
         } else {
             // Escaped, or split across chunks: yajl hands it over from its own buffer.
+            end = tokenEnd
             start = validator.popIrregularStringStart() ?? max(end - length - 2, 0)
         }
         let bytes = UnsafeRawBufferPointer(start: pointer, count: length)
-        return deliver(isKey ? .key : .value, resumeAt: end) {
-            if isKey { try handler.key(bytes, at: start) } else { try handler.string(bytes, at: start) }
+        do {
+            if let splitter {
+                if isKey { try splitter.key(bytes, at: start) } else { try splitter.string(bytes, at: start) }
+            } else if isKey {
+                try handler.key(bytes, at: start)
+            } else {
+                try handler.string(bytes, at: start)
+            }
+        } catch {
+            return rejected(error)
         }
+        return delivered(isKey ? .key : .value, resumeAt: end)
     }
 
     fileprivate func onNumber(_ text: UnsafeRawPointer?, _ length: Int) -> Int32 {
-        let end = tokenEnd
+        let end: Int
+        if let text, let base = chunk.baseAddress, text >= base, text < base + chunk.count {
+            end = chunkBase + (text - base) + length
+        } else {
+            end = tokenEnd  // split across chunks: from yajl's buffer
+        }
         let start = end - length
         let bytes = UnsafeRawBufferPointer(start: text, count: length)
         if bytes[length - 1] == UInt8(ascii: "0"), length == 1 || (length == 2 && bytes[0] == UInt8(ascii: "-")) {
             zeroNumberEnd = end
         }
-        return deliver(.value, resumeAt: end) { try handler.number(bytes, at: start) }
+        do {
+            if let splitter { try splitter.number(bytes, at: start) } else { try handler.number(bytes, at: start) }
+        } catch {
+            return rejected(error)
+        }
+        return delivered(.value, resumeAt: end)
     }
 
     fileprivate func onBool(_ value: Bool) -> Int32 {
         let end = tokenEnd
-        return deliver(.value, resumeAt: end) { try handler.bool(value, at: end - (value ? 4 : 5)) }
+        let start = end - (value ? 4 : 5)
+        do {
+            if let splitter { try splitter.bool(value, at: start) } else { try handler.bool(value, at: start) }
+        } catch {
+            return rejected(error)
+        }
+        return delivered(.value, resumeAt: end)
     }
 
     fileprivate func onNull() -> Int32 {
         let end = tokenEnd
-        return deliver(.value, resumeAt: end) { try handler.null(at: end - 4) }
+        do {
+            if let splitter { try splitter.null(at: end - 4) } else { try handler.null(at: end - 4) }
+        } catch {
+            return rejected(error)
+        }
+        return delivered(.value, resumeAt: end)
     }
 
     // MARK: - yajl callbacks

@@ -25,10 +25,19 @@ extension JSONRecord {
     /// then reallocates that capacity for the next record. A batch of such copies holds the slack of every record,
     /// which is why the importer's reader hands over compact copies instead.
     package func compacted() -> JSONRecord {
-        var copy = self
-        copy.tape.nodes = tape.nodes.withUnsafeBufferPointer { Array($0) }
-        copy.tape.bytes = tape.bytes.withUnsafeBufferPointer { Array($0) }
-        return copy
+        JSONRecord(index: index, byteOffset: byteOffset, line: line, column: column, tape: tape.compacted())
     }
 }
 
+extension JSONTape {
+    /// A copy that owns buffers of exactly its size. Made field by field: copying the whole tape first (then
+    /// replacing its arrays) retained and released both arrays, about 220 instructions a record (callgrind).
+    func compacted() -> JSONTape {
+        var copy = JSONTape()
+        copy.nodes = nodes.withUnsafeBufferPointer { Array($0) }
+        copy.bytes = bytes.withUnsafeBufferPointer { Array($0) }
+        copy.input = input
+        copy.baseOffset = baseOffset
+        return copy
+    }
+}

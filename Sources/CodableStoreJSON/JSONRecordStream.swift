@@ -262,26 +262,38 @@ final class RecordSplitter: JSONEventHandler {
 
     // MARK: Events
 
+    // Inside a record (nearly every event), an event goes straight to the builder; what happens outside records
+    // is out of line, so that the reader, which calls these methods directly (`JSONReader.splitter`), inlines
+    // only the common path.
+
+    @inline(__always)
     func startObject(at offset: Int) throws {
         if inRecord {
             depth += 1
             return try builder.startObject(at: offset)
         }
-        try valueStarts(.object, at: offset)
-        depth += 1
-        if inRecord { try builder.startObject(at: offset) }
+        try containerStartsOutside(isObject: true, at: offset)
     }
 
+    @inline(__always)
     func startArray(at offset: Int) throws {
         if inRecord {
             depth += 1
             return try builder.startArray(at: offset)
         }
-        try valueStarts(.array, at: offset)
-        depth += 1
-        if inRecord { try builder.startArray(at: offset) }
+        try containerStartsOutside(isObject: false, at: offset)
     }
 
+    @inline(never)
+    private func containerStartsOutside(isObject: Bool, at offset: Int) throws {
+        try valueStarts(isObject ? .object : .array, at: offset)
+        depth += 1
+        if inRecord {
+            if isObject { try builder.startObject(at: offset) } else { try builder.startArray(at: offset) }
+        }
+    }
+
+    @inline(__always)
     func endObject(at offset: Int) throws {
         depth -= 1
         if inRecord {
@@ -289,6 +301,11 @@ final class RecordSplitter: JSONEventHandler {
             if depth == recordDepth { try emitRecord() }
             return
         }
+        try objectEndsOutside(at: offset)
+    }
+
+    @inline(never)
+    private func objectEndsOutside(at offset: Int) throws {
         if phase == .seeking, depth == matched {
             let key = pathText[matched]
             let place = matched == 0 ? "the top-level object" : "'\(pathText[0..<matched].joined(separator: "."))'"
@@ -300,6 +317,7 @@ final class RecordSplitter: JSONEventHandler {
         if phase == .done, depth < matched { matched = depth }
     }
 
+    @inline(__always)
     func endArray(at offset: Int) throws {
         depth -= 1
         if inRecord {
@@ -310,8 +328,14 @@ final class RecordSplitter: JSONEventHandler {
         if phase == .records, depth == recordDepth - 1 { phase = .done }
     }
 
+    @inline(__always)
     func key(_ utf8: UnsafeRawBufferPointer, at offset: Int) throws {
         if inRecord { return try builder.key(utf8, at: offset) }
+        try keyOutside(utf8, at: offset)
+    }
+
+    @inline(never)
+    private func keyOutside(_ utf8: UnsafeRawBufferPointer, at offset: Int) throws {
         guard !path.isEmpty, depth >= 1, depth <= path.count else { return }
         let component = path[depth - 1]
         guard utf8.elementsEqual(component) else { return }
@@ -325,26 +349,33 @@ final class RecordSplitter: JSONEventHandler {
         }
     }
 
-    func string(_ utf8: UnsafeRawBufferPointer, at offset: Int) throws {
-        try scalar(.string, at: offset) { try builder.string(utf8, at: offset) }
-    }
-
-    func number(_ text: UnsafeRawBufferPointer, at offset: Int) throws {
-        try scalar(.number, at: offset) { try builder.number(text, at: offset) }
-    }
-
-    func bool(_ value: Bool, at offset: Int) throws {
-        try scalar(.bool, at: offset) { try builder.bool(value, at: offset) }
-    }
-
-    func null(at offset: Int) throws {
-        try scalar(.null, at: offset) { try builder.null(at: offset) }
-    }
-
-    /// A scalar inside a record goes to the tape; outside, it may start (and be) a whole record.
     @inline(__always)
-    private func scalar(_ kind: JSONTape.Kind, at offset: Int, _ append: () throws -> Void) throws {
-        if inRecord { return try append() }
+    func string(_ utf8: UnsafeRawBufferPointer, at offset: Int) throws {
+        if inRecord { return try builder.string(utf8, at: offset) }
+        try scalarOutside(.string, at: offset) { try builder.string(utf8, at: offset) }
+    }
+
+    @inline(__always)
+    func number(_ text: UnsafeRawBufferPointer, at offset: Int) throws {
+        if inRecord { return try builder.number(text, at: offset) }
+        try scalarOutside(.number, at: offset) { try builder.number(text, at: offset) }
+    }
+
+    @inline(__always)
+    func bool(_ value: Bool, at offset: Int) throws {
+        if inRecord { return try builder.bool(value, at: offset) }
+        try scalarOutside(.bool, at: offset) { try builder.bool(value, at: offset) }
+    }
+
+    @inline(__always)
+    func null(at offset: Int) throws {
+        if inRecord { return try builder.null(at: offset) }
+        try scalarOutside(.null, at: offset) { try builder.null(at: offset) }
+    }
+
+    /// A scalar outside a record may start (and be) a whole record.
+    @inline(never)
+    private func scalarOutside(_ kind: JSONTape.Kind, at offset: Int, _ append: () throws -> Void) throws {
         try valueStarts(kind, at: offset)
         if inRecord {
             try append()

@@ -15,7 +15,10 @@ package struct SipHasher13 {
     }
 
     @inline(__always)
-    private mutating func round() {
+    private mutating func round() { Self.round(&v0, &v1, &v2, &v3) }
+
+    @inline(__always)
+    private static func round(_ v0: inout UInt64, _ v1: inout UInt64, _ v2: inout UInt64, _ v3: inout UInt64) {
         v0 = v0 &+ v1
         v1 = v1.rotatedLeft(13)
         v1 ^= v0
@@ -41,12 +44,32 @@ package struct SipHasher13 {
     }
 
     /// Adds bytes, eight at a time (little-endian), the last word padded with zeros; the length goes in at the end.
+    ///
+    /// The state is kept in locals for the loop: through `self` (an `inout`), every word loaded and stored the four
+    /// words of state, 35 instructions a word instead of 21 (callgrind; a record's digest hashes 45 words).
     package mutating func combine(bytes: UnsafeRawBufferPointer) {
-        var offset = 0
         let end = bytes.count
-        while offset + 8 <= end {
-            combine(UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
-            offset += 8
+        var offset = 0
+        if let base = bytes.baseAddress, end >= 8 {
+            var (v0, v1, v2, v3) = (self.v0, self.v1, self.v2, self.v3)
+            while offset &+ 8 <= end {
+                let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                v3 ^= word
+                Self.round(&v0, &v1, &v2, &v3)
+                v0 ^= word
+                offset &+= 8
+            }
+            (self.v0, self.v1, self.v2, self.v3) = (v0, v1, v2, v3)
+            count &+= UInt64(truncatingIfNeeded: offset)
+            // The last 1 to 7 bytes are the high ones of the (overlapping) last eight: shifted down, the same word
+            // as the bytes one by one.
+            let rest = end &- offset
+            let last =
+                rest == 0
+                ? 0 : UInt64(littleEndian: base.loadUnaligned(fromByteOffset: end &- 8, as: UInt64.self)) &>> UInt64(64 &- 8 &* rest)
+            combine(last)
+            combine(UInt64(end))
+            return
         }
         var last: UInt64 = 0
         var shift: UInt64 = 0

@@ -326,9 +326,9 @@ struct JSONTextValidator {
     }
 
     /// Skips the plain part of a string from `index` (a string's content, after its opening quote): ASCII, whole
-    /// valid UTF-8 sequences and two-byte escapes (`\n`, `\"`, …) in this chunk. Returns true at the closing quote
-    /// (`index` after it); false at a byte the `.string` mode handles one by one (`index` at it), or at the end of
-    /// the chunk.
+    /// valid UTF-8 sequences, two-byte escapes (`\n`, `\"`, …) and valid `\u` escapes (a surrogate pair whole) in
+    /// this chunk. Returns true at the closing quote (`index` after it); false at a byte the `.string` mode handles
+    /// one by one (`index` at it), or at the end of the chunk.
     @inline(__always)
     private mutating func skipPlainString(_ bytes: UnsafeRawBufferPointer, _ index: inout Int) -> Bool {
         let count = bytes.count
@@ -345,15 +345,56 @@ struct JSONTextValidator {
                 guard length > 0 else { return false }
                 index &+= length
             } else if byte == UInt8(ascii: "\\") {
-                guard index &+ 1 < count, Self.isSimpleEscape(bytes[index &+ 1]) else { return false }
+                guard index &+ 1 < count else { return false }
+                if Self.isSimpleEscape(bytes[index &+ 1]) {
+                    index &+= 2
+                } else {
+                    // `\u` escapes went through the escape modes byte by byte, about 200 instructions each (a fifth
+                    // of the scan of reference records, which have five per record).
+                    let length = Self.validUnicodeEscapeLength(bytes, at: index)
+                    guard length > 0 else { return false }
+                    index &+= length
+                }
                 recordIrregularString()
-                index &+= 2
             } else if byte < 0x20 {
                 return false
             } else {
                 index += 1
             }
         }
+    }
+
+    /// The length of the `\u` escape at `index` (at its backslash) if it is whole in `bytes` and valid: 6, or 12 for
+    /// a high surrogate followed by a low one; 0 otherwise (not `\u`, cut by the chunk, not 4 hex digits, a lone
+    /// surrogate), which the escape modes then handle (and explain).
+    @inline(__always)
+    private static func validUnicodeEscapeLength(_ bytes: UnsafeRawBufferPointer, at index: Int) -> Int {
+        guard index &+ 6 <= bytes.count, bytes[index &+ 1] == UInt8(ascii: "u"),
+            let value = hexQuad(bytes, at: index &+ 2)
+        else { return 0 }
+        switch value {
+        case 0xD800...0xDBFF:
+            guard index &+ 12 <= bytes.count, bytes[index &+ 6] == UInt8(ascii: "\\"),
+                bytes[index &+ 7] == UInt8(ascii: "u"), let low = hexQuad(bytes, at: index &+ 8),
+                (0xDC00...0xDFFF).contains(low)
+            else { return 0 }
+            return 12
+        case 0xDC00...0xDFFF:
+            return 0
+        default:
+            return 6
+        }
+    }
+
+    /// The value of the 4 hex digits at `index`, if they are.
+    @inline(__always)
+    private static func hexQuad(_ bytes: UnsafeRawBufferPointer, at index: Int) -> UInt32? {
+        var value: UInt32 = 0
+        for offset in 0..<4 {
+            guard let digit = hexValue(bytes[index &+ offset]) else { return nil }
+            value = value << 4 | UInt32(digit)
+        }
+        return value
     }
 
     /// Whether `\` followed by `byte` is a complete escape (every one but `\u`).
