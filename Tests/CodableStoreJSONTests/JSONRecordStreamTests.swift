@@ -259,6 +259,45 @@ struct JSONRecordStreamTests {
         #expect(kept.map(\.baseOffset) == [1, 11, 21])
     }
 
+    @Test func recordsKeptOrNotStayWhatTheyWereAcrossGrowingAndShrinkingRecords() throws {
+        // The builder writes through pointers into buffers it reuses from record to record: a record kept by the
+        // caller (sharing those buffers) must never see a later record's writes, and a record not kept must not
+        // leave anything behind. Records grow and shrink (nodes and bytes both, escapes and nesting included), every
+        // third one is kept, and the input comes in small chunks.
+        var generator = SplitMix64(seed: 20)
+        var texts: [String] = []
+        for index in 0..<400 {
+            let width = Int(generator.next() % 3 == 0 ? generator.next() % 300 : generator.next() % 6)
+            let word = String(repeating: "ab\\\"é\\u00e9", count: Int(generator.next() % 8))
+            let items = (0..<width).map { item in item % 4 == 0 ? "{\"k\(item)\": [\(item), \"\(word)\"]}" : "\(item)" }
+            texts.append("{\"id\": \(index), \"name\": \"\(word)\(index)\", \"items\": [\(items.joined(separator: ", "))]}")
+        }
+        let expected = try texts.map { text in
+            let tape = try JSONTape.parse(text)
+            return tape.jsonText(of: tape.root)
+        }
+        let bytes = Array(("[" + texts.joined(separator: ",\n") + "]").utf8)
+        let stream = JSONRecordStream(mode: .array)
+        var kept: [(index: Int, tape: JSONTape)] = []
+        var seen: [String] = []
+        let onRecord = { (record: borrowing JSONRecord) in
+            seen.append(record.tape.jsonText(of: record.root))
+            if record.index % 3 == 0 { kept.append((record.index, record.tape)) }
+        }
+        var start = 0
+        while start < bytes.count {
+            let end = min(bytes.count, start + 1 + Int(generator.next() % 700))
+            try bytes[start..<end].withUnsafeBytes { try stream.feed($0, onRecord) }
+            start = end
+        }
+        try stream.finish(onRecord)
+        #expect(seen == expected)
+        #expect(kept.count == 134)
+        for (index, tape) in kept {
+            #expect(tape.jsonText(of: tape.root) == expected[index], "record \(index)")
+        }
+    }
+
     @Test func readsFilesInChunks() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "json-stream-\(UUID().uuidString)"
