@@ -14,31 +14,9 @@
 #
 # To see which values a function retains, mark it `@_assemblyVision` and build release: the compiler then reports each
 # retain and release it left in, with the type and the source position (as remarks in the build output).
-set -euo pipefail
-count=${1:-2000}
-here=$(cd "$(dirname "$0")/.." && pwd)
-command -v perf >/dev/null || { echo "needs perf (apt-get install -y linux-perf)" >&2; exit 1; }
-if [ $# -ge 2 ]; then
-    bin=$2
-else
-    (cd "$here" && swift build -c release --product ImportBenchmarks >/dev/null)
-    bin="$here/.build/release/ImportBenchmarks"
-fi
-out=${OUT:-"${TMPDIR:-/tmp}/codablestore-retain-counts"}
-mkdir -p "$out"
-runtime=$(ldd "$bin" | awk '/libswiftCore.so/ {print $3}')
-[ -n "$runtime" ] || { echo "cannot find libswiftCore.so in ldd $bin" >&2; exit 1; }
 functions="swift_retain swift_release swift_bridgeObjectRetain swift_bridgeObjectRelease"
-for function in $functions; do
-    perf probe -q -d "probe_libswiftCore:$function" 2>/dev/null || true
-    perf probe -q -x "$runtime" -a "$function object=%di:u64"
-done
-dump="$out/issues-$count.json"
-[ -f "$dump" ] || "$bin" --write-dump "$dump" --count "$count"
-rm -f "$out"/store.sqlite*
-perf record -q -g -e 'probe_libswiftCore:*' -o "$out/perf.data" \
-    "$bin" --contender import --dump "$dump" --store "$out/store.sqlite" >/dev/null
-for function in $functions; do perf probe -q -d "probe_libswiftCore:$function" || true; done
+default_out="${TMPDIR:-/tmp}/codablestore-retain-counts"
+source "$(dirname "$0")/record-retains.sh"
 perf script -i "$out/perf.data" -F pid,tid,event,trace,ip,sym 2>/dev/null | COUNT=$count python3 -c '
 import collections, os, re, subprocess, sys
 records = int(os.environ["COUNT"])

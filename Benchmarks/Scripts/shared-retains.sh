@@ -14,30 +14,9 @@
 #
 # A symptom to look for first: the per-thread CPU of an import pinned to one core (`taskset -c 0`) against the same
 # import on two (IMPORT_BENCH_CPU=1). Data shared between the threads costs only on two.
-set -euo pipefail
-count=${1:-2000}
-here=$(cd "$(dirname "$0")/.." && pwd)
-command -v perf >/dev/null || { echo "needs perf (apt-get install -y linux-perf)" >&2; exit 1; }
-if [ $# -ge 2 ]; then
-    bin=$2
-else
-    (cd "$here" && swift build -c release --product ImportBenchmarks >/dev/null)
-    bin="$here/.build/release/ImportBenchmarks"
-fi
-out=${OUT:-"${TMPDIR:-/tmp}/codablestore-shared-retains"}
-mkdir -p "$out"
-runtime=$(ldd "$bin" | awk '/libswiftCore.so/ {print $3}')
-[ -n "$runtime" ] || { echo "cannot find libswiftCore.so in ldd $bin" >&2; exit 1; }
-for function in swift_retain swift_release; do
-    perf probe -q -d "probe_libswiftCore:$function" 2>/dev/null || true
-    perf probe -q -x "$runtime" -a "$function object=%di:u64"
-done
-dump="$out/issues-$count.json"
-[ -f "$dump" ] || "$bin" --write-dump "$dump" --count "$count"
-rm -f "$out"/store.sqlite*
-perf record -q -g -e probe_libswiftCore:swift_retain -e probe_libswiftCore:swift_release -o "$out/perf.data" \
-    "$bin" --contender import --dump "$dump" --store "$out/store.sqlite" >/dev/null
-for function in swift_retain swift_release; do perf probe -q -d "probe_libswiftCore:$function" || true; done
+functions="swift_retain swift_release"
+default_out="${TMPDIR:-/tmp}/codablestore-shared-retains"
+source "$(dirname "$0")/record-retains.sh"
 perf script -i "$out/perf.data" -F tid,event,trace,ip,sym 2>/dev/null | MIN=${MIN:-100} python3 -c '
 import collections, os, re, sys
 minimum = int(os.environ["MIN"])
