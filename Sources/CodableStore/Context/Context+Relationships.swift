@@ -2,7 +2,8 @@
 ///
 /// Inverses are kept consistent in memory on both sides: assigning `person.country = france` removes the
 /// person from the old country's `people` and adds it to `france.people`, when those are loaded. A side that
-/// is not loaded yet is not touched: it is read after the context flushes, so it sees the change.
+/// is not loaded yet is not touched: when it is read, the changes not written yet are applied to what the store
+/// gives (see `unwrittenMemberships`), so it sees the change without writing it first.
 extension Context {
     func relationship(_ owner: some EntityObject, _ field: Int) -> ResolvedRelationship {
         model.mappings[owner.entityState.entityIndex].relationships[field]!
@@ -49,7 +50,7 @@ extension Context {
         // on a failing disk the error grew one level deeper per relationship read.
         let earlierError = deferredError
         do {
-            try flush()
+            let unwritten = try unwrittenMemberships(relationship, of: CollectionOfOne(owner))
             let destination = model.mappings[relationship.destination]
             let sql = storage.membershipSQL(relationship, owners: 1)
             try withMembershipConnection(relationship, owners: CollectionOfOne(owner)) { connection in
@@ -60,6 +61,7 @@ extension Context {
                     members.append(try object(for: destination, statement: statement, columnOffset: 1))
                 }
             }
+            if let unwritten { members = withUnwrittenChanges(unwritten, stored: members, of: owner, state, relationship) }
         } catch {
             deferredError = earlierError ?? deferredError ?? relationshipLoadError(relationship, error)
         }
@@ -121,8 +123,9 @@ extension Context {
         new: [any EntityObject]
     ) {
         let field = relationship.description.index
-        if relationship.description.isOrdered, state.status == .persistent, !state.changedFields.contains(field) {
-            // Unchanged since loaded (every in-memory change of an ordered list marks it), `old` is what is stored.
+        if state.status == .persistent, !state.changedFields.contains(field) {
+            // Unchanged since loaded (every change of a list through itself marks it, and so does every change of
+            // an ordered list through its inverse), `old` is what is stored.
             if state.storedMembers == nil { state.storedMembers = [:] }
             state.storedMembers![field] = old.map(\.entityState.rowID)
         }
@@ -223,6 +226,7 @@ extension Context {
             markChanged(member, state, field)
         } else {
             if state.unloadedRelationships.contains(field) { return }
+            if inverse.description.isOrdered { recordStoredMembers(member, state, inverse.description) }
             if inverse.description.insertMember(member, owner), inverse.description.isOrdered {
                 markChanged(member, state, field)
             }
@@ -245,6 +249,7 @@ extension Context {
         } else {
             if state.unloadedRelationships.contains(field) { return }
             guard inverse.description.containsMember(member, owner) else { return }
+            if inverse.description.isOrdered { recordStoredMembers(member, state, inverse.description) }
             inverse.description.removeMember(member, owner)
             if inverse.description.isOrdered { markChanged(member, state, field) }
         }
@@ -262,9 +267,21 @@ extension Context {
                 markChanged(holder, state, field)
             }
         } else if relationship.description.containsMember(holder, member) {
+            if relationship.description.isOrdered { recordStoredMembers(holder, state, relationship.description) }
             relationship.description.removeMember(holder, member)
             if relationship.description.isOrdered { markChanged(holder, state, field) }
         }
+    }
+
+    /// Keeps the members of a stored object's loaded ordered list as stored, before its first change since the last
+    /// write, when the change comes through the inverse (an item's `owner` set moves it into the owner's `items`): a
+    /// save compares with them, so that a list moved and moved back writes no positions (see
+    /// `EntityState.storedMembers`).
+    private func recordStoredMembers(_ owner: any EntityObject, _ state: EntityState, _ relationship: RelationshipDescription) {
+        let field = relationship.index
+        guard state.status == .persistent, !state.changedFields.contains(field) else { return }
+        if state.storedMembers == nil { state.storedMembers = [:] }
+        state.storedMembers![field] = relationship.getMany(owner).map(\.entityState.rowID)
     }
 }
 
@@ -275,9 +292,9 @@ extension Context {
         let field = relationship.description.index
         let pending = owners.filter { $0.entityState.unloadedRelationships.contains(field) && $0.entityState.rowID != 0 }
         if pending.isEmpty { return }
-        if unwrittenChangesAffect(relationship, of: pending) { try flush() }
-        let destination = model.mappings[relationship.destination]
         if case .foreignKey = relationship.storage { return }
+        let unwritten = try unwrittenMemberships(relationship, of: pending)
+        let destination = model.mappings[relationship.destination]
         let sql = storage.membershipSQL(relationship, owners: Self.membershipChunk)
         // Rows come with the owner's row id first; the entity's columns follow, shifted by one.
         // Each owner once: an owner in two chunks would get its members twice.
@@ -293,18 +310,98 @@ extension Context {
         for owner in pending where owner.entityState.unloadedRelationships.contains(field) {
             owner.entityState.unloadedRelationships.remove(field)
             noteUse(owner, owner.entityState)  // as in resolveToOne
-            relationship.description.setMany(owner, members[owner.entityState.rowID] ?? [])
+            let stored = members[owner.entityState.rowID] ?? []
+            guard let unwritten else {
+                relationship.description.setMany(owner, stored)
+                continue
+            }
+            relationship.description.setMany(owner, withUnwrittenChanges(unwritten, stored: stored, of: owner, owner.entityState, relationship))
         }
     }
 
-    /// Whether unwritten changes could alter what the store answers for these owners' memberships: deletes, links
-    /// of one of them, or (memberships stored as the members' foreign keys) any change.
-    private func unwrittenChangesAffect(_ relationship: ResolvedRelationship, of owners: [any EntityObject]) -> Bool {
-        guard hasChanges else { return false }
-        guard deletedObjects.isEmpty, case .joinTable(let table, let ownerIsSource) = relationship.storage else { return true }
-        guard linkChanges.contains(where: { $0.table == table }) else { return false }
-        let rowIDs = Set(owners.map(\.entityState.rowID))
-        return linkChanges.contains { $0.table == table && rowIDs.contains(ownerIsSource ? $0.source : $0.target) }
+    /// The members of `owner`'s just loaded relationship: `stored`, as the store gives them, with the changes not
+    /// written yet applied. When they differ, the relationship is a change of the owner from its stored members,
+    /// recorded as such (see `EntityState.storedMembers`): a save writes the positions of an ordered one, and writes
+    /// nothing when it is set back to them.
+    private func withUnwrittenChanges(
+        _ unwritten: UnwrittenMemberships, stored: [any EntityObject], of owner: any EntityObject, _ state: EntityState,
+        _ relationship: ResolvedRelationship
+    ) -> [any EntityObject] {
+        let members = unwritten.apply(to: stored, of: state.rowID, relationship)
+        guard members.count != stored.count || !zip(members, stored).allSatisfy({ $0 === $1 }) else { return members }
+        let field = relationship.description.index
+        if state.status == .persistent, !state.changedFields.contains(field) {
+            if state.storedMembers == nil { state.storedMembers = [:] }
+            state.storedMembers![field] = stored.map(\.entityState.rowID)
+        }
+        markChanged(owner, state, field)
+        return members
+    }
+
+    /// The changes not written yet that alter what the store answers for these owners' memberships, to apply to
+    /// the rows the store gives (nil when there are none). Deletes are written first instead (a deleted object's
+    /// row would come back from the store as a new object).
+    ///
+    /// Why not write the changes first, as queries do: a decode that moves members between owners and back (page
+    /// A, page B, page A again; a nested record that moves an item to another owner before its own record moves it
+    /// back) would write every intermediate membership and then write it back, where the save at the end, which
+    /// compares with what is stored, writes nothing.
+    private func unwrittenMemberships(
+        _ relationship: ResolvedRelationship, of owners: some Collection<any EntityObject>
+    ) throws -> UnwrittenMemberships? {
+        guard hasChanges else { return nil }
+        if !deletedObjects.isEmpty {
+            try flush()
+            return nil
+        }
+        var unwritten = UnwrittenMemberships()
+        switch relationship.storage {
+        case .foreignKey:
+            return nil
+        case .joinTable(let table, let ownerIsSource):
+            guard linkChanges.contains(where: { $0.table == table }) else { return nil }
+            let rowIDs = Set(owners.map(\.entityState.rowID))
+            // The net change of each link, as a save writes it (see planLinks): the last change, unless it undoes
+            // the first.
+            var first: [UnwrittenMemberships.Link: Bool] = [:]
+            var last: [UnwrittenMemberships.Link: (isLink: Bool, position: Int)] = [:]
+            for (position, change) in linkChanges.enumerated() where change.table == table {
+                let owner = ownerIsSource ? change.source : change.target
+                guard rowIDs.contains(owner) else { continue }
+                let link = UnwrittenMemberships.Link(owner: owner, member: ownerIsSource ? change.target : change.source)
+                if first[link] == nil { first[link] = change.isLink }
+                last[link] = (change.isLink, position)
+            }
+            let destination = relationship.destination
+            for (link, change) in last.sorted(by: { $0.value.position < $1.value.position }) where first[link] == change.isLink {
+                if change.isLink {
+                    // Recorded from objects the context holds; one let go since was deleted (and is no member).
+                    guard let member = registries[destination][link.member] else { continue }
+                    unwritten.added[link.owner, default: []].append(member)
+                } else {
+                    unwritten.removed.insert(link)
+                }
+            }
+        case .inverseForeignKey:
+            // Members whose foreign key changed and is not written: they join the owner their to-one names now
+            // (the rows the store gives for another owner are checked one by one, see `apply`).
+            guard let inverse = relationship.inverse else { return nil }
+            let rowIDs = Set(owners.map(\.entityState.rowID))
+            func collect(_ object: any EntityObject) {
+                object.withEntityState { state in
+                    guard state.entityIndex == relationship.destination, !state.unloadedRelationships.contains(inverse),
+                        state.status == .inserted || (state.status == .persistent && state.changedFields.contains(inverse)),
+                        let owner = relationship.inverseRelationship?.description.getOne(object),
+                        let ownerRowID = Self.storedRowID(owner), rowIDs.contains(ownerRowID)
+                    else { return }
+                    unwritten.added[ownerRowID, default: []].append(object)
+                }
+            }
+            insertedObjects.forEachBorrowed(collect)
+            updatedObjects.forEachBorrowed(collect)
+            unwritten.checksOwners = true
+        }
+        return unwritten
     }
 
     /// Owners (row ids) per membership query, and per load or delete by row id: the storage's chunk.
@@ -427,5 +524,43 @@ extension Context {
             return new.allSatisfy { member in old.contains { $0 === member } }
         }
         return Set(old.map { ObjectIdentifier($0) }) == Set(new.map { ObjectIdentifier($0) })
+    }
+}
+
+/// Membership changes made in memory and not written yet, by owner row id: what a relationship load applies to
+/// the rows the store gives (see `Context.unwrittenMemberships(_:of:)`).
+struct UnwrittenMemberships {
+    struct Link: Hashable {
+        let owner: Int64
+        let member: Int64
+    }
+    /// Members to add at the end of an owner's list (unless the store gave them already), in the order they were
+    /// linked.
+    var added: [Int64: [any EntityObject]] = [:]
+    /// Links removed.
+    var removed: Set<Link> = []
+    /// Whether each stored member must still name the owner through its to-one (memberships stored as the members'
+    /// foreign keys: a member held in memory may have moved to another owner).
+    var checksOwners = false
+
+    /// `stored`, the members the store gives for `owner`, with the unwritten changes applied.
+    func apply(to stored: [any EntityObject], of owner: Int64, _ relationship: ResolvedRelationship) -> [any EntityObject] {
+        var members = stored
+        if !removed.isEmpty {
+            members.removeAll { removed.contains(Link(owner: owner, member: $0.entityState.rowID)) }
+        }
+        if checksOwners, let inverse = relationship.inverseRelationship {
+            let field = inverse.description.index
+            members.removeAll { member in
+                member.withEntityState { state in
+                    guard !state.unloadedRelationships.contains(field) else { return false }
+                    return Context.storedRowID(inverse.description.getOne(member)) != owner
+                }
+            }
+        }
+        for member in added[owner] ?? [] where !members.contains(where: { $0 === member }) {
+            members.append(member)
+        }
+        return members
     }
 }

@@ -268,13 +268,16 @@ extension Context {
                     }
                 }
             }
-            // Ordered to-many lists set back to their stored members: no positions to write, and no links of
-            // this owner in the join table it owns (every link of the owner is as stored).
+            // To-many lists set back to their stored members (in their order, for an ordered one): no positions to
+            // write, and no links of this owner in the join table it owns (every link of the owner is as stored).
             if let stored = state.storedMembers {
                 for (field, members) in stored where state.changedFields.contains(field) && !state.unloadedRelationships.contains(field) {
-                    guard let relationship = mapping.relationships[field],
-                        relationship.description.getMany(object).map(\.entityState.rowID) == members
-                    else { continue }
+                    guard let relationship = mapping.relationships[field] else { continue }
+                    let current = relationship.description.getMany(object).map(\.entityState.rowID)
+                    let isAsStored =
+                        relationship.description.isOrdered
+                        ? current == members : current.count == members.count && Set(current) == Set(members)
+                    guard isAsStored else { continue }
                     state.changedFields.remove(field)
                     if case .joinTable(let table, ownerIsSource: true) = relationship.storage {
                         unchangedLinkOwners.insert(UnchangedLinkOwner(table: table, source: state.rowID))
@@ -310,11 +313,11 @@ extension Context {
         }
     }
 
-    /// The join-table changes: only the last change of each link counts (unlinking and linking again is linking, as
-    /// an upsert; linking and unlinking again is unlinking), so the unlinks can go first and the links in multi-row
-    /// INSERTs of ``JoinTable/linkBatchRows`` rows per table. In the order they were made, a decode that replaces
-    /// memberships interleaves unlinks and links, and nearly every link was a one-row INSERT: at 1M reference
-    /// records, 843k statements and a fifth of the writer thread's time.
+    /// The join-table changes: only the last change of each link counts, and none when it undoes the first (unlinking
+    /// and linking again leaves the stored link; linking and unlinking again leaves no link), so the unlinks can go
+    /// first and the links in multi-row INSERTs of ``JoinTable/linkBatchRows`` rows per table. In the order they were
+    /// made, a decode that replaces memberships interleaves unlinks and links, and nearly every link was a one-row
+    /// INSERT: at 1M reference records, 843k statements and a fifth of the writer thread's time.
     private func planLinks(_ emit: (WritePlan.Step) throws -> Void, digested: Set<Int>) throws {
         let unchanged = unchangedLinkOwners
         unchangedLinkOwners = []
@@ -351,10 +354,27 @@ extension Context {
             lastChange[Link(table: change.table, source: change.source, target: change.target)] = position
         }
         let allDistinct = lastChange.count == linkChanges.count
+        // Each change of a link is a real change of the memberships in memory (a list is loaded, or known empty,
+        // before it changes), so a link's changes alternate between linking and unlinking, and the first one
+        // starts from what is stored. A link whose last change undoes its first (linked and unlinked again, or
+        // unlinked and linked again) ends as stored: nothing to write. Only links changed more than once need
+        // the first change, so an import (whose links each change once) builds no second table.
+        var firstChange: [Link: Int] = [:]
+        if !allDistinct {
+            firstChange.reserveCapacity(lastChange.count)
+            for (position, change) in linkChanges.enumerated() {
+                let link = Link(table: change.table, source: change.source, target: change.target)
+                if firstChange[link] == nil { firstChange[link] = position }
+            }
+        }
+        /// Whether the change at `position` is the last of its link, and leaves the link other than stored.
         func isLast(_ position: Int) -> Bool {
             if allDistinct { return true }
             let change = linkChanges[position]
-            return lastChange[Link(table: change.table, source: change.source, target: change.target)] == position
+            let link = Link(table: change.table, source: change.source, target: change.target)
+            guard lastChange[link] == position else { return false }
+            guard let first = firstChange[link], first != position else { return true }
+            return linkChanges[first].isLink == change.isLink
         }
         // Rows deleted in this save, and rows never written (inserted, then deleted): their links would point to
         // nothing (the foreign keys would fail the commit), and their unlinks are done by the cascade.

@@ -38,8 +38,9 @@ public final class EntityState {
     /// write: a save compares with them, so that a value set back to what is stored (page A, then page B
     /// again) writes nothing.
     @usableFromInline @exclusivity(unchecked) var storedValues: [Int: SQLiteValue]?
-    /// The stored members (row ids, in order) of a stored object's ordered to-many relationships, recorded
-    /// when each first changed after the last write: a list set back to them writes no links and no positions.
+    /// The stored members (row ids, in order) of a stored object's to-many relationships, recorded when each first
+    /// changed after the last write: a list set back to them (in the same order, for an ordered one) writes no links
+    /// and no positions, and does not count as a change.
     @exclusivity(unchecked) var storedMembers: [Int: [Int64]]?
 
     /// To-one foreign keys of unloaded relationships, by field index.
