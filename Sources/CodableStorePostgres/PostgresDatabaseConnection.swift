@@ -347,6 +347,14 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         }
     }
 
+    /// A rollback to a savepoint is what makes a transaction aborted by a failed statement usable again.
+    func rollbackToSavepoint(named name: String) throws {
+        let quoted = quoteIdentifier(name)
+        isAborted = false
+        try execute(sql: "ROLLBACK TO SAVEPOINT \(quoted)")
+        try execute(sql: "RELEASE SAVEPOINT \(quoted)")
+    }
+
     func checkInsideTransaction(function: String) throws {
         guard isInsideTransaction else {
             throw StoreError(.unsupported, "\(function) needs a transaction, and none is open")

@@ -63,14 +63,14 @@ final class Harness {
     let twoThreads: StoreDecoder
     let importOptions: ImportOptions
     /// Whether a second decode of the same input must run no INSERT, UPDATE or DELETE at all (the design's
-    /// "re-importing the same data writes nothing"), beyond leaving the same rows. Off unless
-    /// STORE_FUZZER_CHECK_WRITES=1: the library does not hold to it yet (Fuzz/Crashes/README.md).
+    /// "re-importing the same data writes nothing"), beyond leaving the same rows. On unless
+    /// STORE_FUZZER_CHECK_WRITES=0.
     let checksWrites: Bool
     /// STORE_FUZZER_VERBOSE=1 prints what each path made of each input.
     let isVerbose: Bool
 
     init() throws {
-        checksWrites = ProcessInfo.processInfo.environment["STORE_FUZZER_CHECK_WRITES"] == "1"
+        checksWrites = ProcessInfo.processInfo.environment["STORE_FUZZER_CHECK_WRITES"] != "0"
         isVerbose = ProcessInfo.processInfo.environment["STORE_FUZZER_VERBOSE"] == "1"
         // A pipe's reader that stops early (a syntax error) must not kill the writer thread.
         signal(SIGPIPE, SIG_IGN)

@@ -10,7 +10,7 @@ extension Context {
     ///   `SQLiteError`.
     public func save() throws {
         if isReadOnly { throw StoreError.readOnly("save") }
-        try flush()
+        try flush(isSave: true)
     }
 
     /// Saves, then lets go of every object the context holds, so that a long write (a hand-written import
@@ -40,11 +40,18 @@ extension Context {
     /// Writes pending changes. With `usingSavepoint`, a failure leaves nothing behind (the context's caller
     /// may catch the error and go on); without, the caller rolls back a larger scope itself (the end of a
     /// write, an import batch), and SQLite keeps no statement journal for what may be a very large save.
-    func flush(usingSavepoint: Bool = true) throws {
+    ///
+    /// `isSave`: the point ``rollback()`` goes back to moves here (``save()``, the end of a write or of an import's
+    /// batch). Other flushes (before a query) write inside a savepoint kept open until the next save, so that a
+    /// rollback can undo them (see `Context+Rollback.swift`).
+    func flush(usingSavepoint: Bool = true, isSave: Bool = false) throws {
         guard !isReadOnly else { return }
         try throwDeferredError()
         if !readyReferences.isEmpty { try linkReadyReferences() }
-        guard hasChanges else { return }
+        guard hasChanges else {
+            if isSave { try didSave() }
+            return
+        }
         // One read of each object's state. A writer thread is told of the objects a plan writes: it keeps them
         // while the plan waits (see ``DeferredWriter``).
         var touched = Array(repeating: false, count: model.mappings.count)
@@ -81,10 +88,12 @@ extension Context {
             if !deletedObjects.isEmpty { deferredWriter.waitUntilIdle() }
         } else if usingSavepoint {
             try connection.checkInsideTransaction(function: #function)
+            if !isSave { try markUnsavedWrites() }
             // A savepoint makes a failed flush leave nothing behind, so the caller may fix things and retry.
             try connection.inSavepoint(named: "codablestore_save") { try writeNow() }
         } else {
             try connection.checkInsideTransaction(function: #function)
+            if !isSave { try markUnsavedWrites() }
             try writeNow()
         }
         // Only now that everything is written (or handed to the writer) does the in-memory state move on.
@@ -125,6 +134,7 @@ extension Context {
         if deferredWriter != nil, !linkChanges.isEmpty { linksHandedToWriter.append(linkChanges) }
         linkChanges.removeAll()
         hasUnwrittenIdentityChanges = false
+        if isSave { try didSave() }
     }
 
     /// Runs each step of the pending changes as soon as it is made, so that a large save never holds all its

@@ -76,8 +76,13 @@ public final class Context {
     var discardedInsertions: [(entity: Int, rowID: Int64)] = []
     /// How many ``inSavepoint(_:)`` calls are running (``rollback()`` cannot run inside one).
     var savepointDepth = 0
+    /// While what flushes wrote since the last save is in a savepoint of its own (see `Context+Rollback.swift`): the
+    /// ``savepointDepth`` it was opened at.
+    var unsavedWritesMark: Int?
+    /// The context's bookkeeping at the last save, which ``rollback()`` goes back to.
+    var lastSave = SavedBookkeeping()
     /// Objects deleted in this context, kept so that `invalidate()` can detach them too.
-    private var detachedObjects: [any EntityObject] = []
+    var detachedObjects: [any EntityObject] = []
     @exclusivity(unchecked) private var lastInsertedType: ObjectIdentifier?
     @exclusivity(unchecked) private var lastInsertedEntity = -1
     @exclusivity(unchecked) var linkChanges: [LinkChange] = []
@@ -111,7 +116,7 @@ public final class Context {
     /// Whether an identity attribute of an object was changed since the last flush: the store's rows then no
     /// longer answer identity lookups right until they are written (see `lookUp`).
     @exclusivity(unchecked) var hasUnwrittenIdentityChanges = false
-    @exclusivity(unchecked) private var nextRowIDs: [Int64?]
+    @exclusivity(unchecked) var nextRowIDs: [Int64?]
     /// An error raised where it could not be thrown (a relationship load inside a property getter);
     /// the next save throws it.
     var deferredError: (any Error)?
@@ -392,18 +397,23 @@ public final class Context {
     func inSavepoint<T>(savingAtEnd: Bool, _ body: () throws -> T) throws -> T {
         if isReadOnly { throw StoreError.readOnly("inSavepoint") }
         precondition(deferredWriter == nil, "a context savepoint while a writer thread writes behind")
-        try flush()
+        try flush(isSave: true)
         let writeCounts = self.writeCounts
         let touchedEntities = self.touchedEntities
         let materializedCounts = self.materializedCounts
         let insertedIdentities = self.insertedIdentities
         let deferred = deferredReferences
+        let depth = savepointDepth
         savepointDepth += 1
-        defer { savepointDepth -= 1 }
+        defer {
+            savepointDepth -= 1
+            // Released with the savepoint when `body` returns (what it wrote is saved), or undone with it.
+            if let mark = unsavedWritesMark, mark > depth { unsavedWritesMark = nil }
+        }
         do {
             return try connection.inSavepoint(named: "codablestore_context") {
                 let result = try body()
-                if savingAtEnd { try flush() }  // inside: a failure to write rolls back to the savepoint too
+                if savingAtEnd { try flush(isSave: true) }  // inside: a failure to write rolls back to the savepoint too
                 return result
             }
         } catch {
@@ -417,40 +427,11 @@ public final class Context {
         }
     }
 
-    /// Discards everything this write did so far, saved or not, and goes on in a new transaction: the store is as
-    /// it was when the write began (nothing of it will be committed), and the context forgets every object it holds
-    /// (those you hold are detached) and every unsaved change.
-    ///
-    /// ```swift
-    /// try store.write { context in
-    ///     try apply(batch, in: context)
-    ///     if try !isConsistent(context) { try context.rollback() }   // nothing of the batch is committed
-    /// }
-    /// ```
-    /// - Throws: ``StoreError`` for a read-only context, or the store's error when it cannot begin again.
-    public func rollback() throws {
-        if isReadOnly { throw StoreError.readOnly("rollback") }
-        guard savepointDepth == 0 else {
-            throw StoreError(
-                .invalidObject,
-                "rollback() cannot run inside inSavepoint: throw from the savepoint's closure to undo what it did, or call rollback() after it")
-        }
-        precondition(deferredWriter == nil, "a rollback while a writer thread writes behind")
-        connection.rollbackIgnoringErrors()
-        reset()
-        writeCounts = [:]
-        touchedEntities = []
-        insertedIdentities = Array(repeating: nil, count: model.mappings.count)
-        deferredReferences = DeferredReferences(pending: [:], count: 0)
-        hasUnwrittenIdentityChanges = false
-        try connection.beginWriteTransaction()
-    }
-
     private func detach(_ object: any EntityObject, _ mapping: EntitySchema) {
         detach(object, object.entityState, mapping)
     }
 
-    private func detach(_ object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema) {
+    func detach(_ object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema) {
         state.context = nil
         guard mapping.hasRelationships else { return }
         mapping.forEachRelationship { relationship in relationship.description.setMany(object, []) }

@@ -172,7 +172,7 @@ public final class Store: Sendable {
                     defer { context.invalidate() }
                     let result = try body(context)
                     // A failure here rolls the whole transaction back: no savepoint needed.
-                    try context.flush(usingSavepoint: false)
+                    try context.flush(usingSavepoint: false, isSave: true)
                     touched = context.touchedEntities
                     if !touched.isEmpty { try connection.announceChanges(to: touched.sorted().map { model.mappings[$0].name }) }
                     if !context.writeCounts.isEmpty {

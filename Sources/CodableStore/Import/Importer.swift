@@ -514,7 +514,7 @@ final class Importer {
             return locate(error, batch[position])
         }) { _ in }
         let decoded = session.decodedCounts ?? []
-        try context.flush(usingSavepoint: false)  // inside the batch's savepoint, or the transaction's
+        try context.flush(usingSavepoint: false, isSave: true)  // inside the batch's savepoint, or the transaction's
         return decoded
     }
 

@@ -109,6 +109,14 @@ package protocol DatabaseConnection: AnyObject {
     func inBegunTransaction<T>(_ body: () throws -> T) throws -> T
     /// Runs `body` in a savepoint: released when it returns, rolled back to its start when it throws.
     func inSavepoint<T>(named name: String, _ body: () throws -> T) throws -> T
+    /// Opens a savepoint that stays open until ``releaseSavepoint(named:)`` or ``rollbackToSavepoint(named:)``.
+    func beginSavepoint(named name: String) throws
+    /// Releases a savepoint opened with ``beginSavepoint(named:)`` (and every savepoint opened after it): what was
+    /// done since stays part of the transaction.
+    func releaseSavepoint(named name: String) throws
+    /// Undoes what was done since ``beginSavepoint(named:)`` opened the savepoint, and releases it: the transaction
+    /// goes on (a PostgreSQL transaction that a failed statement aborted is usable again).
+    func rollbackToSavepoint(named name: String) throws
     /// Throws unless a transaction is open (the database may end one by itself after an error).
     func checkInsideTransaction(function: String) throws
     func rollbackIgnoringErrors()
@@ -151,6 +159,19 @@ package protocol DeferredIndexes: AnyObject {
 }
 
 extension DatabaseConnection {
+    package func beginSavepoint(named name: String) throws {
+        try execute(sql: "SAVEPOINT \(quoteIdentifier(name))")
+    }
+
+    package func releaseSavepoint(named name: String) throws {
+        try execute(sql: "RELEASE SAVEPOINT \(quoteIdentifier(name))")
+    }
+
+    package func rollbackToSavepoint(named name: String) throws {
+        try execute(sql: "ROLLBACK TO SAVEPOINT \(quoteIdentifier(name))")
+        try execute(sql: "RELEASE SAVEPOINT \(quoteIdentifier(name))")
+    }
+
     package func deferIndexesOfEmptyTables() throws -> (any DeferredIndexes)? { nil }
     package func takeExclusiveAccess() throws -> Bool { false }
     package func releaseExclusiveAccess() throws {}

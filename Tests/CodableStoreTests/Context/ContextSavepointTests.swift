@@ -114,25 +114,6 @@ import Testing
         #expect(try RawDatabase(path).rows("SELECT id, name FROM Person ORDER BY id") == [["1", "one"]])
     }
 
-    @Test func rollbackDiscardsTheWholeWriteSoFarAndTheWriteGoesOn() throws {
-        let path = TestStore.temporaryPath()
-        let store = try Store(path: path, entities: TestStore.entities)
-        try store.write { try $0.insert(Person(id: 1, name: "committed earlier")) }
-        try store.write { context in
-            let kept = try #require(try context.object(Person.self, identity: 1))
-            kept.name = "changed, saved"
-            try context.save()
-            try context.insert(Person(id: 2, name: "inserted, unsaved"))
-            try context.rollback()
-            #expect(!context.hasChanges)
-            #expect(context.registeredObjectCount == 0)
-            #expect(kept.entityState.context == nil)
-            #expect(try context.object(Person.self, identity: 1)?.name == "committed earlier")
-            try context.insert(Person(id: 3, name: "after the rollback"))
-        }
-        #expect(try RawDatabase(path).rows("SELECT id, name FROM Person ORDER BY id") == [["1", "committed earlier"], ["3", "after the rollback"]])
-    }
-
     @Test func aReadContextRefusesBoth() throws {
         let store = try Store(path: TestStore.temporaryPath(), entities: TestStore.entities)
         try store.read { context in
