@@ -480,6 +480,46 @@ private func save(_ json: String, into store: Store) throws -> Int {
     }
 
     @Test(arguments: Backend.available)
+    func membershipsMovedAndMovedBackInOneWriteWriteNothing(_ backend: Backend) throws {
+        let log = StatementLog()
+        var options = Store.Options()
+        options.statementObserver = log.observer
+        let store = try backend.makeStore(entities: entities, options: options)
+        let pageA = #"[{"id": 1, "labels": [1, 2], "parts": [{"serial": 5}, {"serial": 6}]}, {"id": 2, "labels": [3], "parts": [{"serial": 7}]}]"#
+        let pageB = #"[{"id": 1, "labels": [3], "parts": [{"serial": 7}]}, {"id": 2, "labels": [1, 2, 3], "parts": [{"serial": 6}, {"serial": 5}]}]"#
+        try save(pageA, into: store)
+        let rows = #"SELECT d."id", b."id" FROM "Badge_devices" j JOIN "Badge" b ON b."_pk" = j."source" JOIN "Device" d ON d."_pk" = j."target" ORDER BY 1, 2"#
+        let parts = #"SELECT c."serial", d."id", c."gadget_order" FROM "Component" c JOIN "Device" d ON d."_pk" = c."gadget" ORDER BY 1"#
+        let stored = try (storedRows(store, rows), storedRows(store, parts))
+        log.reset()
+        try store.write { context in
+            for page in [pageA, pageB, pageA] { _ = try decoder().decode([Device].self, from: Data(page.utf8), into: context) }
+        }
+        #expect(log.writes.isEmpty, "\(log.writes)")
+        #expect(try storedRows(store, rows) == stored.0)
+        #expect(try storedRows(store, parts) == stored.1)
+    }
+
+    @Test(arguments: Backend.available)
+    func rollbackGoesBackToTheLastSave(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        try save(#"[{"id": 1, "name": "stored"}]"#, into: store)
+        try store.write { context in
+            let device = try #require(try context.object(Device.self, identity: 1))
+            device.name = "saved"
+            try context.save()
+            device.name = "unsaved"
+            try context.insert(Device(id: 2))
+            #expect(try context.count(Device.self) == 2)  // written by the query, inside the write
+            try context.rollback()
+            #expect(device.name == "saved")
+            #expect(try context.count(Device.self) == 1)
+            device.score = 4.5
+        }
+        #expect(try storedRows(store, #"SELECT "id", "name", "score" FROM "Device" ORDER BY "id""#) == [["1", "saved", "4.5"]])
+    }
+
+    @Test(arguments: Backend.available)
     func observersHearOfCommittedWrites(_ backend: Backend) async throws {
         let store = try backend.makeStore(entities: entities)
         var changes = store.observe(Device.self, where: \Device.isActive == true).makeAsyncIterator()
