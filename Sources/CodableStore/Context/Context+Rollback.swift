@@ -46,7 +46,10 @@ extension Context {
                 "rollback() cannot run inside inSavepoint: throw from the savepoint's closure to undo what it did, or call rollback() after it")
         }
         precondition(deferredWriter == nil, "a rollback while a writer thread writes behind")
-        try connection.checkInsideTransaction(function: "rollback()")
+        // The database may have ended the transaction by itself after an error (SQLite, after an I/O error or a full
+        // disk): nothing to go back to. A PostgreSQL transaction aborted by a failed statement is usable again after
+        // the rollback to the savepoint.
+        if !connection.isInsideTransaction { try connection.checkInsideTransaction(function: "rollback()") }
         if unsavedWritesMark != nil {
             unsavedWritesMark = nil
             try connection.rollbackToSavepoint(named: Self.unsavedWritesSavepoint)
