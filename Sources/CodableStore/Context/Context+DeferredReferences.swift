@@ -139,6 +139,25 @@ extension Context {
         if !references.isEmpty { throw UnresolvedReferencesError(listing: references) }
     }
 
+    /// Runs `body` (a decode under ``StoreDecoder/failsOnUnresolvedReferences``) in a savepoint, as
+    /// ``inSavepoint(savingAtEnd:_:)`` does, and fails it when a reference it deferred is still unresolved at its end:
+    /// then the store and the context are as before the call, and ``UnresolvedReferencesError`` lists those
+    /// references (not those deferred before, which may still arrive).
+    /// A read-only context has nothing to undo in the store: it only checks.
+    func failingOnUnresolvedReferences<T>(savingAtEnd: Bool, _ body: () throws -> T) throws -> T {
+        func checked() throws -> T {
+            let first = deferredReferenceSequence
+            let result = try body()
+            if pendingReferenceCount > 0 {
+                let references = try listUnresolvedReferences(deferredSince: first, limit: nil)
+                if !references.isEmpty { throw UnresolvedReferencesError(listing: references) }
+            }
+            return result
+        }
+        if isReadOnly { return try checked() }
+        return try inSavepoint(savingAtEnd: savingAtEnd, checked)
+    }
+
     /// The unresolved references deferred from sequence number `first` on, in the order of
     /// ``listUnresolvedReferences(limit:)``, at most `limit`.
     func listUnresolvedReferences(deferredSince first: Int, limit: Int?) throws -> [UnresolvedReference] {

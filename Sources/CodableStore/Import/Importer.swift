@@ -336,7 +336,8 @@ final class Importer {
         try processBatch(prepared)
     }
 
-    /// Deferred references that never found their object: counted and listed in the report, and an error when asked.
+    /// Deferred references that never found their object: counted and listed in the report, and an error when asked
+    /// (by the import's options or its decoder's).
     private func checkUnresolvedReferences() throws {
         guard context.pendingReferenceCount > 0 else { return }
         let counts = context.unresolvedReferences
@@ -344,7 +345,7 @@ final class Importer {
         let listed = try context.listUnresolvedReferences(limit: options.unresolvedReferenceListLimit)
         report.unresolvedReferences = counts
         report.unresolvedReferenceList = listed.isEmpty ? nil : listed
-        guard options.failsOnUnresolvedReferences else { return }
+        guard options.failsOnUnresolvedReferences || options.decoder.failsOnUnresolvedReferences else { return }
         let error = UnresolvedReferencesError(count: context.pendingReferenceCount, counts: counts, references: listed)
         throw ImportError(
             reason: "\(error)" + (options.commitEveryBatch ? "; the batches before were committed" : "; nothing was imported"),

@@ -223,4 +223,157 @@ extension LooseNote: EntityReferencePolicies {
         let identity = UnresolvedReference.Identity(names: ["repo", "number"], values: [.text("apple/swift"), .integer(6)])
         #expect(String(decoding: try encoder.encode(identity), as: UTF8.self) == #"{"names":["repo","number"],"values":["apple/swift",6]}"#)
     }
+
+    // MARK: - Failing a decode
+
+    static func strictDecoder() -> StoreDecoder {
+        let decoder = issueDecoder()
+        decoder.failsOnUnresolvedReferences = true
+        return decoder
+    }
+
+    static let commentRows = "SELECT c.id, c.body, coalesce(c.author, 'NULL'), coalesce(i.id, 'NULL') FROM IssueComment c LEFT JOIN GitIssue i ON i._pk = c.issue ORDER BY c.id"
+
+    /// Issue 10 and comment 1 (linked to it), committed.
+    static func storeWithOneComment(_ entities: [any EntityObject.Type]) throws -> (Store, String) {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: entities)
+        try store.write { context in
+            _ = try issueDecoder().decode([GitIssue].self, from: Data(#"[{"id": 10, "number": 1, "title": "ten"}]"#.utf8), into: context)
+            _ = try StoreDecoder().decode([IssueComment].self, from: Data(#"[{"id": 1, "body": "first", "issue": 10}]"#.utf8), into: context)
+        }
+        return (store, path)
+    }
+
+    @Test func aDecodeLeavingAReferenceUnresolvedFailsAndLeavesNothingBehind() throws {
+        let (store, path) = try Self.storeWithOneComment(entities)
+        let error = try store.write { context -> UnresolvedReferencesError in
+            // Changed before the decode: saved first, and kept.
+            let comment = try #require(try context.object(IssueComment.self, identity: 1))
+            comment.author = "before"
+            let payload = #"[{"id": 2, "issue": 10}, {"id": 3, "body": "x", "issue": 99}, {"id": 1, "body": "changed by the failing decode"}]"#
+            let error = try #require(throws: UnresolvedReferencesError.self) {
+                try Self.strictDecoder().decode([IssueComment].self, from: Data(payload.utf8), into: context)
+            }
+            // Nothing of the decode is left in the context.
+            #expect(context.unresolvedReferences == [:])
+            #expect(try context.listUnresolvedReferences() == [])
+            #expect(try context.object(IssueComment.self, identity: 2) == nil)
+            #expect(try context.object(IssueComment.self, identity: 3) == nil)
+            let first = try #require(try context.object(IssueComment.self, identity: 1))
+            #expect(first.body == "first")
+            #expect(first.author == "before")
+            return error
+        }
+        #expect(
+            error.references == [
+                UnresolvedReference(
+                    ownerEntity: "IssueComment", ownerIdentity: .init(names: ["id"], values: [.integer(3)]), ownerRowID: 3,
+                    relationship: "issue", destinationEntity: "GitIssue", missingIdentity: .init(names: ["id"], values: [.integer(99)])),
+            ])
+        #expect(error.count == 1)
+        #expect(error.counts == ["GitIssue": 1])
+        #expect(error.description == "1 unresolved reference: IssueComment id = 3: issue → GitIssue id = 99 never arrived")
+        #expect(
+            error.detailedDescription() == """
+                UnresolvedReferencesError: 1 reference never arrived
+                ├─ To GitIssue: 1
+                └─ IssueComment id = 3: issue → GitIssue id = 99 never arrived
+                """)
+        // The store's rows are those before the decode (with the change made before it).
+        let raw = try RawDatabase(path)
+        #expect(try raw.rows(Self.commentRows) == [["1", "first", "before", "10"]])
+        #expect(try raw.value("SELECT count(*) FROM GitIssue") == "1")
+    }
+
+    @Test func theTwoThreadDecodeAndDecodeAndSaveFailAndLeaveNothingBehindToo() throws {
+        let (store, path) = try Self.storeWithOneComment(entities)
+        let decoder = Self.strictDecoder()
+        decoder.parallelDecodingThreshold = 1  // every array document on two threads
+        let payload = Data(#"[{"id": 2, "issue": 10}, {"id": 3, "body": "x", "issue": 99}, {"id": 1, "body": "changed"}]"#.utf8)
+        try store.write { context in
+            // A malformed document, parsed while it is decoded: the syntax error, not the references' check.
+            #expect(throws: JSONSyntaxError.self) {
+                try decoder.decode([IssueComment].self, from: Data(#"[{"id": 2, "issue": 99}, {"id": 3"#.utf8), into: context)
+            }
+            let parallel = try #require(throws: UnresolvedReferencesError.self) {
+                try decoder.decode([IssueComment].self, from: payload, into: context)
+            }
+            #expect(parallel.description == "1 unresolved reference: IssueComment id = 3: issue → GitIssue id = 99 never arrived")
+            let saving = try #require(throws: UnresolvedReferencesError.self) {
+                try decoder.decodeAndSave([IssueComment].self, from: payload, into: context)
+            }
+            #expect(saving.references == parallel.references)
+            #expect(context.unresolvedReferences == [:])
+        }
+        #expect(try RawDatabase(path).rows(Self.commentRows) == [["1", "first", "NULL", "10"]])
+    }
+
+    @Test func aMalformedDocumentStillChangesNothing() throws {
+        let (store, path) = try Self.storeWithOneComment(entities)
+        let decoder = Self.strictDecoder()
+        try store.write { context in
+            let comment = try #require(try context.object(IssueComment.self, identity: 1))
+            comment.author = "unsaved"
+            let held = context.registeredObjectCount
+            #expect(throws: JSONSyntaxError.self) {
+                try decoder.decode([IssueComment].self, from: Data(#"[{"id": 2, "issue": 99}, {"id": 3"#.utf8), into: context)
+            }
+            // Not saved first, not forgotten: the savepoint never began.
+            #expect(context.hasChanges)
+            #expect(context.registeredObjectCount == held)
+            #expect(comment.author == "unsaved")
+            #expect(context.unresolvedReferences == [:])
+        }
+        #expect(try RawDatabase(path).rows(Self.commentRows) == [["1", "first", "unsaved", "10"]])
+    }
+
+    @Test func referencesArrivingLaterInThePayloadOrDeferredBeforeDoNotFailADecode() throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: entities)
+        try store.write { context in
+            // A lenient decode first: its three references wait (two arrive below, one never).
+            _ = try StoreDecoder().decode([IssueComment].self, from: SharedFixtures.data("github/comments-page.json"), into: context)
+            let thread = #"{"comments": [{"id": 1, "issue": 20}], "issues": [{"id": 20, "number": 2, "title": "twenty"}]}"#
+            _ = try Self.strictDecoder().decode(CommentThread.self, from: Data(thread.utf8), into: context)
+            _ = try Self.strictDecoder().decodeAndSave([GitIssue].self, from: SharedFixtures.data("github/issues-page.json"), into: context)
+            #expect(try context.listUnresolvedReferences() == [Self.comment(7003, to: 9999)])
+        }
+        #expect(
+            try RawDatabase(path).rows(Self.commentRows) == [
+                ["1", "", "NULL", "20"], ["7001", "Same here with a 2 GB dump.", "octo-bob", "9001"],
+                ["7002", "Fixed by #42?", "octo-ada", "9002"], ["7003", "+1", "octo-cy", "NULL"],
+            ])
+    }
+
+    @Test(arguments: [false, true])
+    func anImportFailsNamingTheReferencesOfOwnersItLetGo(commitEveryBatch: Bool) throws {
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: entities)
+        // 7001 waits for issue 10, which arrives with 7003 (a later batch); 7002's issue 11 never does.
+        let dump = try Self.writeDump([
+            #"{"id": 7001, "issue": 10}"#, #"{"id": 7002, "issue": 11}"#,
+            #"{"id": 7003, "issue": {"id": 10, "number": 1, "title": "late"}}"#,
+        ])
+        // The decoder's option asks for the same check as ImportOptions.failsOnUnresolvedReferences: at the end.
+        let error = try #require(throws: ImportError.self) {
+            try store.importJSON(
+                IssueComment.self, from: .file(dump), options: .init(batchSize: 1, commitEveryBatch: commitEveryBatch, decoder: Self.strictDecoder()))
+        }
+        #expect(
+            error.description
+                == "input: 1 unresolved reference: IssueComment id = 7002: issue → GitIssue id = 11 never arrived"
+                + (commitEveryBatch ? "; the batches before were committed" : "; nothing was imported"))
+        let unresolved = try #require(error.underlyingError as? UnresolvedReferencesError)
+        #expect(unresolved.references == [Self.comment(7002, to: 11)])
+        #expect(unresolved.counts == ["GitIssue": 1])
+        #expect(!error.isStoreFailure)
+        #expect(try RawDatabase(path).value("SELECT count(*) FROM IssueComment") == (commitEveryBatch ? "3" : "0"))
+    }
+}
+
+/// Comments and the issues they refer to, in one payload.
+struct CommentThread: Decodable {
+    let comments: Many<IssueComment>
+    let issues: Many<GitIssue>
 }
