@@ -71,7 +71,6 @@ extension Context {
         }
     }
 
-
     // MARK: - Unresolved references
 
     /// How many references kept by the deferred policy wait for their destination, per destination entity: cheap
