@@ -85,8 +85,10 @@ public final class StoreDecoder: @unchecked Sendable {
         case ignore
         /// Kept, and linked when an object with that identity arrives later in the same write or import (a
         /// comment page that refers to issues of a later page). What never arrives is counted
-        /// (``Context/unresolvedReferences``, ``ImportReport/unresolvedReferences``), or fails the import with
-        /// ``ImportOptions/failsOnUnresolvedReferences``. A to-many member arrives at the end of the list.
+        /// and listed (``Context/listUnresolvedReferences(limit:)``, ``ImportReport/unresolvedReferenceList``), or
+        /// is an error: at the end of each decode call (``StoreDecoder/failsOnUnresolvedReferences``), when you ask
+        /// (``Context/requireResolvedReferences()``), or at the end of an import
+        /// (``ImportOptions/failsOnUnresolvedReferences``). A to-many member arrives at the end of the list.
         /// Where no relationship holds the reference (a bare identity in an array of entities), it is ignored.
         case deferred
     }
@@ -113,6 +115,33 @@ public final class StoreDecoder: @unchecked Sendable {
     /// document in memory. The results, the errors and the context afterwards are the same as on one thread
     /// (a malformed document still changes nothing). `nil` keeps every decode on the calling thread.
     public var parallelDecodingThreshold: Int? = 512 * 1024
+    /// Whether a decode call fails when a reference it kept under the ``UnknownReferencePolicy/deferred`` policy has
+    /// not found its object by the time the call ends. Off by default: deferred references then wait for a later
+    /// decode of the same write, and ``Context/unresolvedReferences`` counts what never arrives.
+    ///
+    /// ```swift
+    /// let decoder = StoreDecoder()
+    /// decoder.unknownReferencePolicy = .deferred
+    /// decoder.failsOnUnresolvedReferences = true
+    /// try store.write { context in
+    ///     // The issues arrive after the comments that refer to them, in the same payload: fine.
+    ///     _ = try decoder.decode(CommentThread.self, from: data, into: context)   // { comments, issues }
+    /// }
+    /// // UnresolvedReferencesError: 1 unresolved reference: Comment id = 7: issue → Issue id = 99 never arrived
+    /// ```
+    /// The check is per call (``decode(_:from:into:)-(_,Data,_)``, ``decodeAndSave(_:from:into:)``, …), over the
+    /// references that call deferred: the payload must be complete by itself. When the references of one page may
+    /// arrive in a later page of the same write, leave this off and call ``Context/requireResolvedReferences()`` once
+    /// every page is decoded; an import checks at its end, with ``ImportOptions/failsOnUnresolvedReferences`` or this
+    /// option (never per record). Not applied under Foundation's `JSONDecoder` (``ContextReference``), which has no
+    /// end of call to check at: use ``Context/requireResolvedReferences()`` there too.
+    ///
+    /// A decode under this option runs in a savepoint, as ``Context/inSavepoint(_:)`` does: changes made before the
+    /// call are saved first (into the write's transaction), and when the call throws (an ``UnresolvedReferencesError``
+    /// listing each reference that never arrived, or any other error) the store and the context are as they were
+    /// before it; the context then forgets the objects it held, as after a failed savepoint (objects you hold are
+    /// detached: fetch what you need again). A malformed document still changes nothing: it is parsed first.
+    public var failsOnUnresolvedReferences = false
 
     public init() {}
 
@@ -139,7 +168,8 @@ public final class StoreDecoder: @unchecked Sendable {
     ///
     /// - Throws: `DecodingError` for data that does not fit the types (with the coding path),
     ///   ``StoreError`` for store failures, and `JSONSyntaxError` (byte offset, line, column, snippet) for
-    ///   malformed JSON. A malformed document changes nothing in the context.
+    ///   malformed JSON. A malformed document changes nothing in the context. With
+    ///   ``failsOnUnresolvedReferences``, ``UnresolvedReferencesError`` when a deferred reference did not arrive.
     ///
     /// The `Decoder` your types' `init(from:)` receive reads `data` in place (strings are not copied until
     /// asked for): keep values, not the decoder, past `init(from:)`. Using it after `decode` returned stops
@@ -151,14 +181,25 @@ public final class StoreDecoder: @unchecked Sendable {
         {
             let parallel = ParallelArrayDecoding(data: data, session: DecodingSession(context: context, options: options))
             do {
-                return try collection.decodeEntities(from: parallel) as! T
+                // A savepoint of ``failsOnUnresolvedReferences`` that a malformed document rolls back leaves the
+                // context as it was: it held nothing.
+                return try checkingReferences(in: context, savingAtEnd: false) { try collection.decodeEntities(from: parallel) as! T }
             } catch is ParallelArrayDecoding.Malformed {
                 // Nothing was changed: the one-thread decode below throws the syntax error.
             }
         }
-        // The whole document is parsed (strictly, with yajl) before anything is decoded: a malformed document
-        // changes nothing in the context.
-        return try JSONTape.withDocumentTape(data) { tape in try decode(type, from: tape, into: context) }
+        // The whole document is parsed (strictly, with yajl) before anything is decoded, or saved before a savepoint
+        // of ``failsOnUnresolvedReferences``: a malformed document changes nothing in the context.
+        return try JSONTape.withDocumentTape(data) { tape in
+            try checkingReferences(in: context, savingAtEnd: false) { try decode(type, from: tape, into: context) }
+        }
+    }
+
+    /// Runs a decode call, under ``failsOnUnresolvedReferences`` in a savepoint that the references it deferred
+    /// must all have found their objects by its end (see ``Context/failingOnUnresolvedReferences(savingAtEnd:_:)``).
+    private func checkingReferences<T>(in context: Context, savingAtEnd: Bool, _ decode: () throws -> T) throws -> T {
+        guard failsOnUnresolvedReferences else { return try decode() }
+        return try context.failingOnUnresolvedReferences(savingAtEnd: savingAtEnd, decode)
     }
 
     /// Decodes as ``decode(_:from:into:)-(_,Data,_)`` does, saves the changes into the context's transaction, and
@@ -169,7 +210,11 @@ public final class StoreDecoder: @unchecked Sendable {
     /// let (page, counts) = try decoder.decodeAndSave([Issue].self, from: data, into: context)
     /// counts["Issue"]   // EntityCounts(inserted: 3, updated: 1, unchanged: 26)
     /// ```
-    /// Changes made before the call are saved first and not counted. Decoded on one thread.
+    /// Changes made before the call are saved first and not counted. Decoded on one thread. With
+    /// ``failsOnUnresolvedReferences``, a deferred reference that did not arrive fails the call, and nothing of it is
+    /// saved.
+    ///
+    /// - Throws: What ``decode(_:from:into:)-(_,Data,_)`` throws, and the store's error when saving fails.
     public func decodeAndSave<T: Decodable>(
         _ type: T.Type, from data: Data, into context: Context
     ) throws -> (value: T, entities: [String: ImportReport.EntityCounts]) {
@@ -202,15 +247,23 @@ public final class StoreDecoder: @unchecked Sendable {
         sync: (mapping: EntitySchema, deleteUnseen: (Context, SyncTracker) throws -> [Int: Int])?
     ) throws -> (value: T, entities: [String: ImportReport.EntityCounts]) {
         try context.save()
+        // Parsed before the savepoint of ``failsOnUnresolvedReferences``: a malformed document changes nothing.
+        return try JSONTape.withDocumentTape(data) { tape in
+            try checkingReferences(in: context, savingAtEnd: true) { try decodeSaving(type, from: tape, into: context, sync: sync) }
+        }
+    }
+
+    private func decodeSaving<T: Decodable>(
+        _ type: T.Type, from tape: JSONTape, into context: Context,
+        sync: (mapping: EntitySchema, deleteUnseen: (Context, SyncTracker) throws -> [Int: Int])?
+    ) throws -> (value: T, entities: [String: ImportReport.EntityCounts]) {
         let before = context.writeCounts
         let tracker = try sync.map { try context.startSync(of: $0.mapping) }
         let session = DecodingSession(context: context, options: options)
         session.startCounting()
         session.track(tracker)
-        let value = try JSONTape.withDocumentTape(data) { tape in
-            try StoreDecoderImpl(tape: tape, node: tape.root, path: .root, session: session)
-                .unwrap(tape.root, as: T.self, path: .root)
-        }
+        let value = try StoreDecoderImpl(tape: tape, node: tape.root, path: .root, session: session)
+            .unwrap(tape.root, as: T.self, path: .root)
         try context.save()
         var deleted: [Int: Int] = [:]
         if let sync, let tracker {
@@ -235,9 +288,10 @@ public final class StoreDecoder: @unchecked Sendable {
         return (value, entities)
     }
 
-    /// Decodes from a record of a `JSONRecordStream` (the streaming importer's path).
+    /// Decodes from a record of a `JSONRecordStream` (the streaming importer's path), as
+    /// ``decode(_:from:into:)-(_,Data,_)`` does from a document.
     public func decode<T: Decodable>(_ type: T.Type, from record: JSONRecord, into context: Context) throws -> T {
-        try decode(type, from: record.tape, into: context)
+        try checkingReferences(in: context, savingAtEnd: false) { try decode(type, from: record.tape, into: context) }
     }
 
     func decode<T: Decodable>(_ type: T.Type, from tape: JSONTape, into context: Context) throws -> T {

@@ -111,6 +111,8 @@ public final class Context {
     /// Deferred references by destination entity and identity (see `Context+DeferredReferences.swift`).
     var pendingReferences: [Int: [IdentityKey: [PendingReference]]] = [:]
     @exclusivity(unchecked) var pendingReferenceCount = 0
+    /// How many references were deferred so far: the next one's ``PendingReference/sequence``.
+    @exclusivity(unchecked) var deferredReferenceSequence = 0
     /// Deferred references whose destination was inserted, linked at the next save.
     var readyReferences: [(destination: any EntityObject, references: [PendingReference])] = []
     /// Whether an identity attribute of an object was changed since the last flush: the store's rows then no

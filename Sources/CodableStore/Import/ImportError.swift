@@ -85,15 +85,3 @@ public struct ImportError: Error, Sendable, CustomStringConvertible {
         }
     }
 }
-
-/// References kept by the ``StoreDecoder/UnknownReferencePolicy/deferred`` policy whose object never arrived,
-/// when ``ImportOptions/failsOnUnresolvedReferences`` makes them an error (``ImportError/underlyingError``).
-public struct UnresolvedReferencesError: Error, Sendable, CustomStringConvertible {
-    /// How many, per destination entity.
-    public let counts: [String: Int]
-    /// A few of them: `Issue 7 (from Comment.issue)`.
-    public let examples: [String]
-    public var description: String {
-        "unresolved references: " + counts.sorted { $0.key < $1.key }.map { "\($0.value) to \($0.key)" }.joined(separator: ", ")
-    }
-}

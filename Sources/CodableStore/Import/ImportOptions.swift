@@ -105,8 +105,25 @@ public struct ImportOptions: @unchecked Sendable {
     public var exclusiveAccess: Bool
     /// Whether references kept by the ``StoreDecoder/UnknownReferencePolicy/deferred`` policy whose object
     /// never arrived fail the import (nothing is kept, unless batches were committed), instead of being counted
-    /// in ``ImportReport/unresolvedReferences``.
+    /// in ``ImportReport/unresolvedReferences`` and listed in ``ImportReport/unresolvedReferenceList``. The check
+    /// is at the end of the import (a reference may find its object in any later batch); a ``decoder`` whose
+    /// ``StoreDecoder/failsOnUnresolvedReferences`` is set asks for the same.
+    ///
+    /// ```swift
+    /// do {
+    ///     _ = try store.importJSON(Comment.self, from: .file("comments.json"), options: .init(failsOnUnresolvedReferences: true))
+    /// } catch let error as ImportError {
+    ///     let unresolved = error.underlyingError as? UnresolvedReferencesError
+    ///     unresolved?.references.first   // Comment id = 7: issue → Issue id = 99 never arrived
+    /// }
+    /// ```
     public var failsOnUnresolvedReferences: Bool
+    /// How many unresolved references an import lists, the first ones in the order of
+    /// ``Context/listUnresolvedReferences(limit:)``, in ``ImportReport/unresolvedReferenceList`` and in the
+    /// ``UnresolvedReferencesError`` of ``failsOnUnresolvedReferences``: 100 by default. The counts
+    /// (``ImportReport/unresolvedReferences``, ``UnresolvedReferencesError/count``) are always complete; a dump
+    /// whose references mostly miss could otherwise fill the report with millions of them.
+    public var unresolvedReferenceListLimit = 100
     /// Whether records stored exactly as they would be written are skipped without decoding them (their nested
     /// objects are still upserted): a re-import of a dump that changed little does a fraction of the work. On by
     /// default.

@@ -123,6 +123,11 @@ public struct ImportReport: Sendable, Codable, Equatable {
     /// References kept by the ``StoreDecoder/UnknownReferencePolicy/deferred`` policy whose object never
     /// arrived, per destination entity; nil when there are none.
     public var unresolvedReferences: [String: Int]?
+    /// Those references themselves: which object refers, through which relationship, to which missing identity, in
+    /// the order of ``Context/listUnresolvedReferences(limit:)``. The first
+    /// ``ImportOptions/unresolvedReferenceListLimit`` (100 by default) of them; ``unresolvedReferences`` counts them
+    /// all. Nil when there are none.
+    public var unresolvedReferenceList: [UnresolvedReference]?
     /// Wall-clock seconds.
     public var duration = 0.0
     /// CPU seconds per part of the import; nil in a report that was not made by an import (one decoded from
@@ -182,6 +187,10 @@ public struct ImportReport: Sendable, Codable, Equatable {
         for (name, count) in (unresolvedReferences ?? [:]).sorted(by: { $0.key < $1.key }) {
             lines.append("  \(count) reference\(count == 1 ? "" : "s") to \(name) never found \(count == 1 ? "its" : "their") object")
         }
+        let listed = unresolvedReferenceList ?? []
+        for reference in listed { lines.append("    \(reference)") }
+        let unlisted = (unresolvedReferences ?? [:]).values.reduce(0, +) - listed.count
+        if !listed.isEmpty, unlisted > 0 { lines.append("    and \(unlisted) more") }
         for record in skippedRecords {
             lines.append("  skipped record \(record.index) (line \(record.line), column \(record.column), byte \(record.byteOffset))"
                 + (record.codingPath.map { " at \($0)" } ?? "") + ": \(record.reason)")

@@ -336,18 +336,20 @@ final class Importer {
         try processBatch(prepared)
     }
 
-    /// Deferred references that never found their object: counted in the report, and an error when asked.
+    /// Deferred references that never found their object: counted and listed in the report, and an error when asked
+    /// (by the import's options or its decoder's).
     private func checkUnresolvedReferences() throws {
         guard context.pendingReferenceCount > 0 else { return }
-        report.unresolvedReferences = context.unresolvedReferences
-        guard options.failsOnUnresolvedReferences else { return }
-        let count = context.pendingReferenceCount
-        let examples = context.unresolvedReferenceExamples(limit: 3)
+        let counts = context.unresolvedReferences
+        // Their owners were written by earlier batches, and let go: their identities are read from the store.
+        let listed = try context.listUnresolvedReferences(limit: options.unresolvedReferenceListLimit)
+        report.unresolvedReferences = counts
+        report.unresolvedReferenceList = listed.isEmpty ? nil : listed
+        guard options.failsOnUnresolvedReferences || options.decoder.failsOnUnresolvedReferences else { return }
+        let error = UnresolvedReferencesError(count: context.pendingReferenceCount, counts: counts, references: listed)
         throw ImportError(
-            reason: "\(count) reference\(count == 1 ? "" : "s") never found \(count == 1 ? "its" : "their") object, such as "
-                + examples.joined(separator: ", ")
-                + (options.commitEveryBatch ? "; the batches before were committed" : "; nothing was imported"),
-            underlyingError: UnresolvedReferencesError(counts: context.unresolvedReferences, examples: examples))
+            reason: "\(error)" + (options.commitEveryBatch ? "; the batches before were committed" : "; nothing was imported"),
+            underlyingError: error)
     }
 
     /// For a sync import, deletes the stored objects of the scope that the dump did not have, in the import's

@@ -81,9 +81,13 @@ extension Digest: EntityReferencePolicies {
         let error = try #require(throws: ImportError.self) {
             try store.importJSON(IssueComment.self, from: .file(dump), options: .init(failsOnUnresolvedReferences: true))
         }
-        #expect(error.description.hasPrefix("input: 3 references never found their object, such as GitIssue "), "\(error)")
-        #expect(error.description.hasSuffix("; nothing was imported"))
+        #expect(
+            error.description
+                == "input: 3 unresolved references: IssueComment id = 7001: issue → GitIssue id = 9001 never arrived; "
+                + "IssueComment id = 7002: issue → GitIssue id = 9002 never arrived; "
+                + "IssueComment id = 7003: issue → GitIssue id = 9999 never arrived; nothing was imported")
         #expect((error.underlyingError as? UnresolvedReferencesError)?.counts == ["GitIssue": 3])
+        #expect((error.underlyingError as? UnresolvedReferencesError)?.references.map(\.ownerIdentity?.description) == ["id = 7001", "id = 7002", "id = 7003"])
         #expect(!error.isStoreFailure)
         #expect(try RawDatabase(path).value("SELECT count(*) FROM IssueComment") == "0")
     }
