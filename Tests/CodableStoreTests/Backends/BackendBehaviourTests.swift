@@ -63,7 +63,18 @@ import Testing
     }
 }
 
-private let entities: [any EntityObject.Type] = [Device.self, Vendor.self, Component.self, Badge.self, Release.self]
+/// A ticket's device may arrive later in the same write or import (the deferred reference policy).
+@Entity final class ServiceTicket {
+    var id: Int
+    var device: Device?
+    static let identity = Identity(\ServiceTicket.id)
+}
+
+extension ServiceTicket: EntityReferencePolicies {
+    static let referencePolicies = [ReferencePolicy(\ServiceTicket.device, .deferred)]
+}
+
+private let entities: [any EntityObject.Type] = [Device.self, Vendor.self, Component.self, Badge.self, Release.self, ServiceTicket.self]
 
 private func decoder() -> StoreDecoder {
     let decoder = StoreDecoder()
@@ -517,6 +528,26 @@ private func save(_ json: String, into store: Store) throws -> Int {
             device.score = 4.5
         }
         #expect(try storedRows(store, #"SELECT "id", "name", "score" FROM "Device" ORDER BY "id""#) == [["1", "saved", "4.5"]])
+    }
+
+    @Test(arguments: Backend.available)
+    func unresolvedReferencesNameTheirOwnerEvenOnceAnImportForgotIt(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        let dump = TestStore.temporaryPath("service-tickets.json")
+        try #"[{"id": 1, "device": 99}, {"id": 2, "device": 98}, {"id": 3, "device": 99}]"#.write(toFile: dump, atomically: true, encoding: .utf8)
+        let report = try store.importJSON(ServiceTicket.self, from: .file(dump), options: ImportOptions(batchSize: 1))
+        let missing = { (owner: Int, device: Int) in
+            UnresolvedReference(
+                ownerEntity: "ServiceTicket", ownerIdentity: .init(names: ["id"], values: [.integer(Int64(owner))]), ownerRowID: Int64(owner),
+                relationship: "device", destinationEntity: "Device", missingIdentity: .init(names: ["id"], values: [.integer(Int64(device))]))
+        }
+        #expect(report.unresolvedReferenceList == [missing(1, 99), missing(2, 98), missing(3, 99)])
+        try store.write { context in
+            _ = try StoreDecoder().decode([ServiceTicket].self, from: Data(#"[{"id": 4, "device": 98}, {"id": 5, "device": 97}]"#.utf8), into: context)
+            _ = try StoreDecoder().decode([Device].self, from: Data(#"[{"id": 97}]"#.utf8), into: context)
+            #expect(try context.listUnresolvedReferences() == [missing(4, 98)])
+            #expect(throws: UnresolvedReferencesError.self) { try context.requireResolvedReferences() }
+        }
     }
 
     @Test(arguments: Backend.available)
