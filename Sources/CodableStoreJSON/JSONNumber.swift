@@ -4,11 +4,16 @@
 /// `1e-400` all arrive as text. The conversions give the value or a ``JSONNumberError``, never a wrong value:
 /// - ``int64()``, ``uint64()`` and ``integer(as:)`` accept any notation whose value is an integer in range
 ///   (`100`, `1e2`, `100.0`, `-0`), computed on the decimal digits (no detour through `Double`), and throw
-///   `notAnInteger` (`1.5`) or `overflow` (`1e20` for `Int64`, `-1` for `UInt64`);
+///   `notAnInteger` (`1.5`) or `overflow` (`1e20` for `Int64`, `-1` for `UInt64`). A number with a fractional part
+///   is `notAnInteger` whatever its size (`1e-400`, `100000000000000000000.5`).
 /// - ``double()`` and ``float()`` round to the nearest value, as every JSON parser does (`0.1`), and throw
 ///   `overflow` when the number is beyond the type's range (`1e400`) and `underflow` when a non-zero number would
-///   round to zero (`1e-400`);
+///   round to zero (`1e-400`). A subnormal result is a value (`5e-324`). Zero keeps its sign (`-0.0`).
 /// - ``decimalText`` is the text, for `Decimal(string:)`.
+///
+/// These are the values and errors of the C library's `strtod`, `strtof`, `strtoll` and `strtoull` for the same
+/// text: an infinity is `overflow`, a zero for a non-zero number is `underflow`, `ERANGE` for an integer is
+/// `overflow` (the tests and the fuzzer compare them on generated numbers).
 public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
     /// The number exactly as written in the source.
     public let text: String
@@ -252,31 +257,53 @@ extension JSONNumber {
 
     /// Exact when the significand fits in 53 bits and the power of ten is exact (Clinger's fast path): one
     /// correctly rounded multiplication or division. Nil otherwise.
+    ///
+    /// The digits accumulate in a `UInt64` without overflow checks, which is exact for up to 19 significant digits
+    /// (10^19 - 1 < 2^64). More can wrap around, and a wrapped significand can pass the 2^53 test: 2^64
+    /// (`18446744073709551616`, 20 digits) wraps to 0, and so does any multiple of it. The digits are therefore
+    /// counted from their positions, not from the significand, and a number with more than 19 significant digits
+    /// goes to the slow path. Leading zeros (`0.000…`) are counted only then, off the path of short numbers.
     private static func fastDouble(_ bytes: UnsafeRawBufferPointer) -> Double? {
         let count = bytes.count
         let negative = bytes[0] == UInt8(ascii: "-")
-        var index = negative ? 1 : 0
+        let start = negative ? 1 : 0
+        var index = start
         var significand: UInt64 = 0
-        var digitCount = 0
-        var exponent = 0
         while index < count, let digit = digitValue(bytes[index]) {
             significand = significand &* 10 &+ UInt64(digit)
-            if significand != 0 { digitCount += 1 }
             index += 1
         }
+        var digitCount = index - start
+        var exponent = 0
         if index < count, bytes[index] == UInt8(ascii: ".") {
             index += 1
+            let fractionStart = index
             while index < count, let digit = digitValue(bytes[index]) {
                 significand = significand &* 10 &+ UInt64(digit)
-                if significand != 0 { digitCount += 1 }
-                exponent -= 1
                 index += 1
             }
+            exponent = fractionStart - index
+            digitCount -= exponent
         }
-        guard index == count, digitCount <= 19, significand <= 1 << 53, exponent >= -22 else { return nil }
+        guard index == count, exponent >= -22 else { return nil }
+        if digitCount > 19, digitCount - leadingZeroCount(bytes, from: start) > 19 { return nil }
+        guard significand <= 1 << 53 else { return nil }
         var value = Double(significand)
         if exponent < 0 { value /= powersOfTen[-exponent] }
         return negative ? -value : value
+    }
+
+    /// The zeros before the first non-zero digit of a number's digits (`0.000125`: 4), skipping the point.
+    private static func leadingZeroCount(_ bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
+        var zeros = 0
+        for byte in bytes[start...] {
+            if byte == UInt8(ascii: "0") {
+                zeros += 1
+            } else if byte != UInt8(ascii: ".") {
+                break
+            }
+        }
+        return zeros
     }
 
     private static func hasNonZeroDigit(_ bytes: UnsafeRawBufferPointer) -> Bool {

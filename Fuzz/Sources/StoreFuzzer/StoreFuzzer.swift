@@ -21,11 +21,13 @@ enum StoreFuzzer {
     }
 }
 
-/// libFuzzer's entry point: tests one input, and stops the program (`fatalError`) when the paths disagree.
+/// libFuzzer's entry point: tests one input, and stops the program (`fatalError`) when the paths disagree or a
+/// number conversion disagrees with the C library (`NumberFuzzing`).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let data = count == 0 || bytes == nil ? Data() : Data(bytes: bytes!, count: count)
-    Harness.shared.check(data)
+    NumberFuzzing.check(data)
+    if !NumberFuzzing.isOnly { Harness.shared.check(data) }
     return 0
 }
 

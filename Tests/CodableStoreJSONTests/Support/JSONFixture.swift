@@ -32,20 +32,7 @@ enum JSONFixture {
 
 // MARK: - Helpers shared by the JSON tests
 
-/// A deterministic random generator (SplitMix64), so that chunkings are reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
-}
+// SplitMix64, the deterministic generator of the chunkings, is in NumberTextGenerator.swift.
 
 /// Ways to cut a document into chunks.
 enum Chunking: CustomStringConvertible, Sendable {

@@ -1,0 +1,1 @@
+../../../Tests/CodableStoreJSONTests/Support/NumberOracle.swift
