@@ -359,32 +359,25 @@ extension Context {
                 return IntegerKey(target ^ Int64(first))._rawHashValue(seed: seed)
             }
         }
-        var lastChange = [Link: Int](minimumCapacity: linkChanges.count)
+        // The first and the last change of each link, in one table: one hash per change, as for the last alone.
+        var changesOfLink = [Link: (first: Int, last: Int)](minimumCapacity: linkChanges.count)
         for (position, change) in linkChanges.enumerated() {
-            lastChange[Link(table: change.table, source: change.source, target: change.target)] = position
+            changesOfLink[Link(table: change.table, source: change.source, target: change.target), default: (position, position)].last =
+                position
         }
-        let allDistinct = lastChange.count == linkChanges.count
+        let allDistinct = changesOfLink.count == linkChanges.count
         // Each change of a link is a real change of the memberships in memory (a list is loaded, or known empty,
         // before it changes), so a link's changes alternate between linking and unlinking, and the first one
         // starts from what is stored. A link whose last change undoes its first (linked and unlinked again, or
-        // unlinked and linked again) ends as stored: nothing to write. Only links changed more than once need
-        // the first change, so an import (whose links each change once) builds no second table.
-        var firstChange: [Link: Int] = [:]
-        if !allDistinct {
-            firstChange.reserveCapacity(lastChange.count)
-            for (position, change) in linkChanges.enumerated() {
-                let link = Link(table: change.table, source: change.source, target: change.target)
-                if firstChange[link] == nil { firstChange[link] = position }
-            }
-        }
+        // unlinked and linked again) ends as stored: nothing to write.
         /// Whether the change at `position` is the last of its link, and leaves the link other than stored.
         func isLast(_ position: Int) -> Bool {
             if allDistinct { return true }
             let change = linkChanges[position]
-            let link = Link(table: change.table, source: change.source, target: change.target)
-            guard lastChange[link] == position else { return false }
-            guard let first = firstChange[link], first != position else { return true }
-            return linkChanges[first].isLink == change.isLink
+            guard let changes = changesOfLink[Link(table: change.table, source: change.source, target: change.target)],
+                changes.last == position
+            else { return false }
+            return changes.first == position || linkChanges[changes.first].isLink == change.isLink
         }
         // Rows deleted in this save, and rows never written (inserted, then deleted): their links would point to
         // nothing (the foreign keys would fail the commit), and their unlinks are done by the cascade.
