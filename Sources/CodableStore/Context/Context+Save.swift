@@ -359,13 +359,17 @@ extension Context {
                 return IntegerKey(target ^ Int64(first))._rawHashValue(seed: seed)
             }
         }
-        // The first and the last change of each link, in one table: one hash per change, as for the last alone.
-        var changesOfLink = [Link: (first: Int, last: Int)](minimumCapacity: linkChanges.count)
+        var lastChange = [Link: Int](minimumCapacity: linkChanges.count)
+        // For a change, the link's change before it (-1 for none): filled only once a link changes twice, from what
+        // `updateValue` returns, so that finding a link's first change costs no hashing of its own.
+        var previousChange: [Int] = []
         for (position, change) in linkChanges.enumerated() {
-            changesOfLink[Link(table: change.table, source: change.source, target: change.target), default: (position, position)].last =
-                position
+            guard let previous = lastChange.updateValue(position, forKey: Link(table: change.table, source: change.source, target: change.target))
+            else { continue }
+            if previousChange.isEmpty { previousChange = Array(repeating: -1, count: linkChanges.count) }
+            previousChange[position] = previous
         }
-        let allDistinct = changesOfLink.count == linkChanges.count
+        let allDistinct = previousChange.isEmpty
         // Each change of a link is a real change of the memberships in memory (a list is loaded, or known empty,
         // before it changes), so a link's changes alternate between linking and unlinking, and the first one
         // starts from what is stored. A link whose last change undoes its first (linked and unlinked again, or
@@ -374,10 +378,10 @@ extension Context {
         func isLast(_ position: Int) -> Bool {
             if allDistinct { return true }
             let change = linkChanges[position]
-            guard let changes = changesOfLink[Link(table: change.table, source: change.source, target: change.target)],
-                changes.last == position
-            else { return false }
-            return changes.first == position || linkChanges[changes.first].isLink == change.isLink
+            guard lastChange[Link(table: change.table, source: change.source, target: change.target)] == position else { return false }
+            var first = position
+            while previousChange[first] >= 0 { first = previousChange[first] }
+            return linkChanges[first].isLink == change.isLink
         }
         // Rows deleted in this save, and rows never written (inserted, then deleted): their links would point to
         // nothing (the foreign keys would fail the commit), and their unlinks are done by the cascade.
