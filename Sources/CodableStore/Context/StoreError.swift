@@ -75,6 +75,12 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public internal(set) var receivedKeys: [String] = []
     /// For ``Code/missingIdentity``: the identity keys whose value is `null` (or lies under a `null`).
     public internal(set) var nullKeys: [String] = []
+    /// For ``Code/migrationFailed`` (and ``Code/unsupported`` on a backend that cannot run a step): the name of the
+    /// ``Migration`` whose step failed, when one migration is to blame.
+    public internal(set) var migration: String?
+    /// With ``migration``: the number of the step that failed in the migration's ``Migration/steps`` (1 for the
+    /// first), when one step is to blame.
+    public internal(set) var migrationStep: Int?
 
     package init(
         _ code: Code,
@@ -104,6 +110,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         var lines = ["StoreError: \(message)", "├─ Code: \(code)"]
         if let entity { lines.append("├─ Entity: \(entity)") }
         if let field { lines.append("├─ Field: \(field)") }
+        if let migration { lines.append("├─ Migration: \(migration)" + (migrationStep.map { ", step \($0)" } ?? "")) }
         for difference in differences { lines.append("├─ Difference: \(difference)") }
         if let cause { lines.append("├─ Cause: \(cause)") }
         lines[lines.count - 1] = "└" + lines[lines.count - 1].dropFirst()

@@ -40,15 +40,13 @@ enum PostgresSchema {
                 return
             }
             let stored = try SchemaSnapshot.stored(json, declared: declared)
-            let applied = Set(try appliedMigrations(connection))
-            if let pending = migrations.first(where: { !applied.contains($0.name) }), !pending.steps.isEmpty {
-                throw StoreError(
-                    .unsupported,
-                    "migration '\(pending.name)' has steps, and migration steps run on SQLite stores only for now; run its changes with SQL on the server, then open the store with the migration's steps removed")
+            let applied = try appliedMigrations(connection)
+            let pending = migrations.filter { !applied.contains($0.name) }
+            if let migration = pending.first(where: { !$0.steps.isEmpty }) {
+                throw unsupportedSteps(of: migration)
             }
-            if migrations.contains(where: { !applied.contains($0.name) }) {
-                try recordMigrations(applied.sorted() + migrations.map(\.name).filter { !applied.contains($0) }, on: connection)
-            }
+            // Migrations without steps (their changes made on the server by hand) are recorded as they come.
+            if !pending.isEmpty { try recordMigrations(applied + pending.map(\.name), on: connection) }
             guard stored != declared else { return }
             let (additive, incompatible) = declared.differences(from: stored)
             if !incompatible.isEmpty {
@@ -74,6 +72,19 @@ enum PostgresSchema {
             try migrateAdditively(from: stored, to: model, on: connection)
             try record(declared, on: connection)
         }
+    }
+
+    /// The error of a migration whose steps this backend cannot run: it names the migration and its first step,
+    /// as a failed step on SQLite does.
+    private static func unsupportedSteps(of migration: Migration) -> StoreError {
+        let step = migration.steps[0]
+        var error = StoreError(
+            .unsupported,
+            "migration '\(migration.name)', step 1 (\(step)) cannot run: migration steps run on SQLite stores only for now; "
+                + "make the migration's changes with SQL on the server, then open the store with its steps removed; nothing was changed")
+        error.migration = migration.name
+        error.migrationStep = 1
+        return error
     }
 
     /// `codablestore_fold(text)`, what case-insensitive predicates compare: Unicode lower case, as in SQLite (where
@@ -247,6 +258,7 @@ enum PostgresSchema {
                 try connection.execute(sql: "DROP INDEX IF EXISTS \(quoteIdentifier(index.name))")
             }
             for index in mapping.indexes where !(old.indexes ?? []).contains(index) {
+                try SQLiteMigration.checkNewUniqueIndex(index, of: mapping, on: connection)
                 try create(
                     SQLiteMigration.RequiredIndex(name: index.name, table: mapping.name, columns: index.columns, isUnique: index.unique),
                     on: connection)
