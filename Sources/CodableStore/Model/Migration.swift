@@ -15,8 +15,9 @@
 /// ```
 ///
 /// On open, the migrations the store has not recorded run in order, their steps in order, then the additive
-/// changes (new entities, attributes, relationships, indexes); the store records each migration's name, all in one
-/// transaction. A new store records every migration as done. What remains different after the steps and is not
+/// changes (new entities, attributes, relationships, indexes); the store records each migration (its name, its
+/// steps' descriptions and the time), all in one transaction. A new store records every migration as done.
+/// ``Store/appliedMigrations()`` lists what a store recorded. What remains different after the steps and is not
 /// additive is a ``StoreError/Code/schemaMismatch`` that names each difference (or a reset, with
 /// ``SchemaChangePolicy/reset(onReset:)``).
 ///
@@ -127,7 +128,7 @@ public struct Migration: Sendable {
             return "\(description.name).\(description.fields[field].name)"
         }
 
-        /// What the step does, as failures name it:
+        /// What the step does, as failures name it and ``AppliedMigration/steps`` records it:
         /// `renameEntity(Ticket to Bug)`, `changeType(of: Bug.score)`, `sql(…)` (its first 60 characters).
         public var description: String {
             switch kind {

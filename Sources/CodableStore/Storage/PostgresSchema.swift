@@ -36,17 +36,17 @@ enum PostgresSchema {
                 if !existing.isEmpty { throw SchemaSnapshot.unexpectedTables(existing, use: "use an empty database or schema") }
                 try create(model, on: connection)
                 try record(declared, on: connection)
-                if !migrations.isEmpty { try recordMigrations(migrations.map(\.name), on: connection) }
+                try MigrationHistory.record(migrations, as: .recordedAtCreation, on: connection)
                 return
             }
             let stored = try SchemaSnapshot.stored(json, declared: declared)
-            let applied = try appliedMigrations(connection)
+            let applied = Set(try MigrationHistory.names(on: connection))
             let pending = migrations.filter { !applied.contains($0.name) }
             if let migration = pending.first(where: { !$0.steps.isEmpty }) {
                 throw unsupportedSteps(of: migration)
             }
             // Migrations without steps (their changes made on the server by hand) are recorded as they come.
-            if !pending.isEmpty { try recordMigrations(applied + pending.map(\.name), on: connection) }
+            try MigrationHistory.record(pending, as: .ran, on: connection)
             guard stored != declared else { return }
             let (additive, incompatible) = declared.differences(from: stored)
             if !incompatible.isEmpty {
@@ -105,7 +105,7 @@ enum PostgresSchema {
             case .text(let json)? = try connection.scalar(sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'model'"),
             let stored = try? JSONDecoder().decode(SchemaSnapshot.self, from: Data(json.utf8)), stored == declared
         else { return false }
-        let applied = Set(try appliedMigrations(connection))
+        let applied = Set(try MigrationHistory.names(on: connection))
         if migrations.contains(where: { !applied.contains($0.name) }) { return false }
         let folding = try connection.scalar(
             sql: "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
@@ -124,17 +124,6 @@ enum PostgresSchema {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try setMetadata("model", String(decoding: try encoder.encode(snapshot), as: UTF8.self), on: connection)
-    }
-
-    private static func appliedMigrations(_ connection: any DatabaseConnection) throws -> [String] {
-        guard case .text(let json)? = try connection.scalar(
-            sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'migrations'")
-        else { return [] }
-        return (try? JSONDecoder().decode([String].self, from: Data(json.utf8))) ?? []
-    }
-
-    private static func recordMigrations(_ names: [String], on connection: any DatabaseConnection) throws {
-        try setMetadata("migrations", String(decoding: try JSONEncoder().encode(names), as: UTF8.self), on: connection)
     }
 
     private static func setMetadata(_ key: String, _ value: String, on connection: any DatabaseConnection) throws {

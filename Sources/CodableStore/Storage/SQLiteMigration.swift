@@ -203,29 +203,10 @@ enum SQLiteMigration {
             let stored = try? JSONDecoder().decode(SchemaSnapshot.self, from: Data(json.utf8)), stored == declared
         else { return false }
         if !migrations.isEmpty {
-            let applied = Set(try appliedMigrations(connection))
+            let applied = Set(try MigrationHistory.names(on: connection))
             if migrations.contains(where: { !applied.contains($0.name) }) { return false }
         }
         return try missingIndexes(model, on: connection).isEmpty
-    }
-
-    /// The names of the migrations the store has run.
-    private static func appliedMigrations(_ connection: Connection) throws -> [String] {
-        guard case .text(let json)? = try connection.scalar(
-            sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'migrations'")
-        else { return [] }
-        do {
-            return try JSONDecoder().decode([String].self, from: Data(json.utf8))
-        } catch {
-            throw StoreError(.schemaMismatch, "the store's list of migrations cannot be read: \(error)", cause: error)
-        }
-    }
-
-    private static func recordMigrations(_ names: [String], on connection: Connection) throws {
-        let json = String(decoding: try JSONEncoder().encode(names), as: UTF8.self)
-        try connection.execute(
-            sql: "INSERT OR REPLACE INTO \(quoteIdentifier(metadataTable)) (\"key\", \"value\") VALUES ('migrations', ?)",
-            arguments: [.text(json)])
     }
 
     /// Rows pointing to rows that do not exist, after a migration ran without foreign keys: an error naming one.
@@ -275,13 +256,13 @@ enum SQLiteMigration {
             try create(model, on: connection)
             try record(declared, on: connection)
             // A new store has the declared model: every migration is done.
-            if !migrations.isEmpty { try recordMigrations(migrations.map(\.name), on: connection) }
+            try MigrationHistory.record(migrations, as: .recordedAtCreation, on: connection)
             return []
         }
         var stored = try SchemaSnapshot.stored(json, declared: declared)
         let original = stored
         var plan = MigrationPlan()
-        let applied = try appliedMigrations(connection)
+        let applied = Set(try MigrationHistory.names(on: connection))
         let pending = migrations.filter { !applied.contains($0.name) }
         // The digest guards' bodies name tables and columns that the steps may change (see DigestGuards); a
         // migration forgets every digest, and the next import that skips records guards its entities again.
@@ -302,7 +283,7 @@ enum SQLiteMigration {
         let storedVersion = stored.version
         if storedVersion < 2 { upgradeStorage(&stored, to: declared, plan: &plan) }
         stored.version = declared.version
-        if !pending.isEmpty { try recordMigrations(applied + pending.map(\.name), on: connection) }
+        try MigrationHistory.record(pending, as: .ran, on: connection)
         // Nothing ran and nothing differs (the open came for a missing index): nothing more to do here.
         if pending.isEmpty && plan.isEmpty && stored == original && stored == declared { return [] }
         let (additive, incompatible) = declared.differences(from: stored)
