@@ -14,7 +14,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         private enum Wrapped: String, Sendable {
             case schemaMismatch, invalidModel, unknownEntity, identityConflict, valueMismatch
             case readOnly, wrongContext, invalidObject, invalidQuery, relationshipLoad, missingIdentity, storeBusy
-            case deleteDenied, migrationFailed, unsupported, connectionFailed
+            case deleteDenied, migrationFailed, unsupported, connectionFailed, observationFailed
         }
         private let wrapped: Wrapped
         private init(_ wrapped: Wrapped) { self.wrapped = wrapped }
@@ -54,6 +54,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let deleteDenied = Code(.deleteDenied)
         /// A step of a ``Migration`` failed (or left rows that do not fit the model): the store was not changed.
         public static let migrationFailed = Code(.migrationFailed)
+        /// An observation could not read its query's results (``Store/observe(_:where:orderBy:)``): its
+        /// ``StoreError/cause`` is the read's error.
+        public static let observationFailed = Code(.observationFailed)
     }
 
     public let code: Code
