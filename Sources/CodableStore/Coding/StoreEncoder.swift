@@ -303,19 +303,3 @@ struct EncodingPlanNode: Sendable {
         }
     }
 }
-
-extension Many: Encodable {
-    /// Encodes the entities as a JSON array, with the options of the ``StoreEncoder`` in use (or its defaults
-    /// under another encoder).
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.unkeyedContainer()
-        for element in elements { try container.encode(EntityEncodingBox(object: element, via: nil)) }
-    }
-}
-
-extension One: Encodable {
-    /// Encodes the entity, with the options of the ``StoreEncoder`` in use (or its defaults under another encoder).
-    public func encode(to encoder: any Encoder) throws {
-        try EntityEncodingBox(object: object, via: nil).encode(to: encoder)
-    }
-}

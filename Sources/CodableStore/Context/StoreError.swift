@@ -14,7 +14,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         private enum Wrapped: String, Sendable {
             case schemaMismatch, invalidModel, unknownEntity, identityConflict, valueMismatch
             case readOnly, wrongContext, invalidObject, invalidQuery, relationshipLoad, missingIdentity, storeBusy
-            case deleteDenied, migrationFailed, unsupported, connectionFailed
+            case deleteDenied, migrationFailed, unsupported, connectionFailed, observationFailed
         }
         private let wrapped: Wrapped
         private init(_ wrapped: Wrapped) { self.wrapped = wrapped }
@@ -54,6 +54,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let deleteDenied = Code(.deleteDenied)
         /// A step of a ``Migration`` failed (or left rows that do not fit the model): the store was not changed.
         public static let migrationFailed = Code(.migrationFailed)
+        /// An observation could not read its query's results (``Store/observe(_:where:orderBy:)``): its
+        /// ``StoreError/cause`` is the read's error.
+        public static let observationFailed = Code(.observationFailed)
     }
 
     public let code: Code
@@ -75,6 +78,12 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public internal(set) var receivedKeys: [String] = []
     /// For ``Code/missingIdentity``: the identity keys whose value is `null` (or lies under a `null`).
     public internal(set) var nullKeys: [String] = []
+    /// For ``Code/migrationFailed`` (and ``Code/unsupported`` on a backend that cannot run a step): the name of the
+    /// ``Migration`` whose step failed, when one migration is to blame.
+    public internal(set) var migration: String?
+    /// With ``migration``: the number of the step that failed in the migration's ``Migration/steps`` (1 for the
+    /// first), when one step is to blame.
+    public internal(set) var migrationStep: Int?
 
     package init(
         _ code: Code,
@@ -104,6 +113,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         var lines = ["StoreError: \(message)", "├─ Code: \(code)"]
         if let entity { lines.append("├─ Entity: \(entity)") }
         if let field { lines.append("├─ Field: \(field)") }
+        if let migration { lines.append("├─ Migration: \(migration)" + (migrationStep.map { ", step \($0)" } ?? "")) }
         for difference in differences { lines.append("├─ Difference: \(difference)") }
         if let cause { lines.append("├─ Cause: \(cause)") }
         lines[lines.count - 1] = "└" + lines[lines.count - 1].dropFirst()

@@ -15,11 +15,27 @@
 /// ```
 ///
 /// On open, the migrations the store has not recorded run in order, their steps in order, then the additive
-/// changes (new entities, attributes, relationships, indexes); the store records each migration's name, all in one
-/// transaction: a step that fails rolls everything back and the open throws ``StoreError/Code/migrationFailed``
-/// naming the migration and the step. A new store records every migration as done. What remains different after
-/// the steps and is not additive is a ``StoreError/Code/schemaMismatch`` that names each difference (or a reset,
-/// with ``SchemaChangePolicy/reset(onReset:)``).
+/// changes (new entities, attributes, relationships, indexes); the store records each migration (its name, its
+/// steps' descriptions and the time), all in one transaction. A new store records every migration as done.
+/// ``Store/appliedMigrations()`` lists what a store recorded. What remains different after the steps and is not
+/// additive is a ``StoreError/Code/schemaMismatch`` that names each difference (or a reset, with
+/// ``SchemaChangePolicy/reset(onReset:)``).
+///
+/// A step that fails rolls everything back (the file is as it was, and no migration is recorded), and the open
+/// throws ``StoreError/Code/migrationFailed`` whose message names the migration, the step (its number and
+/// ``Step/description``) and a row where there is one; ``StoreError/migration`` and ``StoreError/migrationStep``
+/// say the same for code:
+///
+/// ```
+/// migration 'score as text', step 1 (changeType(of: Bug.score)) failed: Bug.score of row 2: cannot transform 20: …; nothing was changed
+/// migration 'identity is repo and number', step 1 (changeIdentity(of: Bug)) failed: cannot change Bug's identity to
+///     [repo, number]: rows share repo = 'r', number = 101 (3 rows); remove the duplicates in an earlier step; nothing was changed
+/// ```
+/// Some failures are found by checks after every step ran: transforms run when a table is rebuilt, identities and
+/// unique indexes are checked over the rebuilt rows, and foreign keys before the commit. Their errors blame the step
+/// that asked for what failed (the transform, the identity change); where the check cannot tell which step wrote a
+/// row (a foreign key to a row that does not exist, in a table a `.sql` or `.custom` step made), it lists every
+/// such step with "or".
 ///
 /// Steps run in order and see the store as the steps before left it: rename an entity before the steps that name
 /// its attributes (they name the entity by its declared type). A rebuilt table (a type change) has exactly the
@@ -29,8 +45,18 @@
 public struct Migration: Sendable {
     /// The name recorded in the store once the migration has run.
     public let name: String
+    /// The changes, run in order.
     public let steps: [Step]
 
+    /// A migration named `name`, made of `steps`.
+    ///
+    /// ```swift
+    /// Migration("rename Ticket to Issue", [.renameEntity("Ticket", to: Issue.self)])
+    /// ```
+    /// - Parameters:
+    ///   - name: What the store records once the migration has run: never reuse or rename it.
+    ///   - steps: The changes, run in order; none for a migration whose changes are made by hand (on a PostgreSQL
+    ///     server, say), which is then only recorded.
     public init(_ name: String, _ steps: [Step]) {
         self.name = name
         self.steps = steps
@@ -77,8 +103,9 @@ public struct Migration: Sendable {
             Step(kind: .changeType(of: KeyPathBox(keyPath), root: Root.self, transform: transform))
         }
 
-        /// The entity's identity is the declared one now. Stored rows that share the new identity fail the migration,
-        /// naming one of them: remove the duplicates in an earlier step (``sql(_:)``).
+        /// The entity's identity is the declared one now. Stored rows that share the new identity once every step ran
+        /// fail the migration, naming this step and the shared values: remove the duplicates in an earlier step
+        /// (``sql(_:)``).
         public static func changeIdentity<Root: EntityObject>(of type: Root.Type) -> Step {
             Step(kind: .changeIdentity(of: type))
         }
@@ -101,6 +128,8 @@ public struct Migration: Sendable {
             return "\(description.name).\(description.fields[field].name)"
         }
 
+        /// What the step does, as failures name it and ``AppliedMigration/steps`` records it:
+        /// `renameEntity(Ticket to Bug)`, `changeType(of: Bug.score)`, `sql(…)` (its first 60 characters).
         public var description: String {
             switch kind {
             case .renameEntity(let from, let to): "renameEntity(\(from) to \(to.entityDescription.name))"

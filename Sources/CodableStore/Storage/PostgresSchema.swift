@@ -36,19 +36,17 @@ enum PostgresSchema {
                 if !existing.isEmpty { throw SchemaSnapshot.unexpectedTables(existing, use: "use an empty database or schema") }
                 try create(model, on: connection)
                 try record(declared, on: connection)
-                if !migrations.isEmpty { try recordMigrations(migrations.map(\.name), on: connection) }
+                try MigrationHistory.record(migrations, as: .recordedAtCreation, on: connection)
                 return
             }
             let stored = try SchemaSnapshot.stored(json, declared: declared)
-            let applied = Set(try appliedMigrations(connection))
-            if let pending = migrations.first(where: { !applied.contains($0.name) }), !pending.steps.isEmpty {
-                throw StoreError(
-                    .unsupported,
-                    "migration '\(pending.name)' has steps, and migration steps run on SQLite stores only for now; run its changes with SQL on the server, then open the store with the migration's steps removed")
+            let applied = Set(try MigrationHistory.names(on: connection))
+            let pending = migrations.filter { !applied.contains($0.name) }
+            if let migration = pending.first(where: { !$0.steps.isEmpty }) {
+                throw unsupportedSteps(of: migration)
             }
-            if migrations.contains(where: { !applied.contains($0.name) }) {
-                try recordMigrations(applied.sorted() + migrations.map(\.name).filter { !applied.contains($0) }, on: connection)
-            }
+            // Migrations without steps (their changes made on the server by hand) are recorded as they come.
+            try MigrationHistory.record(pending, as: .ran, on: connection)
             guard stored != declared else { return }
             let (additive, incompatible) = declared.differences(from: stored)
             if !incompatible.isEmpty {
@@ -76,6 +74,19 @@ enum PostgresSchema {
         }
     }
 
+    /// The error of a migration whose steps this backend cannot run: it names the migration and its first step,
+    /// as a failed step on SQLite does.
+    private static func unsupportedSteps(of migration: Migration) -> StoreError {
+        let step = migration.steps[0]
+        var error = StoreError(
+            .unsupported,
+            "migration '\(migration.name)', step 1 (\(step)) cannot run: migration steps run on SQLite stores only for now; "
+                + "make the migration's changes with SQL on the server, then open the store with its steps removed; nothing was changed")
+        error.migration = migration.name
+        error.migrationStep = 1
+        return error
+    }
+
     /// `codablestore_fold(text)`, what case-insensitive predicates compare: Unicode lower case, as in SQLite (where
     /// the store registers a function of that name). `lower()` follows the database's locale, which may fold ASCII
     /// only (`C`); the ICU root collation, where the server has ICU, folds every script the same way everywhere.
@@ -94,7 +105,7 @@ enum PostgresSchema {
             case .text(let json)? = try connection.scalar(sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'model'"),
             let stored = try? JSONDecoder().decode(SchemaSnapshot.self, from: Data(json.utf8)), stored == declared
         else { return false }
-        let applied = Set(try appliedMigrations(connection))
+        let applied = Set(try MigrationHistory.names(on: connection))
         if migrations.contains(where: { !applied.contains($0.name) }) { return false }
         let folding = try connection.scalar(
             sql: "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
@@ -113,17 +124,6 @@ enum PostgresSchema {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try setMetadata("model", String(decoding: try encoder.encode(snapshot), as: UTF8.self), on: connection)
-    }
-
-    private static func appliedMigrations(_ connection: any DatabaseConnection) throws -> [String] {
-        guard case .text(let json)? = try connection.scalar(
-            sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'migrations'")
-        else { return [] }
-        return (try? JSONDecoder().decode([String].self, from: Data(json.utf8))) ?? []
-    }
-
-    private static func recordMigrations(_ names: [String], on connection: any DatabaseConnection) throws {
-        try setMetadata("migrations", String(decoding: try JSONEncoder().encode(names), as: UTF8.self), on: connection)
     }
 
     private static func setMetadata(_ key: String, _ value: String, on connection: any DatabaseConnection) throws {
@@ -247,6 +247,7 @@ enum PostgresSchema {
                 try connection.execute(sql: "DROP INDEX IF EXISTS \(quoteIdentifier(index.name))")
             }
             for index in mapping.indexes where !(old.indexes ?? []).contains(index) {
+                try SQLiteMigration.checkNewUniqueIndex(index, of: mapping, on: connection)
                 try create(
                     SQLiteMigration.RequiredIndex(name: index.name, table: mapping.name, columns: index.columns, isUnique: index.unique),
                     on: connection)

@@ -189,9 +189,9 @@ enum SQLiteMigration {
             connection.clearStatementCache()
         }
         try connection.inWriteTransaction {
-            try migrate(to: declared, model: model, policy: policy, migrations: migrations, on: connection, logger: logger)
+            let writingSteps = try migrate(to: declared, model: model, policy: policy, migrations: migrations, on: connection, logger: logger)
             try restoreMissingIndexes(model, on: connection, logger: logger)
-            try checkForeignKeys(on: connection)
+            try checkForeignKeys(on: connection, writingSteps: writingSteps)
         }
     }
 
@@ -203,41 +203,30 @@ enum SQLiteMigration {
             let stored = try? JSONDecoder().decode(SchemaSnapshot.self, from: Data(json.utf8)), stored == declared
         else { return false }
         if !migrations.isEmpty {
-            let applied = Set(try appliedMigrations(connection))
+            let applied = Set(try MigrationHistory.names(on: connection))
             if migrations.contains(where: { !applied.contains($0.name) }) { return false }
         }
         return try missingIndexes(model, on: connection).isEmpty
     }
 
-    /// The names of the migrations the store has run.
-    private static func appliedMigrations(_ connection: Connection) throws -> [String] {
-        guard case .text(let json)? = try connection.scalar(
-            sql: "SELECT \"value\" FROM \(quoteIdentifier(metadataTable)) WHERE \"key\" = 'migrations'")
-        else { return [] }
-        do {
-            return try JSONDecoder().decode([String].self, from: Data(json.utf8))
-        } catch {
-            throw StoreError(.schemaMismatch, "the store's list of migrations cannot be read: \(error)", cause: error)
-        }
-    }
-
-    private static func recordMigrations(_ names: [String], on connection: Connection) throws {
-        let json = String(decoding: try JSONEncoder().encode(names), as: UTF8.self)
-        try connection.execute(
-            sql: "INSERT OR REPLACE INTO \(quoteIdentifier(metadataTable)) (\"key\", \"value\") VALUES ('migrations', ?)",
-            arguments: [.text(json)])
-    }
-
     /// Rows pointing to rows that do not exist, after a migration ran without foreign keys: an error naming one.
-    private static func checkForeignKeys(on connection: Connection) throws {
+    ///
+    /// The store's own tables had their dangling links and references removed after the steps (see
+    /// ``clearDanglingReferences(_:on:)``), so what is left is in tables the steps' SQL made or changed beyond the
+    /// model: the error names those steps, `writingSteps` (which of them wrote the row cannot be known).
+    private static func checkForeignKeys(on connection: Connection, writingSteps: [StepOrigin]) throws {
         guard let row = try connection.rows(sql: "PRAGMA foreign_key_check").first else { return }
         let table = text(row[0])
         let parent = text(row[2])
         // A join table without positions has no row id to name.
         let place = row[1] == .null ? "a link in \(table)" : "\(table) row \(row[1])"
-        throw StoreError(
-            .migrationFailed,
-            "after migrating, \(place) refers to a \(parent) row that does not exist; nothing was changed",
+        guard !writingSteps.isEmpty else {
+            throw StoreError(
+                .migrationFailed, "after migrating, \(place) refers to a \(parent) row that does not exist; nothing was changed",
+                entity: table)
+        }
+        throw StoreError.migrationFailed(
+            writingSteps, "after the steps, \(place) refers to a \(parent) row that does not exist",
             entity: table)
     }
 
@@ -253,10 +242,12 @@ enum SQLiteMigration {
     }
 
     /// Creates the schema, or brings the stored one to the declared one, in the caller's write transaction.
+    ///
+    /// - Returns: The `.sql` and `.custom` steps that ran, which the foreign key check after it blames.
     private static func migrate(
         to declared: SchemaSnapshot, model: Schema, policy: SchemaChangePolicy, migrations: [Migration],
         on connection: Connection, logger: Logger
-    ) throws {
+    ) throws -> [StepOrigin] {
         try connection.execute(
             sql: "CREATE TABLE IF NOT EXISTS \(quoteIdentifier(metadataTable)) (\"key\" TEXT PRIMARY KEY, \"value\" TEXT NOT NULL)")
         guard let json = try storedModelJSON(connection) else {
@@ -265,24 +256,26 @@ enum SQLiteMigration {
             try create(model, on: connection)
             try record(declared, on: connection)
             // A new store has the declared model: every migration is done.
-            if !migrations.isEmpty { try recordMigrations(migrations.map(\.name), on: connection) }
-            return
+            try MigrationHistory.record(migrations, as: .recordedAtCreation, on: connection)
+            return []
         }
         var stored = try SchemaSnapshot.stored(json, declared: declared)
         let original = stored
         var plan = MigrationPlan()
-        let applied = try appliedMigrations(connection)
+        let applied = Set(try MigrationHistory.names(on: connection))
         let pending = migrations.filter { !applied.contains($0.name) }
         // The digest guards' bodies name tables and columns that the steps may change (see DigestGuards); a
         // migration forgets every digest, and the next import that skips records guards its entities again.
         if !pending.isEmpty || stored != declared { try DigestGuards.dropAll(on: connection) }
         for migration in pending {
             for (number, step) in migration.steps.enumerated() {
-                let origin = "migration '\(migration.name)', step \(number + 1) (\(step))"
+                let origin = StepOrigin(migration: migration.name, number: number + 1, step: step.description)
                 do {
                     try apply(step, to: &stored, plan: &plan, model: model, on: connection, origin: origin)
                 } catch {
-                    throw StoreError(.migrationFailed, "\(origin) failed: \(describe(error)); nothing was changed", cause: error)
+                    // A step error of this file's says all there is: it is no cause.
+                    throw StoreError.migrationFailed(
+                        [origin], describe(error), entity: (error as? StoreError)?.entity, cause: error is StepError ? nil : error)
                 }
             }
             logger.info("migration ran", metadata: ["migration": "\(migration.name)", "steps": "\(migration.steps.count)"])
@@ -290,9 +283,9 @@ enum SQLiteMigration {
         let storedVersion = stored.version
         if storedVersion < 2 { upgradeStorage(&stored, to: declared, plan: &plan) }
         stored.version = declared.version
-        if !pending.isEmpty { try recordMigrations(applied + pending.map(\.name), on: connection) }
+        try MigrationHistory.record(pending, as: .ran, on: connection)
         // Nothing ran and nothing differs (the open came for a missing index): nothing more to do here.
-        if pending.isEmpty && plan.isEmpty && stored == original && stored == declared { return }
+        if pending.isEmpty && plan.isEmpty && stored == original && stored == declared { return [] }
         let (additive, incompatible) = declared.differences(from: stored)
         if !incompatible.isEmpty {
             switch policy {
@@ -309,7 +302,7 @@ enum SQLiteMigration {
                 try create(model, on: connection)
                 try record(declared, on: connection)
                 onReset(incompatible)
-                return
+                return []
             }
         }
         logger.info("store schema migrated", metadata: ["changes": "\(additive)"])
@@ -324,12 +317,13 @@ enum SQLiteMigration {
             guard let mapping = mappingNamed[entity] else { continue }
             try rebuild(mapping, transforms: transforms, model: model, on: connection)
         }
-        for entity in plan.identityChanges.union(plan.rebuilds.keys).sorted() {
+        for entity in Set(plan.identityChanges.keys).union(plan.rebuilds.keys).sorted() {
             guard let mapping = mappingNamed[entity] else { continue }
-            try checkIdentityIsUnique(mapping, changed: plan.identityChanges.contains(entity), on: connection)
+            try checkUniqueness(mapping, plan: plan, on: connection)
         }
         if !pending.isEmpty { try clearDanglingReferences(model, on: connection) }
         try record(declared, on: connection)
+        return plan.writingSteps
     }
 
     /// Steps run with foreign keys off: what their SQL deleted leaves links and references behind. They are removed
@@ -355,18 +349,43 @@ enum SQLiteMigration {
 
     // MARK: - Migration steps
 
+    /// A step of a migration, for the errors of what it does after the steps ran (a transform, a check).
+    struct StepOrigin: Hashable {
+        var migration: String
+        /// 1 for the migration's first step.
+        var number: Int
+        /// The step's ``Migration/Step/description``.
+        var step: String
+
+        /// `migration 'score as text', step 1 (changeType(of: Bug.score))`.
+        var text: String { "migration '\(migration)', step \(number) (\(step))" }
+    }
+
+    /// A column of a table to rebuild: how its values are transformed, and by which steps.
+    struct ColumnRebuild {
+        /// Nil: the values are copied as they are.
+        var transform: (@Sendable (SQLiteValue) throws -> SQLiteValue)?
+        /// The steps whose transforms make `transform`, in the order they apply; empty for the storage upgrade's.
+        var origins: [StepOrigin] = []
+    }
+
     /// What the steps leave for after the additive changes: tables to rebuild (with the transforms of their
-    /// columns) and identities to check.
+    /// columns), identities to check, and the steps that ran SQL of their own.
     struct MigrationPlan {
-        /// Entity name → column → transform of its stored values (nil: copied as they are).
-        var rebuilds: [String: [String: (@Sendable (SQLiteValue) throws -> SQLiteValue)?]] = [:]
-        var identityChanges: Set<String> = []
+        /// Entity name → column → its rebuild.
+        var rebuilds: [String: [String: ColumnRebuild]] = [:]
+        /// Entity name → the (last) step that changed its identity.
+        var identityChanges: [String: StepOrigin] = [:]
+        /// The `.sql` and `.custom` steps: what they did to rows is known only by checking afterwards.
+        var writingSteps: [StepOrigin] = []
         var isEmpty: Bool { rebuilds.isEmpty && identityChanges.isEmpty }
     }
 
-    /// A step's failure for a message: a store or SQLite error's own description, any other error as it prints.
+    /// A step's failure for a message: a store or SQLite error's own message (the error is the cause, whose
+    /// description has the rest: an SQLite error's code and SQL), any other error as it prints.
     private static func describe(_ error: any Error) -> String {
         if let error = error as? StoreError { return error.message }
+        if let error = error as? SQLiteError { return error.message }
         return "\(error)"
     }
 
@@ -378,7 +397,7 @@ enum SQLiteMigration {
 
     /// A transform's error, with the step it belongs to.
     private struct TransformError: Error {
-        let origin: String
+        let origin: StepOrigin
         let error: any Error
     }
 
@@ -390,7 +409,7 @@ enum SQLiteMigration {
     /// Applies one step to the store and to `stored`, the model it holds at that point.
     private static func apply(
         _ step: Migration.Step, to stored: inout SchemaSnapshot, plan: inout MigrationPlan, model: Schema, on connection: Connection,
-        origin: String
+        origin: StepOrigin
     ) throws {
         func entityIndex(_ name: String) throws -> Int {
             guard let index = stored.entities.firstIndex(where: { $0.name == name }) else {
@@ -479,20 +498,24 @@ enum SQLiteMigration {
                     throw TransformError(origin: origin, error: error)
                 }
             }
-            if let earlier = plan.rebuilds[mapping.name]?[name], let earlier {
-                plan.rebuilds[mapping.name, default: [:]][name] = { value in try transform(try earlier(value)) }
+            let earlier = plan.rebuilds[mapping.name]?[name]
+            if let earlierTransform = earlier?.transform {
+                plan.rebuilds[mapping.name, default: [:]][name] = ColumnRebuild(
+                    transform: { value in try transform(try earlierTransform(value)) }, origins: earlier!.origins + [origin])
             } else {
-                plan.rebuilds[mapping.name, default: [:]][name] = transform
+                plan.rebuilds[mapping.name, default: [:]][name] = ColumnRebuild(transform: transform, origins: (earlier?.origins ?? []) + [origin])
             }
         case .changeIdentity(let type):
             let mapping = try model.mapping(for: type)
             let index = try entityIndex(mapping.name)
             try connection.execute(sql: "DROP INDEX IF EXISTS \(quoteIdentifier(RequiredIndex.identity(of: mapping).name))")
             stored.entities[index].identity = mapping.identityColumns
-            plan.identityChanges.insert(mapping.name)
+            plan.identityChanges[mapping.name] = origin
         case .sql(let sql):
+            plan.writingSteps.append(origin)
             try connection.execute(sql: sql)
         case .custom(let body):
+            plan.writingSteps.append(origin)
             try body(connection)
         }
     }
@@ -508,13 +531,13 @@ enum SQLiteMigration {
                 guard let new = target.attributes.first(where: { $0.name == old.name }) else { continue }
                 let name = stored.entities[entity].name
                 if old.type == "Decimal" && new.type == "Decimal" {
-                    if plan.rebuilds[name]?[old.name] == nil { plan.rebuilds[name, default: [:]][old.name] = .some(nil) }
+                    if plan.rebuilds[name]?[old.name] == nil { plan.rebuilds[name, default: [:]][old.name] = ColumnRebuild() }
                 } else if old.type == "Int" && (new.type == "UInt64" || new.type == "UInt") {
                     stored.entities[entity].attributes[attribute].type = new.type
-                    plan.rebuilds[name, default: [:]][old.name] = { value in
+                    plan.rebuilds[name, default: [:]][old.name] = ColumnRebuild(transform: { value in
                         guard case .integer(let bits) = value, bits < 0 else { return value }
                         return UInt64(bitPattern: bits).sqliteValue
-                    }
+                    })
                 }
             }
         }
@@ -525,16 +548,19 @@ enum SQLiteMigration {
     /// dropping the old table leaves what refers to it alone; the new one takes its name, and its indexes are made
     /// again afterwards (see ``restoreMissingIndexes``).
     private static func rebuild(
-        _ mapping: EntitySchema, transforms: [String: (@Sendable (SQLiteValue) throws -> SQLiteValue)?], model: Schema,
-        on connection: Connection
+        _ mapping: EntitySchema, transforms: [String: ColumnRebuild], model: Schema, on connection: Connection
     ) throws {
         let table = quoteIdentifier(mapping.name)
         let temporaryName = mapping.name + "_codablestore_migrating"
         let temporary = quoteIdentifier(temporaryName)
         try connection.execute(sql: tableDefinition(mapping, named: temporaryName, model: model))
         let names = ["_pk"] + mapping.columns.map(\.name)
+        // Whether each column refuses NULL (NOT NULL in its definition): a transform's null is its step's failure.
+        let isRequired = [false] + mapping.columns.map { column in
+            if case .attribute(let attribute) = column.kind { !attribute.isOptional } else { false }
+        }
         let columns = names.map(quoteIdentifier).joined(separator: ", ")
-        let steps = names.map { transforms[$0] ?? nil }
+        let steps = names.map { transforms[$0]?.transform }
         let select = try connection.makeStatement(sql: "SELECT \(columns) FROM \(table)")
         let insert = try connection.makeStatement(
             sql: "INSERT INTO \(temporary) (\(columns)) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))")
@@ -547,24 +573,33 @@ enum SQLiteMigration {
                     values.append(value)
                     continue
                 }
+                let result: SQLiteValue
                 do {
-                    values.append(try transform(value))
+                    result = try transform(value)
                 } catch {
                     let failure = error as? TransformError
-                    throw StoreError(
-                        .migrationFailed,
-                        "\(failure?.origin ?? "upgrading the store's storage") failed: \(mapping.name).\(names[column]) of row \(values[0]): "
-                            + "cannot transform \(value): \(describe(failure?.error ?? error)); nothing was changed",
-                        entity: mapping.name, field: names[column], cause: failure?.error ?? error)
+                    let reason = "\(mapping.name).\(names[column]) of row \(values[0]): cannot transform \(value): \(describe(failure?.error ?? error))"
+                    throw StoreError.migrationFailed(
+                        failure.map { [$0.origin] } ?? [], reason, entity: mapping.name, field: names[column], cause: failure?.error ?? error)
                 }
+                if result == .null, isRequired[column] {
+                    throw StoreError.migrationFailed(
+                        transforms[names[column]]?.origins ?? [],
+                        "\(mapping.name).\(names[column]) of row \(values[0]): the transform of \(value) gave NULL, and \(mapping.name).\(names[column]) is not optional",
+                        entity: mapping.name, field: names[column])
+                }
+                values.append(result)
             }
             try insert.bind(values)
             do {
                 try insert.execute()
             } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT ~= error.resultCode {
-                throw StoreError(
-                    .migrationFailed,
-                    "\(mapping.name) row \(values[0]) does not fit the declared model after its transforms (\(error.message)); nothing was changed",
+                // Every transform of the row may be the cause.
+                var origins: [StepOrigin] = []
+                for origin in names.flatMap({ transforms[$0]?.origins ?? [] }) where !origins.contains(origin) { origins.append(origin) }
+                throw StoreError.migrationFailed(
+                    origins,
+                    "\(mapping.name) row \(values[0]) does not fit the declared model after its transforms (\(error.message))",
                     entity: mapping.name, cause: error)
             }
         }
@@ -604,20 +639,50 @@ enum SQLiteMigration {
         }
     }
 
-    /// After a changed identity or a rebuild (whose transforms may have made identities equal): stored rows that
-    /// share an identity are an error that names one.
-    private static func checkIdentityIsUnique(_ mapping: EntitySchema, changed: Bool, on connection: Connection) throws {
-        guard !mapping.identityColumns.isEmpty,
+    /// After a changed identity or a rebuild (whose transforms may have made values equal): stored rows that share
+    /// an identity, or the columns of a declared unique index, are an error that names one such value and the
+    /// steps to blame: the identity change, or the transforms of the columns concerned.
+    private static func checkUniqueness(_ mapping: EntitySchema, plan: MigrationPlan, on connection: Connection) throws {
+        let transformed = plan.rebuilds[mapping.name] ?? [:]
+        func transformOrigins(_ columns: [String]) -> [StepOrigin] {
+            var origins: [StepOrigin] = []
+            for column in columns {
+                for origin in transformed[column]?.origins ?? [] where !origins.contains(origin) { origins.append(origin) }
+            }
+            return origins
+        }
+        if !mapping.identityColumns.isEmpty,
             let example = try duplicateExample(in: mapping.name, columns: mapping.identityColumns, on: connection)
-        else { return }
-        let identity = mapping.identityColumns.joined(separator: ", ")
-        throw StoreError(
-            .migrationFailed,
-            (changed
-                ? "cannot change \(mapping.name)'s identity to [\(identity)]: rows share \(example); remove the duplicates in an earlier step"
-                : "after the type changes, \(mapping.name) rows share their identity [\(identity)]: \(example); change the transform or remove the duplicates in an earlier step")
-                + "; nothing was changed",
-            entity: mapping.name)
+        {
+            let identity = mapping.identityColumns.joined(separator: ", ")
+            let transforms = transformOrigins(mapping.identityColumns)
+            guard let origin = plan.identityChanges[mapping.name] else {
+                throw StoreError.migrationFailed(
+                    transforms,
+                    "after the type changes, \(mapping.name) rows share their identity [\(identity)]: \(example); change the transform or remove the duplicates in an earlier step",
+                    entity: mapping.name)
+            }
+            // Either step may be the one to fix: the identity change, or a transform of its values.
+            throw StoreError.migrationFailed(
+                [origin] + transforms.filter { $0 != origin },
+                "cannot change \(mapping.name)'s identity to [\(identity)]: rows share \(example)"
+                    + (transforms.isEmpty
+                        ? "; remove the duplicates in an earlier step"
+                        : " after the type changes; change the transform or remove the duplicates in an earlier step"),
+                entity: mapping.name)
+        }
+        // The rebuilt table lost its indexes: a declared unique one is made again afterwards, over what the
+        // transforms left.
+        for index in mapping.indexes where index.unique {
+            let origins = transformOrigins(index.columns)
+            guard !origins.isEmpty, let example = try duplicateExample(in: mapping.name, columns: index.columns, on: connection) else {
+                continue
+            }
+            throw StoreError.migrationFailed(
+                origins,
+                "after the type changes, \(mapping.name) rows share \(example), which its unique index \(index.name) forbids; change the transform or remove the duplicates in an earlier step",
+                entity: mapping.name)
+        }
     }
 
     private static func userTables(_ connection: Connection) throws -> [String] {
@@ -757,12 +822,23 @@ enum SQLiteMigration {
 
     /// One set of values that several rows of `table` share in `columns` (`repo = 'r', number = 101 (3 rows)`),
     /// nil when they are unique.
-    static func duplicateExample(in table: String, columns: [String], on connection: Connection) throws -> String? {
+    static func duplicateExample(in table: String, columns: [String], on connection: any DatabaseConnection) throws -> String? {
         let list = columns.map(quoteIdentifier).joined(separator: ", ")
         guard let row = try connection.rows(
             sql: "SELECT \(list), count(*) FROM \(quoteIdentifier(table)) GROUP BY \(list) HAVING count(*) > 1 ORDER BY count(*) DESC LIMIT 1"
         ).first else { return nil }
         return zip(columns, row).map { "\($0) = \($1)" }.joined(separator: ", ") + " (\(row[columns.count]) rows)"
+    }
+
+    /// A unique index declared since the store last opened, over rows that share its values: an error naming
+    /// them, before the index is made (on either backend).
+    static func checkNewUniqueIndex(_ index: SchemaSnapshot.Index, of mapping: EntitySchema, on connection: any DatabaseConnection) throws {
+        guard index.unique, let example = try duplicateExample(in: mapping.name, columns: index.columns, on: connection) else { return }
+        throw StoreError(
+            .schemaMismatch,
+            "cannot add the unique index \(index.name) to \(mapping.name): rows share \(example); remove the "
+                + "duplicates first (a Migration step); nothing was changed",
+            entity: mapping.name)
     }
 
     static func createJoinTable(_ join: JoinTable, model: Schema, on connection: Connection) throws {
@@ -840,13 +916,7 @@ enum SQLiteMigration {
                 try connection.execute(sql: "DROP INDEX IF EXISTS \(quoteIdentifier(index.name))")
             }
             for index in mapping.indexes where !old.contains(index) {
-                if index.unique, let example = try duplicateExample(in: mapping.name, columns: index.columns, on: connection) {
-                    throw StoreError(
-                        .schemaMismatch,
-                        "cannot add the unique index \(index.name) to \(mapping.name): rows share \(example); remove the "
-                            + "duplicates first (a Migration step); nothing was changed",
-                        entity: mapping.name)
-                }
+                try checkNewUniqueIndex(index, of: mapping, on: connection)
                 try createIndex(index, of: mapping, on: connection)
             }
         }
@@ -854,6 +924,25 @@ enum SQLiteMigration {
         for join in model.joinTables where !existingJoins.contains(join.name) {
             try createJoinTable(join, model: model, on: connection)
         }
+    }
+}
+
+extension StoreError {
+    /// A migration's failure, blaming the steps of `origins`:
+    /// `migration 'score as text', step 1 (changeType(of: Bug.score)) failed: <reason>; nothing was changed`.
+    /// Several steps are listed with "or" (what the store checks after the steps cannot always tell which of them
+    /// did it); none is the storage upgrade's own rebuild.
+    static func migrationFailed(
+        _ origins: [SQLiteMigration.StepOrigin], _ reason: String, entity: String? = nil, field: String? = nil,
+        cause: (any Error)? = nil
+    ) -> StoreError {
+        let blamed = origins.isEmpty ? "upgrading the store's storage" : origins.map(\.text).joined(separator: " or ")
+        var error = StoreError(.migrationFailed, "\(blamed) failed: \(reason); nothing was changed", entity: entity, field: field, cause: cause)
+        if let first = origins.first, origins.allSatisfy({ $0.migration == first.migration }) {
+            error.migration = first.migration
+            if origins.count == 1 { error.migrationStep = first.number }
+        }
+        return error
     }
 }
 
