@@ -284,9 +284,13 @@ extension Context {
                 for (field, members) in stored where state.changedFields.contains(field) && !state.unloadedRelationships.contains(field) {
                     guard let relationship = mapping.relationships[field] else { continue }
                     let current = relationship.description.getMany(object).map(\.entityState.rowID)
+                    // Members are distinct: the same count and every one stored is the same set (pairwise for the
+                    // short lists of JSON, as `sameMembers` compares).
                     let isAsStored =
                         relationship.description.isOrdered
-                        ? current == members : current.count == members.count && Set(current) == Set(members)
+                        ? current == members
+                        : current.count == members.count
+                            && (current.count <= 16 ? current.allSatisfy(members.contains) : Set(current) == Set(members))
                     guard isAsStored else { continue }
                     state.changedFields.remove(field)
                     if case .joinTable(let table, ownerIsSource: true) = relationship.storage {
