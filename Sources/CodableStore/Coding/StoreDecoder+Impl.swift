@@ -195,6 +195,14 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
             if text == nan { return .nan }
         }
         try check(node, .number, T.self, path())
+        if T.self == Float.self {
+            // From the text, not through a Double: rounding twice can give a different Float, a number below Float's
+            // range would become 0, and one that rounds to Float's largest would read as too large.
+            guard let value = (try? tape.float(at: node)) ?? nil, value.isFinite else {
+                throw numberDoesNotFit(numberText(node), T.self, path())
+            }
+            return T(value)
+        }
         guard let value = double(node) else {
             throw numberDoesNotFit(numberText(node), T.self, path())
         }
@@ -208,10 +216,36 @@ final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
     func unwrapDecimal(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> Decimal {
         try check(node, .number, Decimal.self, path())
         let text = numberText(node)
-        guard let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
+        // Decimal keeps 38 significant digits: `Decimal(string:)` rounds a longer number into another value.
+        guard Self.significantDigits(of: text) <= 38, let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")),
+            !value.isNaN
+        else {
             throw numberDoesNotFit(text, Decimal.self, path())
         }
         return value
+    }
+
+    /// The significant digits of a JSON number's text: its digits before the exponent, less the leading zeros and
+    /// the trailing ones (which an exponent holds).
+    static func significantDigits(of text: String) -> Int {
+        var digits = 0
+        var zerosPending = 0
+        var seenNonZero = false
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "e"), UInt8(ascii: "E"):
+                return digits
+            case UInt8(ascii: "0"):
+                if seenNonZero { zerosPending += 1 }
+            case UInt8(ascii: "1")...UInt8(ascii: "9"):
+                digits += zerosPending + 1
+                zerosPending = 0
+                seenNonZero = true
+            default:
+                continue
+            }
+        }
+        return digits
     }
 
     func unwrapURL(_ node: Node, _ path: @autoclosure () -> CodingPathNode) throws -> URL {

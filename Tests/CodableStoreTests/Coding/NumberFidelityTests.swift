@@ -15,6 +15,8 @@ import Testing
     var uint32: UInt32?
     var uint64: UInt64?
     var double: Double?
+    var float: Float?
+    var decimal: Decimal?
 
     static let identity = Identity(\NumberBox.id)
 
@@ -74,6 +76,16 @@ import Testing
         // A Double attribute keeps accepting large integers (rounded to the nearest Double, as JSON parsers do).
         Case(field: "double", json: "9223372036854775808", stored: "9.22337203685478e+18"),
         Case(field: "double", json: "123456789012345678.9", stored: "1.23456789012346e+17"),
+        Case(field: "double", json: "-18446744073709551616", stored: "-1.84467440737096e+19"),
+        // A Float is read from the text, not rounded twice through a Double; below its range is no fit, not 0.
+        Case(field: "float", json: "1.00000005960464477539062500001", stored: "1.00000011920929"),
+        Case(field: "float", json: "3.4028235677973366e38", stored: "3.40282346638529e+38"),
+        Case(field: "float", json: "1e-50", stored: nil), Case(field: "float", json: "3.5e38", stored: nil),
+        // A Decimal keeps 38 significant digits; a longer number would be rounded into another one.
+        Case(field: "decimal", json: "12345678901234567890.123456789", stored: "12345678901234567890.123456789"),
+        Case(field: "decimal", json: "1000000000000000000000000000000000000000000000", stored: "1000000000000000000000000000000000000000000000"),
+        Case(field: "decimal", json: "123456789012345678901234567890123456789012345", stored: nil),
+        Case(field: "decimal", json: "0.123456789012345678901234567890123456789", stored: nil),
     ]
 
     @Test(arguments: cases)
