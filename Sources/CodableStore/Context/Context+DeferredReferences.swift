@@ -224,8 +224,7 @@ extension Context {
             let mapping = model.mappings[entity]
             let names = identityNames(mapping)
             let columns = mapping.description.identity.map { mapping.columnOfField[$0] }
-            let statement = try connection.cached(storage.selectByRowIDs(mapping, count: Self.membershipChunk))
-            try statement.run(rowIDs: rowIDs, slots: Self.membershipChunk) { statement in
+            try forEachStoredRow(of: mapping, rowIDs: rowIDs) { statement in
                 let owner = OwnerKey(entity: entity, rowID: statement.int64(at: 0))
                 identities[owner] = UnresolvedReference.Identity(names: names, values: columns.map { statement.value(at: $0) })
             }

@@ -80,11 +80,7 @@ extension Context {
             missing.append(rowID)
         }
         if !missing.isEmpty {
-            let sql = storage.selectByRowIDs(destination, count: Self.membershipChunk)
-            let statement = try connection.cached(sql)
-            try statement.run(rowIDs: missing, slots: Self.membershipChunk) { statement in
-                _ = try object(for: destination, statement: statement)
-            }
+            try forEachStoredRow(of: destination, rowIDs: missing) { statement in _ = try object(for: destination, statement: statement) }
         }
         for owner in owners where owner.entityState.unloadedRelationships.contains(field) {
             _ = resolveToOne(owner, relationship)

@@ -123,12 +123,9 @@ extension Context {
         new: [any EntityObject]
     ) {
         let field = relationship.description.index
-        if state.status == .persistent, !state.changedFields.contains(field) {
-            // Unchanged since loaded (every change of a list through itself marks it, and so does every change of
-            // an ordered list through its inverse), `old` is what is stored.
-            if state.storedMembers == nil { state.storedMembers = [:] }
-            state.storedMembers![field] = old.map(\.entityState.rowID)
-        }
+        // Unchanged since loaded (every change of a list through itself marks it, and so does every change of an
+        // ordered list through its inverse), `old` is what is stored.
+        state.recordStoredMembers(field, old)
         state.unloadedRelationships.remove(field)
         markChanged(owner, state, field)
         let removed: [any EntityObject]
@@ -226,7 +223,7 @@ extension Context {
             markChanged(member, state, field)
         } else {
             if state.unloadedRelationships.contains(field) { return }
-            if inverse.description.isOrdered { recordStoredMembers(member, state, inverse.description) }
+            if inverse.description.isOrdered { state.recordStoredMembers(field, inverse.description.getMany(member)) }
             if inverse.description.insertMember(member, owner), inverse.description.isOrdered {
                 markChanged(member, state, field)
             }
@@ -249,7 +246,7 @@ extension Context {
         } else {
             if state.unloadedRelationships.contains(field) { return }
             guard inverse.description.containsMember(member, owner) else { return }
-            if inverse.description.isOrdered { recordStoredMembers(member, state, inverse.description) }
+            if inverse.description.isOrdered { state.recordStoredMembers(field, inverse.description.getMany(member)) }
             inverse.description.removeMember(member, owner)
             if inverse.description.isOrdered { markChanged(member, state, field) }
         }
@@ -267,21 +264,10 @@ extension Context {
                 markChanged(holder, state, field)
             }
         } else if relationship.description.containsMember(holder, member) {
-            if relationship.description.isOrdered { recordStoredMembers(holder, state, relationship.description) }
+            if relationship.description.isOrdered { state.recordStoredMembers(field, relationship.description.getMany(holder)) }
             relationship.description.removeMember(holder, member)
             if relationship.description.isOrdered { markChanged(holder, state, field) }
         }
-    }
-
-    /// Keeps the members of a stored object's loaded ordered list as stored, before its first change since the last
-    /// write, when the change comes through the inverse (an item's `owner` set moves it into the owner's `items`): a
-    /// save compares with them, so that a list moved and moved back writes no positions (see
-    /// `EntityState.storedMembers`).
-    private func recordStoredMembers(_ owner: any EntityObject, _ state: EntityState, _ relationship: RelationshipDescription) {
-        let field = relationship.index
-        guard state.status == .persistent, !state.changedFields.contains(field) else { return }
-        if state.storedMembers == nil { state.storedMembers = [:] }
-        state.storedMembers![field] = relationship.getMany(owner).map(\.entityState.rowID)
     }
 }
 
@@ -330,10 +316,7 @@ extension Context {
         let members = unwritten.apply(to: stored, of: state.rowID, relationship)
         guard members.count != stored.count || !zip(members, stored).allSatisfy({ $0 === $1 }) else { return members }
         let field = relationship.description.index
-        if state.status == .persistent, !state.changedFields.contains(field) {
-            if state.storedMembers == nil { state.storedMembers = [:] }
-            state.storedMembers![field] = stored.map(\.entityState.rowID)
-        }
+        state.recordStoredMembers(field, stored)
         markChanged(owner, state, field)
         return members
     }

@@ -132,10 +132,8 @@ extension Context {
             return rowID != 0 && seen.insert(rowID).inserted ? rowID : nil
         }
         var rows: [Int64: [SQLiteValue]] = [:]
-        guard !rowIDs.isEmpty else { return rows }
         let fields = mapping.description.fields.count
-        let statement = try connection.cached(storage.selectByRowIDs(mapping, count: Self.membershipChunk))
-        try statement.run(rowIDs: rowIDs, slots: Self.membershipChunk) { statement in
+        try forEachStoredRow(of: mapping, rowIDs: rowIDs) { statement in
             var values = Array(repeating: SQLiteValue.null, count: fields)
             for field in 0..<fields where mapping.columnOfField[field] > 0 {
                 values[field] = statement.value(at: mapping.columnOfField[field])

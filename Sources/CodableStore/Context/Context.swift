@@ -760,6 +760,14 @@ public final class Context {
         registries[mapping.index][rowID] = object
     }
 
+    /// Reads the stored rows of `rowIDs` (the row id, then the columns of ``SQLStorage/selectSQL(_:)``), a chunk of
+    /// ``membershipChunk`` row ids per statement, and calls `body` on each; a row id without a row is skipped.
+    func forEachStoredRow(of mapping: EntitySchema, rowIDs: [Int64], _ body: (any DatabaseStatement) throws -> Void) throws {
+        guard !rowIDs.isEmpty else { return }
+        let statement = try connection.cached(storage.selectByRowIDs(mapping, count: Self.membershipChunk))
+        try statement.run(rowIDs: rowIDs, slots: Self.membershipChunk, row: body)
+    }
+
     /// The registered object for a row id, reading the row if it is not in memory.
     func object(entity: Int, rowID: Int64) throws -> (any EntityObject)? {
         if let existing = registries[entity][rowID] {

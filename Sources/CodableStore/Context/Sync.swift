@@ -231,10 +231,7 @@ extension Context {
         let unregistered = rowIDs.filter { registries[mapping.index][$0] == nil }
         if !unregistered.isEmpty {
             // Made into objects, which registers them.
-            let statement = try connection.cached(storage.selectByRowIDs(mapping, count: Self.membershipChunk))
-            try statement.run(rowIDs: unregistered, slots: Self.membershipChunk) { statement in
-                _ = try object(for: mapping, statement: statement)
-            }
+            try forEachStoredRow(of: mapping, rowIDs: unregistered) { statement in _ = try object(for: mapping, statement: statement) }
         }
         return rowIDs.compactMap { registries[mapping.index][$0] }
     }

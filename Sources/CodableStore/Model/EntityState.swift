@@ -92,6 +92,16 @@ extension EntityState {
         storedValues![field] = stored()
     }
 
+    /// Keeps `members` (their row ids) as the stored members of the to-many `field` when it is about to change for the
+    /// first time since the last write of a stored object (see ``storedMembers``): whether it changes through itself,
+    /// through its inverse (an item's `owner` set moves it into the owner's `items`), or is loaded with changes not
+    /// written yet.
+    func recordStoredMembers(_ field: Int, _ members: @autoclosure () -> [any EntityObject]) {
+        guard status == .persistent, !changedFields.contains(field) else { return }
+        if storedMembers == nil { storedMembers = [:] }
+        storedMembers![field] = members().map(\.entityState.rowID)
+    }
+
     /// Records an attribute change: in the context if the object has one.
     @usableFromInline
     func didChange(_ object: some EntityObject, _ field: Int) {

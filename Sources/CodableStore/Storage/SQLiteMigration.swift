@@ -367,6 +367,16 @@ enum SQLiteMigration {
         var transform: (@Sendable (SQLiteValue) throws -> SQLiteValue)?
         /// The steps whose transforms make `transform`, in the order they apply; empty for the storage upgrade's.
         var origins: [StepOrigin] = []
+
+        /// The steps whose transforms make these columns' values, each once, in order: those to blame when the values
+        /// break a constraint.
+        static func origins(of columns: [String], in rebuilds: [String: ColumnRebuild]) -> [StepOrigin] {
+            var origins: [StepOrigin] = []
+            for column in columns {
+                for origin in rebuilds[column]?.origins ?? [] where !origins.contains(origin) { origins.append(origin) }
+            }
+            return origins
+        }
     }
 
     /// What the steps leave for after the additive changes: tables to rebuild (with the transforms of their
@@ -595,10 +605,8 @@ enum SQLiteMigration {
                 try insert.execute()
             } catch let error as SQLiteError where ResultCode.SQLITE_CONSTRAINT ~= error.resultCode {
                 // Every transform of the row may be the cause.
-                var origins: [StepOrigin] = []
-                for origin in names.flatMap({ transforms[$0]?.origins ?? [] }) where !origins.contains(origin) { origins.append(origin) }
                 throw StoreError.migrationFailed(
-                    origins,
+                    ColumnRebuild.origins(of: names, in: transforms),
                     "\(mapping.name) row \(values[0]) does not fit the declared model after its transforms (\(error.message))",
                     entity: mapping.name, cause: error)
             }
@@ -644,13 +652,7 @@ enum SQLiteMigration {
     /// steps to blame: the identity change, or the transforms of the columns concerned.
     private static func checkUniqueness(_ mapping: EntitySchema, plan: MigrationPlan, on connection: Connection) throws {
         let transformed = plan.rebuilds[mapping.name] ?? [:]
-        func transformOrigins(_ columns: [String]) -> [StepOrigin] {
-            var origins: [StepOrigin] = []
-            for column in columns {
-                for origin in transformed[column]?.origins ?? [] where !origins.contains(origin) { origins.append(origin) }
-            }
-            return origins
-        }
+        func transformOrigins(_ columns: [String]) -> [StepOrigin] { ColumnRebuild.origins(of: columns, in: transformed) }
         if !mapping.identityColumns.isEmpty,
             let example = try duplicateExample(in: mapping.name, columns: mapping.identityColumns, on: connection)
         {
