@@ -77,11 +77,6 @@ enum MigrationHistory {
     private static func set<T: Encodable>(_ key: String, _ value: T, on connection: any DatabaseConnection) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let json = String(decoding: try encoder.encode(value), as: UTF8.self)
-        // The same statement on both backends (SQLite has upserts since 3.24).
-        let statement = try connection.prepare(
-            "INSERT INTO \(quoteIdentifier(SQLiteMigration.metadataTable)) (\"key\", \"value\") VALUES (?, ?) "
-                + "ON CONFLICT (\"key\") DO UPDATE SET \"value\" = excluded.\"value\"")
-        try statement.execute([.text(key), .text(json)])
+        try SQLiteMigration.setMetadata(key, String(decoding: try encoder.encode(value), as: UTF8.self), on: connection)
     }
 }

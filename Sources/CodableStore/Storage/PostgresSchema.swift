@@ -123,14 +123,7 @@ enum PostgresSchema {
     private static func record(_ snapshot: SchemaSnapshot, on connection: any DatabaseConnection) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try setMetadata("model", String(decoding: try encoder.encode(snapshot), as: UTF8.self), on: connection)
-    }
-
-    private static func setMetadata(_ key: String, _ value: String, on connection: any DatabaseConnection) throws {
-        let statement = try connection.prepare(
-            "INSERT INTO \(quoteIdentifier(metadataTable)) (\"key\", \"value\") VALUES (?, ?) "
-                + "ON CONFLICT (\"key\") DO UPDATE SET \"value\" = excluded.\"value\"")
-        try statement.execute([.text(key), .text(value)])
+        try SQLiteMigration.setMetadata("model", String(decoding: try encoder.encode(snapshot), as: UTF8.self), on: connection)
     }
 
     // MARK: - DDL

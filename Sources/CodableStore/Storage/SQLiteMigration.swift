@@ -697,10 +697,15 @@ enum SQLiteMigration {
     private static func record(_ snapshot: SchemaSnapshot, on connection: Connection) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let json = String(decoding: try encoder.encode(snapshot), as: UTF8.self)
-        try connection.execute(
-            sql: "INSERT OR REPLACE INTO \(quoteIdentifier(metadataTable)) (\"key\", \"value\") VALUES ('model', ?)",
-            arguments: [.text(json)])
+        try setMetadata("model", String(decoding: try encoder.encode(snapshot), as: UTF8.self), on: connection)
+    }
+
+    /// Sets one key of the metadata table: the same statement on both backends (SQLite has upserts since 3.24).
+    static func setMetadata(_ key: String, _ value: String, on connection: any DatabaseConnection) throws {
+        let statement = try connection.prepare(
+            "INSERT INTO \(quoteIdentifier(metadataTable)) (\"key\", \"value\") VALUES (?, ?) "
+                + "ON CONFLICT (\"key\") DO UPDATE SET \"value\" = excluded.\"value\"")
+        try statement.execute([.text(key), .text(value)])
     }
 
     private static func dropAll(stored: SchemaSnapshot, on connection: Connection) throws {
