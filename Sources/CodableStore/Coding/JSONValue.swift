@@ -146,12 +146,16 @@ extension JSONValue {
         }
     }
 
-    private static func writeString(_ text: String, into output: inout [UInt8]) {
+    /// `text` as a JSON string: quotes, backslashes and control characters escaped (`\n`, `\r`, `\t` in short).
+    static func writeString(_ text: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "\""): output += "\\\"".utf8
             case UInt8(ascii: "\\"): output += "\\\\".utf8
+            case 0x0A: output += "\\n".utf8
+            case 0x0D: output += "\\r".utf8
+            case 0x09: output += "\\t".utf8
             case 0..<0x20:
                 let hex = Array("0123456789abcdef".utf8)
                 output += "\\u00".utf8

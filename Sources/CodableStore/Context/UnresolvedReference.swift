@@ -54,21 +54,9 @@ public struct UnresolvedReference: Sendable, Hashable, Codable, CustomStringConv
             case .real(let value): return String(value)
             case .blob: return value.description
             case .text(let text):
-                var quoted = "\""
-                for scalar in text.unicodeScalars {
-                    switch scalar {
-                    case "\"": quoted += "\\\""
-                    case "\\": quoted += "\\\\"
-                    case "\n": quoted += "\\n"
-                    case "\r": quoted += "\\r"
-                    case "\t": quoted += "\\t"
-                    case _ where scalar.value < 0x20:
-                        let hex = String(scalar.value, radix: 16)
-                        quoted += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                    default: quoted.unicodeScalars.append(scalar)
-                    }
-                }
-                return quoted + "\""
+                var quoted: [UInt8] = []
+                JSONValue.writeString(text, into: &quoted)
+                return String(decoding: quoted, as: UTF8.self)
             }
         }
     }
