@@ -34,11 +34,18 @@ final class ObservationRecorder<Entity: EntityObject>: Sendable {
     }
 
     /// Waits until `condition` holds, at most `seconds`; returns whether it held.
+    ///
+    /// The bound only ends a wait that would never succeed: the whole suite runs in parallel on two cores, where a
+    /// delivery can wait behind blocking tests for tens of seconds (a 10-second bound failed so in CI). A wait past
+    /// the deadline yields once more so that a delivery queued behind this task is still seen.
     @discardableResult
-    func wait(seconds: Double = 10, until condition: (ObservationRecorder) -> Bool) async -> Bool {
+    func wait(seconds: Double = 120, until condition: (ObservationRecorder) -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while !condition(self) {
-            if ContinuousClock.now >= deadline { return false }
+            if ContinuousClock.now >= deadline {
+                try? await Task.sleep(for: .milliseconds(100))
+                return condition(self)
+            }
             try? await Task.sleep(for: .milliseconds(5))
         }
         return true
