@@ -60,13 +60,28 @@ let package = Package(
             name: "CodableStoreJSON",
             dependencies: ["CYajl"]
         ),
-        // Model, Context, Coding and Import, on top of the two; re-exports what of them is API.
+        // The core: Model, Context, Coding, the storage seam and the SQLite backend, on top of the two; re-exports
+        // what of them is API. It knows nothing of the import that drives it.
         .target(
-            name: "CodableStore",
+            name: "CodableStoreCore",
             dependencies: [
                 "CodableStoreSQLite", "CodableStoreJSON", "CodableStoreMacros",
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // The streaming import: the reader, the decode stage's batches, the writer thread behind it, the rows it
+        // keeps across batches, its report and options. A client of the core, through the core's package API.
+        .target(
+            name: "CodableStoreImport",
+            dependencies: [
+                "CodableStoreCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // What users import: the core and the import, re-exported.
+        .target(
+            name: "CodableStore",
+            dependencies: ["CodableStoreCore", "CodableStoreImport"]
         ),
         // The PostgreSQL backend of the storage seam, on libpq.
         .target(

@@ -1,0 +1,190 @@
+/// A class whose instances the store tracks: the protocol the runtime depends on.
+///
+/// ``Entity()`` generates the conformance. A class can also conform by hand: declare its schema with an
+/// ``EntityDescriptionBuilder``, own an ``EntityState``, create itself from a row in `init(row:)`, and route
+/// field assignments through the tracking helpers so that changes are recorded:
+///
+/// ```swift
+/// final class Note: EntityObject {
+///     let entityState = EntityState()
+///     private var _id: Int
+///     private var _text: String
+///     var id: Int {
+///         get { _id }
+///         set { _$EntityAccess.set(self, 0, _id, newValue) { $0._id = $1 } }
+///     }
+///     var text: String {
+///         get { _text }
+///         set { _$EntityAccess.set(self, 1, _text, newValue) { $0._text = $1 } }
+///     }
+///     static let entityDescription: EntityDescription = {
+///         var builder = EntityDescriptionBuilder<Note>(name: "Note")
+///         builder.field("id", \Note.id, as: Int.self, get: { $0._id }, set: { $0._id = $1 })
+///         builder.field("text", \Note.text, as: String.self, get: { $0._text }, set: { $0._text = $1 })
+///         return builder.build(identity: Identity(\Note.id))
+///     }()
+///     init(id: Int, text: String) { _id = id; _text = text }
+///     init(row: EntityRow) throws { _id = try row.value(0, as: Int.self); _text = try row.value(1, as: String.self) }
+/// }
+/// ```
+///
+/// Entities are reference types compared by identity (`===`), which also makes them usable in `Set`s: two
+/// objects are the same entity instance only if they are the same object. Within one ``Context`` there is one
+/// object per stored row.
+public protocol EntityObject: AnyObject, Hashable, SendableMetatype {
+    /// The schema: fields, relationships and identity. Built once per type.
+    static var entityDescription: EntityDescription { get }
+    /// The object's tracking state: its context, row, and changed fields. The same object for the entity's whole
+    /// life: declare it as a `let`.
+    var entityState: EntityState { get }
+    /// ``entityState`` without reference counting: the runtime reads it on every path an import takes, where the
+    /// retain and release of each read through ``entityState`` are atomic operations. ``Entity()`` generates it; the
+    /// default implementation reads ``entityState``. Not for your code.
+    var _$entityStateReference: Unmanaged<EntityState> { get }
+    /// Creates an object from a stored row, without calling the user's initializers.
+    init(row: EntityRow) throws
+}
+
+extension EntityObject {
+    public var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
+
+    /// Runs `body` with the object's state, borrowed: no retain and release, as reading ``entityState`` costs.
+    /// The object keeps its state alive (a `let`), and `body` must not keep it beyond the call.
+    @inline(__always)
+    package func withEntityState<Result>(_ body: (EntityState) throws -> Result) rethrows -> Result {
+        try _$entityStateReference._withUnsafeGuaranteedRef(body)
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+/// The attributes that identify an entity: the key of upserts.
+///
+/// ```swift
+/// static let identity = Identity(\Person.id)                 // single
+/// static let identity = Identity(\Membership.team, \Membership.user)   // composite
+/// ```
+/// An entity without identity is always inserted. The store keeps a UNIQUE index over the identity columns.
+public struct Identity<Root: AnyObject>: @unchecked Sendable, ExpressibleByArrayLiteral {
+    // Key paths are immutable once formed; @unchecked because `PartialKeyPath` does not declare Sendable.
+    public let keyPaths: [PartialKeyPath<Root>]
+
+    public init(_ keyPaths: PartialKeyPath<Root>...) {
+        self.keyPaths = keyPaths
+    }
+
+    public init(arrayLiteral elements: PartialKeyPath<Root>...) {
+        self.keyPaths = elements
+    }
+}
+
+/// An index over attributes, for queries that filter or sort by them.
+///
+/// ```swift
+/// static let indexes: [EntityIndex<Issue>] = [EntityIndex(\.state), EntityIndex(\.user, \.number, unique: true)]
+/// ```
+/// The identity has its own UNIQUE index already. New indexes are created when the store opens; indexes
+/// no longer declared are dropped.
+public struct EntityIndex<Root: AnyObject>: @unchecked Sendable {
+    // @unchecked: key paths are immutable once formed; `PartialKeyPath` does not declare Sendable.
+    public let keyPaths: [PartialKeyPath<Root>]
+    public let isUnique: Bool
+
+    public init(_ keyPaths: PartialKeyPath<Root>..., unique: Bool = false) {
+        self.keyPaths = keyPaths
+        self.isUnique = unique
+    }
+}
+
+/// Two relationships that are each other's inverse, declared where the store cannot tell by itself.
+///
+/// The store pairs a relationship `A.r → B` with `B.s → A` when each is the only relationship of its entity
+/// pointing at the other. When an entity has several relationships to the same destination, declare the
+/// pairs; the relationships left undeclared are then paired by the same rule among themselves:
+///
+/// ```swift
+/// @Entity final class Issue {
+///     var author: User?
+///     var assignee: User?
+///     static let inverses = [Inverse(\Issue.author, \User.authored)]   // assignee ↔ assigned is found
+/// }
+/// @Entity final class User {
+///     var authored: Set<Issue>
+///     var assigned: Set<Issue>
+/// }
+/// ```
+/// Declaring a pair on one side is enough; declaring it on both sides is allowed if they agree. Inverses are
+/// kept consistent in memory (setting `issue.author` adds the issue to `user.authored`) and share storage:
+/// a to-many whose inverse is a to-one is stored by that foreign key, a many-to-many pair by one join table.
+public struct Inverse<Root: AnyObject>: @unchecked Sendable {
+    // @unchecked: key paths are immutable once formed; `AnyKeyPath` does not declare Sendable.
+    public let keyPath: PartialKeyPath<Root>
+    public let inverse: AnyKeyPath
+    /// The entity the inverse belongs to.
+    public let destination: any EntityObject.Type
+
+    public init<Destination: EntityObject>(_ keyPath: PartialKeyPath<Root>, _ inverse: PartialKeyPath<Destination>) {
+        self.keyPath = keyPath
+        self.inverse = inverse
+        self.destination = Destination.self
+    }
+}
+
+/// What deleting an object does to the objects one of its relationships reaches.
+public enum RelationshipDeleteRule: Sendable, Equatable {
+    /// The relationship is cleared on both sides, and the destinations stay (the default).
+    case nullify
+    /// The destinations are deleted too, with their own delete rules.
+    case cascade
+    /// The delete fails while the relationship has a destination: nothing is deleted.
+    case deny
+}
+
+/// Declares the delete rule of a relationship; undeclared relationships nullify. Declared in
+/// `static let deleteRules`, which ``Entity()`` reads by name:
+///
+/// ```swift
+/// @Entity final class Issue {
+///     var comments: [Comment] = []
+///     var milestone: Milestone?
+///     static let deleteRules: [DeleteRule<Issue>] = [.cascade(\.comments)]
+/// }
+/// @Entity final class Milestone {
+///     var issues: Set<Issue> = []
+///     static let deleteRules: [DeleteRule<Milestone>] = [.deny(\.issues)]   // only an empty milestone goes
+/// }
+/// ```
+/// ``Context/delete(_:)`` and ``Context/deleteAll(_:where:)`` apply the rules over chains and cycles: everything a
+/// delete would remove is found first, and a `deny` anywhere in it fails the delete before anything changes
+/// (``StoreError/Code/deleteDenied``).
+public struct DeleteRule<Root: AnyObject>: @unchecked Sendable {
+    // @unchecked: key paths are immutable once formed; `AnyKeyPath` does not declare Sendable.
+    public let keyPath: PartialKeyPath<Root>
+    public let rule: RelationshipDeleteRule
+
+    public init(_ keyPath: PartialKeyPath<Root>, _ rule: RelationshipDeleteRule) {
+        self.keyPath = keyPath
+        self.rule = rule
+    }
+
+    /// Deleting the object deletes the relationship's destinations.
+    public static func cascade(_ keyPath: PartialKeyPath<Root>) -> DeleteRule { DeleteRule(keyPath, .cascade) }
+    /// Deleting the object fails while the relationship has a destination.
+    public static func deny(_ keyPath: PartialKeyPath<Root>) -> DeleteRule { DeleteRule(keyPath, .deny) }
+    /// Deleting the object clears the relationship (what every relationship does unless declared otherwise).
+    public static func nullify(_ keyPath: PartialKeyPath<Root>) -> DeleteRule { DeleteRule(keyPath, .nullify) }
+}
+
+extension Array where Element == any EntityObject {
+    /// Calls `body` with each object, borrowed: a `for` loop copies each element out of the array, a retain and a
+    /// release (two atomic operations) per object, on paths an import takes for every object of every batch.
+    /// `body` must not keep the object beyond the call, nor change the array. It cannot throw: an error thrown out
+    /// of `withUnsafeBufferPointer` in a `rethrows` function crashed debug builds (Swift 6.3).
+    @inline(__always)
+    func forEachBorrowed(_ body: (any EntityObject) -> Void) {
+        withUnsafeBufferPointer { objects in
+            for position in objects.indices { body(objects[position]) }
+        }
+    }
+}

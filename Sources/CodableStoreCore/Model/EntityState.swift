@@ -1,0 +1,145 @@
+/// The tracking state of one entity object: which context holds it, which row it is, what changed.
+///
+/// Every entity owns one (``Entity()`` declares it). It is the only mutable state the runtime adds to your
+/// objects, and it is touched only by the context that holds the object.
+public final class EntityState {
+    /// Where the object stands relative to its store.
+    public enum Status: Sendable {
+        /// Created, not inserted into any context.
+        case transient
+        /// Inserted into a context, not yet written.
+        case inserted
+        /// Stored in a row.
+        case persistent
+        /// Deleted in its context.
+        case deleted
+    }
+
+    public init() {}
+
+    // The stored properties opt out of run-time exclusivity checks, as the context's collections do (see
+    // Context.registries): every decoded value updates them, and only the holding context's thread does.
+
+    /// The context holding the object, while that context is alive.
+    ///
+    /// `unowned(unsafe)` rather than `weak`: a weak reference costs an atomic operation per object on a
+    /// million-object insert. It is safe because a context clears this property on every object it ever
+    /// held (registered or deleted) when its closure ends, before the context itself can go away.
+    @exclusivity(unchecked) public internal(set) unowned(unsafe) var context: Context?
+    /// Where the object stands.
+    @exclusivity(unchecked) public internal(set) var status: Status = .transient
+    /// The row id (the `_pk` column): assigned on insert, before anything is written. 0 while transient.
+    @exclusivity(unchecked) public internal(set) var rowID: Int64 = 0
+    /// Fields assigned a different value since the object was last written.
+    @exclusivity(unchecked) public internal(set) var changedFields = FieldSet()
+    /// Relationships not loaded yet: read from the store on first access.
+    @exclusivity(unchecked) public internal(set) var unloadedRelationships = FieldSet()
+    /// The stored values of a stored object's attributes, recorded when each first changed after the last
+    /// write: a save compares with them, so that a value set back to what is stored (page A, then page B
+    /// again) writes nothing.
+    @usableFromInline @exclusivity(unchecked) var storedValues: [Int: SQLiteValue]?
+    /// The stored members (row ids, in order) of a stored object's to-many relationships, recorded when each first
+    /// changed after the last write: a list set back to them (in the same order, for an ordered one) writes no links
+    /// and no positions, and does not count as a change.
+    @exclusivity(unchecked) var storedMembers: [Int: [Int64]]?
+
+    /// To-one foreign keys of unloaded relationships, by field index.
+    @exclusivity(unchecked) var foreignKeys = ForeignKeys()
+    /// The entity's index in the store model.
+    @exclusivity(unchecked) package var entityIndex: Int = -1
+    /// Whether the object is in its context's list of updated objects.
+    @exclusivity(unchecked) var isScheduledForUpdate = false
+    /// Whether an identity attribute was ever assigned a new value: until then, the identity the context
+    /// indexed the object under is still its identity, and lookups need not recompute it.
+    @exclusivity(unchecked) var identityMayHaveChanged = false
+    /// While an import keeps the object beyond the batches that used it, the ticket it was kept under (see
+    /// `ObjectRetention`); 0 otherwise.
+    @exclusivity(unchecked) package var retentionTicket: UInt32 = 0
+    /// Changes made to the object in memory (attributes, relationships, links from either side), counted so that a
+    /// digest stays the object's only while nothing changed it after the record it came from (see `RecordDigests`).
+    @exclusivity(unchecked) var changeCount: UInt32 = 0
+    /// ``changeCount`` when the import decoded the object from a record whose digest is ``pendingDigest``.
+    @exclusivity(unchecked) var digestStamp: UInt32 = 0
+    /// The digest of the record the object was last decoded from, to write with the object's row; valid while
+    /// ``changeCount`` is ``digestStamp``.
+    @exclusivity(unchecked) var pendingDigest: Int64?
+    /// The `_digest` of the object's row, when known (``storedDigestIsKnown``): read with it, or written.
+    @exclusivity(unchecked) var storedDigest: Int64?
+    @exclusivity(unchecked) var storedDigestIsKnown = false
+
+    /// The digest to write with the object's row: the pending one if nothing changed the object since, else none.
+    var digestToWrite: Int64? { changeCount == digestStamp ? pendingDigest : nil }
+
+    /// Whether the object is stored or inserted and has unsaved changes.
+    public var hasChanges: Bool { status == .inserted || status == .deleted || !changedFields.isEmpty }
+}
+
+extension EntityState {
+    /// Records an attribute change from `old`, the value before it (see ``storedValues``).
+    @inlinable
+    func didChange(_ object: some EntityObject, _ field: Int, from old: @autoclosure () -> SQLiteValue) {
+        recordStoredValue(field, old())
+        didChange(object, field)
+    }
+
+    /// Keeps `stored` as the stored value of `field` when the field is about to change for the first time since
+    /// the last write of a stored object (see ``storedValues``).
+    @inlinable
+    func recordStoredValue(_ field: Int, _ stored: @autoclosure () -> SQLiteValue) {
+        guard status == .persistent, !changedFields.contains(field) else { return }
+        // Room for a record's worth of changes at once: an update changes several fields.
+        if storedValues == nil { storedValues = Dictionary(minimumCapacity: 8) }
+        storedValues![field] = stored()
+    }
+
+    /// Keeps `members` (their row ids) as the stored members of the to-many `field` when it is about to change for the
+    /// first time since the last write of a stored object (see ``storedMembers``): whether it changes through itself,
+    /// through its inverse (an item's `owner` set moves it into the owner's `items`), or is loaded with changes not
+    /// written yet.
+    func recordStoredMembers(_ field: Int, _ members: @autoclosure () -> [any EntityObject]) {
+        guard status == .persistent, !changedFields.contains(field) else { return }
+        if storedMembers == nil { storedMembers = [:] }
+        storedMembers![field] = members().map(\.entityState.rowID)
+    }
+
+    /// Records an attribute change: in the context if the object has one.
+    @usableFromInline
+    func didChange(_ object: some EntityObject, _ field: Int) {
+        if let context {
+            context.markChanged(object, self, field)
+        } else {
+            changedFields.insert(field)
+            changeCount &+= 1
+        }
+    }
+}
+
+/// To-one foreign keys by field index, for relationships not loaded yet.
+///
+/// Every object read from the store with a to-one relationship has one, and a dictionary per object was an
+/// allocation (and a free) per row an import looked up. Most entities have at most one to-one: its key is stored
+/// inline (16 bytes), any more in a dictionary. A field is in one place at most.
+struct ForeignKeys {
+    private var field: Int32 = -1
+    private var key: Int64 = 0
+    private var more: [Int: Int64]?
+
+    subscript(field: Int) -> Int64? {
+        get {
+            if Int(self.field) == field { return key }
+            return more?[field]
+        }
+        set {
+            if Int(self.field) == field {
+                if let newValue { key = newValue } else { self.field = -1 }
+            } else if newValue == nil || more?[field] != nil {
+                more?[field] = newValue
+            } else if self.field < 0, let newValue, let narrow = Int32(exactly: field) {
+                (self.field, key) = (narrow, newValue)
+            } else {
+                if more == nil { more = [:] }
+                more![field] = newValue
+            }
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import CodableStoreCore
+import Logging
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+extension Store {
+    /// Imports a dump of records of one entity (an array, an array inside a wrapper object, or JSON Lines)
+    /// with upsert, in bounded memory whatever the size of the input.
+    ///
+    /// ```swift
+    /// let decoder = StoreDecoder()
+    /// decoder.dateDecodingStrategy = .iso8601
+    /// let report = try store.importJSON(Issue.self, from: .file("issues.json"), options: .init(decoder: decoder))
+    /// print(report.summary)
+    /// ```
+    ///
+    /// The input is read in 64 KiB chunks and parsed by the JSON layer one record at a time, on a thread of its
+    /// own that stays a batch or two ahead; records are grouped in batches of ``ImportOptions/batchSize``; the
+    /// identities of a batch (nested objects and bare references included) are resolved with a few queries;
+    /// each batch is saved, then forgotten, so memory stays flat. Under the stop policy in one transaction
+    /// (the default), a third thread runs SQLite: it writes batch N-1 and looks up the identities of batch N+1
+    /// while the calling thread decodes batch N, so that decoding and SQLite use both cores. Decoding, your
+    /// `init(from:)` and decoding hooks, progress and logging stay on the calling thread. The whole import is
+    /// one transaction (all or nothing) unless ``ImportOptions/commitEveryBatch`` is set. On SQLite, an import
+    /// without `scope` runs without the foreign-key checks, which cost a search per reference written; what a
+    /// decoding hook deletes meanwhile has its links and the references to it cleared by the store (see
+    /// <doc:StorageMapping>); the non-unique indexes of tables that are empty when it begins are built once the rows
+    /// are in, before it commits (see <doc:DecodingAPIDumps>).
+    ///
+    /// - Throws: ``ImportError`` with the record index, position and coding path of the failure (stop policy,
+    ///   or a syntax error: a malformed document is never partly imported unless batches are committed). A
+    ///   failure of the store rather than of the input (a full disk, another process writing the store for longer
+    ///   than ``Store/Options/busyTimeout``) has ``ImportError/isStoreFailure`` set, and its description starts
+    ///   with `store:`.
+    ///
+    /// With `scope`, the dump is the whole truth for that scope: once it is written, the objects of the scope that
+    /// were stored before the import and whose identity the dump does not have are deleted, with their delete rules,
+    /// in the same transaction (see ``SyncScope``). ``ImportReport/sync`` and ``ImportReport/EntityCounts/deleted``
+    /// count them. An import that fails deletes nothing, and neither does one that skipped a record.
+    public func importJSON<T: EntityObject>(
+        _ type: T.Type, from source: ImportSource, options: ImportOptions = ImportOptions(), syncing scope: SyncScope<T>? = nil
+    ) throws -> ImportReport {
+        let mapping = try model.mapping(for: T.self)
+        let storage = self.storage
+        let deleteUnseen: ((Context, SyncTracker) throws -> (deleted: [Int: Int], missing: Int))? = scope.map { scope in
+            { context, tracker in try context.deleteUnseen(tracker, scope: scope, releasingObjects: true) }
+        }
+        // The store's idle readers would keep the writer from taking the store for itself.
+        if options.exclusiveAccess { connections.closeIdleReaders() }
+        let report = try withWriter { connection in
+            try Importer(connection: connection, storage: storage, mapping: mapping, options: options, deleteUnseen: deleteUnseen)
+                .run(source)
+        }
+        var touched = Set(model.mappings.filter { report.entities[$0.name] != nil }.map(\.index))
+        for mapping in model.mappings where report.entities[mapping.name].map({ $0.deleted > 0 }) == true {
+            // Deleting cleared foreign keys and join rows of related entities.
+            for case let relationship? in mapping.relationships { touched.insert(relationship.destination) }
+        }
+        notifyObservers(touched)
+        return report
+    }
+}
+
+extension Store {
+    /// Makes every row's import digest stale, so that the next import with ``ImportOptions/skipsUnchangedRecords``
+    /// decodes every record again (and records new digests).
+    ///
+    /// SQL of other programs clears the digests of what it changes by itself: an import that skips records installs
+    /// triggers named `_codablestore_digest_…` that do. Call this after SQL that bypassed them: run on a connection
+    /// with triggers turned off (`SQLITE_DBCONFIG_ENABLE_TRIGGER`), after the triggers were dropped, or that set
+    /// `_digest` itself.
+    public func forgetImportDigests() throws {
+        try write { context in try RecordDigests.forgetAll(on: context.connection) }
+    }
+}
