@@ -107,6 +107,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // A program on the core alone, no import linked: CoreOnlyTests runs it (the core works without the layer above).
+        .executableTarget(
+            name: "core-only-store",
+            dependencies: ["CodableStoreCore"]
+        ),
         // Test support only (no product exports it): a SQLite VFS that wraps the default one and fails chosen
         // reads, writes, syncs and truncations, for the fault-injection tests (Store.Options.vfs opens with it).
         .target(
@@ -116,7 +121,8 @@ let package = Package(
         .testTarget(
             name: "CodableStoreTests",
             dependencies: [
-                "CodableStore", "CodableStoreTesting", "IssuesModel", "CSQLite", "CSQLiteFaultVFS", "CodableStorePostgres",
+                "CodableStore", "CodableStoreCore", "CodableStoreImport", "CodableStoreTesting", "IssuesModel", "CSQLite",
+                "CSQLiteFaultVFS", "CodableStorePostgres",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -137,7 +143,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CodableStoreCLITests",
-            dependencies: ["codable-store", "CodableStore", "CodableStorePostgres", "IssuesModel"]
+            dependencies: ["codable-store", "core-only-store", "CodableStore", "CodableStorePostgres", "IssuesModel"]
         ),
         .testTarget(
             name: "CodableStoreMacrosTests",

@@ -78,7 +78,7 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         guard EntityAnalysis(of: declaration, attribute: node).layout != nil else { return [] }
         var conformances: [String] = []
         if protocols.contains(where: \.isEntityObject), !declaredConformances.contains(where: \.isEntityObject) {
-            conformances.append("CodableStore.EntityObject")
+            conformances.append("CodableStoreCore.EntityObject")
         }
         if protocols.contains(where: \.isDecodable), !declaredConformances.contains(where: \.isDecodable) {
             conformances.append("Decodable")

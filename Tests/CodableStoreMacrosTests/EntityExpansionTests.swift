@@ -121,7 +121,7 @@ import Testing
                 }
             }
 
-            extension Person: CodableStore.EntityObject, Decodable {}
+            extension Person: CodableStoreCore.EntityObject, Decodable {}
             """#
         )
     }
@@ -191,7 +191,7 @@ import Testing
                 }
             }
 
-            extension Cache: CodableStore.EntityObject, Decodable {}
+            extension Cache: CodableStoreCore.EntityObject, Decodable {}
             """
         )
     }
@@ -241,7 +241,7 @@ import Testing
                 }
             }
 
-            extension Note: CodableStore.EntityObject, Decodable {}
+            extension Note: CodableStoreCore.EntityObject, Decodable {}
             """
         )
     }
@@ -330,9 +330,9 @@ import Testing
                 package init() {}
             }
 
-            extension Base: CodableStore.EntityObject, Decodable {}
+            extension Base: CodableStoreCore.EntityObject, Decodable {}
 
-            extension Shared: CodableStore.EntityObject, Decodable {}
+            extension Shared: CodableStoreCore.EntityObject, Decodable {}
             """
         )
     }
@@ -386,7 +386,7 @@ import Testing
                 }
             }
 
-            extension Event: CodableStore.EntityObject, Decodable {}
+            extension Event: CodableStoreCore.EntityObject, Decodable {}
             """
         )
     }
@@ -444,7 +444,7 @@ import Testing
                 }
             }
 
-            extension Note: CodableStore.EntityObject, Decodable {}
+            extension Note: CodableStoreCore.EntityObject, Decodable {}
             """
         )
     }
@@ -513,7 +513,7 @@ import Testing
                 init() {}
             }
 
-            extension Settings: CodableStore.EntityObject, Decodable {}
+            extension Settings: CodableStoreCore.EntityObject, Decodable {}
             """
         )
     }
@@ -684,7 +684,7 @@ import Testing
                 init() {}
             }
 
-            extension Mixed: CodableStore.EntityObject, Decodable {}
+            extension Mixed: CodableStoreCore.EntityObject, Decodable {}
             """
         )
     }
@@ -692,12 +692,12 @@ import Testing
     @Test func declaredEntityObjectConformanceIsNotRepeated() {
         assertExpansion(
             """
-            @Entity final class Item: CodableStore.EntityObject {
+            @Entity final class Item: CodableStoreCore.EntityObject {
                 var id: Int = 0
             }
             """,
             expandedSource: """
-            final class Item: CodableStore.EntityObject {
+            final class Item: CodableStoreCore.EntityObject {
                 var id: Int {
                     @storageRestrictions(initializes: _id)
                     init(initialValue) {
@@ -784,7 +784,7 @@ import Testing
                 init() {}
             }
 
-            extension Rule: CodableStore.EntityObject, Decodable {}
+            extension Rule: CodableStoreCore.EntityObject, Decodable {}
             """
         )
     }
@@ -877,7 +877,7 @@ import Testing
                 }
             }
 
-            extension Person: CodableStore.EntityObject, Decodable {}
+            extension Person: CodableStoreCore.EntityObject, Decodable {}
             """#
         )
     }
@@ -960,7 +960,7 @@ import Testing
                 init() {}
             }
 
-            extension Tag: CodableStore.EntityObject {}
+            extension Tag: CodableStoreCore.EntityObject {}
             """#
         )
     }
@@ -974,7 +974,7 @@ import Testing
             }
             """
         )
-        #expect(expanded.hasSuffix("\n\nextension Tag: CodableStore.EntityObject {}"))
+        #expect(expanded.hasSuffix("\n\nextension Tag: CodableStoreCore.EntityObject {}"))
     }
 
     @Test func declaredEncodableConformanceStillGetsDecodable() {
@@ -985,7 +985,7 @@ import Testing
             }
             """
         )
-        #expect(expanded.hasSuffix("\n\nextension Tag: CodableStore.EntityObject, Decodable {}"))
+        #expect(expanded.hasSuffix("\n\nextension Tag: CodableStoreCore.EntityObject, Decodable {}"))
     }
 
     @Test func internalClassGetsDecoderInitializerWithoutAccessModifier() {

@@ -1,4 +1,6 @@
-@testable import CodableStore
+@testable import CodableStoreCore
+@testable import CodableStoreImport
+import CodableStore
 import Testing
 
 /// `CodingPathNode` keeps its last components inline and the rest in a linked list: every sequence of keys and

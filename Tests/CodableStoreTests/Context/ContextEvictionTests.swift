@@ -1,7 +1,9 @@
 import Foundation
 import Testing
 
-@testable import CodableStore
+@testable import CodableStoreCore
+@testable import CodableStoreImport
+import CodableStore
 
 /// `Context.evictObjects(keeping:)`: what keeps an import with a writer thread flat in memory while the objects every
 /// batch uses stay in memory (the import's `ObjectRetention` decides what is kept).

@@ -1,7 +1,9 @@
 import Foundation
 import Testing
 
-@testable import CodableStore
+@testable import CodableStoreCore
+@testable import CodableStoreImport
+import CodableStore
 
 /// `Context.inSavepoint(_:)`: what the two-thread decode and the importer's skip policy undo a failed attempt with.
 @Suite struct ContextSavepointTests {

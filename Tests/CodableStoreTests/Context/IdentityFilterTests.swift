@@ -1,6 +1,8 @@
 import Testing
 
-@testable import CodableStore
+@testable import CodableStoreCore
+@testable import CodableStoreImport
+import CodableStore
 
 /// The importer's filter of inserted identities may say "maybe" wrongly (a query follows), never "no" wrongly.
 @Suite struct IdentityFilterTests {

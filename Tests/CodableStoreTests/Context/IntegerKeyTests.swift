@@ -1,6 +1,8 @@
 import Testing
 
-@testable import CodableStore
+@testable import CodableStoreCore
+@testable import CodableStoreImport
+import CodableStore
 
 /// `IntegerKey`: the key of the context's registries and integer identity index, hashed without SipHash.
 @Suite struct IntegerKeyTests {

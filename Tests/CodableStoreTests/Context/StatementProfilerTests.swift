@@ -2,7 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import CodableStore
+@testable import CodableStoreCore
+@testable import CodableStoreImport
+import CodableStore
 
 /// `Store.Options.statementProfiler`: every statement of the store's connections, with its time, including those
 /// an import runs on its writer thread.

@@ -1,4 +1,6 @@
-@testable import CodableStore
+@testable import CodableStoreCore
+@testable import CodableStoreImport
+import CodableStore
 import Foundation
 import IssuesModel
 import Testing
@@ -11,7 +13,7 @@ import Testing
     init(takenAt: Date) { self.takenAt = takenAt }
 }
 
-/// The importer's reader thread collects each batch's identities (`BatchLookup.Collector`) so that the decoding thread
+/// The importer's reader thread collects each batch's identities (`BatchIdentityCollector`) so that the decoding thread
 /// does not: they must be exactly what the decoding thread collects, and the reader must not run code that may not
 /// be thread-safe.
 @Suite struct BatchLookupTests {
@@ -31,12 +33,12 @@ import Testing
             var keys = (0..<count).map { _ in
                 Context.IdentityKey(single: .integer(random.next() % 4 == 0 ? edges[Int(random.next() % UInt64(edges.count))] : Int64(random.next() % spread)))
             }
-            #expect(BatchLookup.Keys.distinct(keys) == reference(keys))
+            #expect(BatchIdentities.distinct(keys) == reference(keys))
             if round % 10 == 0, count > 0 {
                 keys.insert(Context.IdentityKey(single: .text("a")), at: Int(random.next() % UInt64(count)))
                 keys.append(Context.IdentityKey([.integer(1), .integer(2)]))
                 keys.append(Context.IdentityKey(single: .text("a")))
-                #expect(BatchLookup.Keys.distinct(keys) == reference(keys))
+                #expect(BatchIdentities.distinct(keys) == reference(keys))
             }
         }
     }
@@ -63,7 +65,7 @@ import Testing
             return StoreDecoderImpl.collectKeys(mapping, items, model: context.model).all.map { $0.map(\.values) }
         }
         let model = try Schema(entities: issueEntities)
-        let collector = try #require(BatchLookup.Collector(try model.mapping(for: GitIssue.self), model: model, options: options))
+        let collector = try #require(BatchIdentityCollector(try model.mapping(for: GitIssue.self), model: model, options: options))
         let collected = collector.identities(of: records)
         #expect(collected.all.map { $0.map(\.values) } == expected)
         // Issues, users and topics, with repeats; each once and in first-seen order in `distinct`.
@@ -87,7 +89,7 @@ import Testing
         for entities in [issueEntities, issueEntities.reversed(), [Topic.self, GitIssue.self]] {
             let model = try Schema(entities: entities)
             let mapping = try model.mapping(for: GitIssue.self)
-            let collector = try #require(BatchLookup.Collector(mapping, model: model, options: options))
+            let collector = try #require(BatchIdentityCollector(mapping, model: model, options: options))
             #expect(collector.model !== model)
             #expect(collector.model.mappings.map(\.name) == model.mappings.map(\.name))
             let session = DecodingSession(model: model, options: options)
@@ -110,7 +112,7 @@ import Testing
             let session = DecodingSession(model: model, options: options)
             let items = records.map { StoreDecoderImpl.item(for: $0, session, locating: false) }
             let expected = StoreDecoderImpl.collectKeys(mapping, items, model: model, keepingNodes: true)
-            let collector = try #require(BatchLookup.Collector(mapping, model: model, options: options))
+            let collector = try #require(BatchIdentityCollector(mapping, model: model, options: options))
             let collected = collector.identities(of: records)
             let known = try #require(collected.known)
             #expect(collected.all == expected.all, "\(json)")
@@ -132,7 +134,7 @@ import Testing
             """
         try check(GitIssue.self, issues)
         // Nothing in that batch is left out by both, and some records only a decoder reads.
-        let collected = try #require(BatchLookup.Collector(try model.mapping(for: GitIssue.self), model: model, options: issueDecoder().options))
+        let collected = try #require(BatchIdentityCollector(try model.mapping(for: GitIssue.self), model: model, options: issueDecoder().options))
             .identities(of: try Self.records(issues))
         #expect(collected.all[try model.mapping(for: GitIssue.self).index].map(\.singleInteger) == [1, 2, 3, 4, 4, 5])
         // A string identity read from the tape; a composite reference, which only a decoder reads.
@@ -157,7 +159,7 @@ import Testing
         let model = try Schema(entities: issueEntities)
         let mapping = try model.mapping(for: GitIssue.self)
         let options = issueDecoder().options
-        let collector = try #require(BatchLookup.Collector(mapping, model: model, options: options))
+        let collector = try #require(BatchIdentityCollector(mapping, model: model, options: options))
         let collected = collector.identities(of: records)
         let known = try #require(collected.known)
         #expect(known.ends.count == records.count)
@@ -217,11 +219,11 @@ import Testing
         let mapping = try model.mapping(for: Reading.self)
         let decoder = StoreDecoder()
         decoder.dateDecodingStrategy = .iso8601
-        #expect(BatchLookup.Collector(mapping, model: model, options: decoder.options) != nil)
+        #expect(BatchIdentityCollector(mapping, model: model, options: decoder.options) != nil)
         let formatter = DateFormatter()
         formatter.dateFormat = "yyyy-MM-dd"
         decoder.dateDecodingStrategy = .formatted(formatter)
-        #expect(BatchLookup.Collector(mapping, model: model, options: decoder.options) == nil)
+        #expect(BatchIdentityCollector(mapping, model: model, options: decoder.options) == nil)
     }
 
     /// Imported with a formatter, the decoding thread collects the identities itself, with the same result.

@@ -2,7 +2,9 @@ import Foundation
 import IssuesModel
 import Testing
 
-@testable import CodableStore
+@testable import CodableStoreCore
+@testable import CodableStoreImport
+import CodableStore
 
 /// DigestGuards: SQL of other programs (here a plain sqlite3 connection) clears the import digests of what it changes,
 /// so that the next import, which skips unchanged records by default, restores the dump as a fresh import would.

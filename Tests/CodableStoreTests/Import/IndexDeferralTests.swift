@@ -1,4 +1,6 @@
-@testable import CodableStore
+@testable import CodableStoreCore
+@testable import CodableStoreImport
+import CodableStore
 import CodableStoreSQLite
 import Foundation
 import IssuesModel

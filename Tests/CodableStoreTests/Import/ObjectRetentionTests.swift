@@ -2,7 +2,9 @@ import Foundation
 import IssuesModel
 import Testing
 
-@testable import CodableStore
+@testable import CodableStoreCore
+@testable import CodableStoreImport
+import CodableStore
 
 /// What an import writing behind keeps between batches: the objects used since the last eviction, and up to a limit
 /// more of the entities records refer to, retained with their relationships unloaded.

@@ -2,7 +2,9 @@ import Foundation
 import IssuesModel
 import Testing
 
-@testable import CodableStore
+@testable import CodableStoreCore
+@testable import CodableStoreImport
+import CodableStore
 
 /// The rows an import's writer thread keeps of the entities records refer to (`RowCache`): answered until their row
 /// changes, within a budget, and never in place of a row something else may have changed.

@@ -1,4 +1,6 @@
-@testable import CodableStore
+@testable import CodableStoreCore
+@testable import CodableStoreImport
+import CodableStore
 import Testing
 
 /// `FieldSet` holds field indexes 0..<128 in two words; both ways of listing them give each index once, ascending.

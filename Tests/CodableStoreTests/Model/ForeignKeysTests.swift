@@ -1,6 +1,8 @@
 import Testing
 
-@testable import CodableStore
+@testable import CodableStoreCore
+@testable import CodableStoreImport
+import CodableStore
 
 @Suite struct ForeignKeysTests {
     /// Random sets and clears over a few fields (more than the two stored inline) agree with a dictionary.

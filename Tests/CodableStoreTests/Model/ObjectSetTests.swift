@@ -1,6 +1,8 @@
 import Testing
 
-@testable import CodableStore
+@testable import CodableStoreCore
+@testable import CodableStoreImport
+import CodableStore
 
 /// `ObjectSet`: the set of objects by address that an import's bookkeeping inserts every used object into.
 @Suite struct ObjectSetTests {

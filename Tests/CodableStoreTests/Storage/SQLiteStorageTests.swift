@@ -2,7 +2,9 @@ import CodableStoreSQLite
 import Foundation
 import Testing
 
-@testable import CodableStore
+@testable import CodableStoreCore
+@testable import CodableStoreImport
+import CodableStore
 
 @Entity final class StoragePlaylist {
     var id: Int
