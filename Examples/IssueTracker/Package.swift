@@ -3,8 +3,8 @@ import Foundation
 import PackageDescription
 
 // An app as a user of CodableStore writes it, with a fixture-based test suite (CodableStoreTesting).
-// In your own app, depend on CodableStore by URL instead:
-//     .package(url: "https://github.com/<you>/CodableStore", branch: "main")
+// In your own app, depend on a checkout next to it, in a folder named CodableStore (README.md, "Install"):
+//     .package(path: "../CodableStore")
 // Here it is the checkout two folders up, found from this file's path: a path dependency's package identity is
 // its folder's name, whatever the clone was called.
 let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
