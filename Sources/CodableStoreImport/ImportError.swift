@@ -4,7 +4,7 @@ import CodableStoreCore
 ///
 /// `description` is one line: `record 41 (line 43, column 3, byte 21503) at [41].user.id: Expected to decode
 /// Int but found a string instead.` The underlying error (`DecodingError`, `JSONSyntaxError`,
-/// ``StoreError``, `SQLiteError`) is ``underlyingError``.
+/// `StoreError`, `SQLiteError`) is ``underlyingError``.
 public struct ImportError: Error, Sendable, CustomStringConvertible {
     /// The record's index in the dump, when the failure is in a record.
     public var recordIndex: Int?

@@ -1,7 +1,7 @@
 import CodableStoreCore
 import Logging
 
-/// How ``Store/importJSON(_:from:options:syncing:)`` reads and writes a dump.
+/// How `Store/importJSON(_:from:options:syncing:)` reads and writes a dump.
 public struct ImportOptions: @unchecked Sendable {
     // @unchecked: `decoder` is a StoreDecoder, whose options are set before the import and only read during it.
 
@@ -22,7 +22,7 @@ public struct ImportOptions: @unchecked Sendable {
         ///
         /// In one transaction (without ``commitEveryBatch``), this is also the fastest import: SQLite writes
         /// each batch, and looks up the identities of the next, on a thread of its own while the calling
-        /// thread decodes (see <doc:DecodingAPIDumps>).
+        /// thread decodes (see the article "Decoding API dumps" of CodableStoreCore).
         case stop
         /// Leave bad records out and list each one in the report; the rest is imported. This covers records
         /// that do not decode (wrong types, missing identities, references that cannot become stubs) and, in
@@ -45,7 +45,7 @@ public struct ImportOptions: @unchecked Sendable {
     /// (batches of 500 take about 10% longer there).
     public var batchSize: Int?
     /// The SQLite page cache of the store's writer connection while the import runs, in KiB (the store's own
-    /// ``Store/Options/cacheSizeKiB`` if that is larger; restored when the import ends). An import changes tables
+    /// `Store/Options/cacheSizeKiB` if that is larger; restored when the import ends). An import changes tables
     /// and indexes far larger than any cache, at random places (the rows of repeated identities, the indexes of tables
     /// that had rows): every changed page the cache cannot hold is written to the WAL and read back when it changes
     /// again. The default, 20 MiB, re-imports a million reference records as fast as 24 MiB did (farm-bench: 0.95x,
@@ -94,7 +94,7 @@ public struct ImportOptions: @unchecked Sendable {
     /// in WAL mode (farm-bench, two calls). A re-import, which changes pages that exist, gains nothing: a rollback
     /// journal writes those twice too.
     ///
-    /// Meanwhile nobody else can use the store: other connections, this store's own ``Store/read(_:)-41n37`` calls and
+    /// Meanwhile nobody else can use the store: other connections, this store's own `Store/read(_:)-mvnk` calls and
     /// other processes included, wait for it (up to their busy timeout, then fail with `SQLITE_BUSY`). Use it for
     /// bulk loads nobody reads during, not on a server that answers from the store while it imports.
     ///
@@ -104,11 +104,11 @@ public struct ImportOptions: @unchecked Sendable {
     /// be corrupted by a power loss at the wrong moment); when it ends, committed or rolled back, the store is in WAL
     /// mode again. Ignored on PostgreSQL and for in-memory stores.
     public var exclusiveAccess: Bool
-    /// Whether references kept by the ``StoreDecoder/UnknownReferencePolicy/deferred`` policy whose object
+    /// Whether references kept by the `StoreDecoder/UnknownReferencePolicy/deferred` policy whose object
     /// never arrived fail the import (nothing is kept, unless batches were committed), instead of being counted
     /// in ``ImportReport/unresolvedReferences`` and listed in ``ImportReport/unresolvedReferenceList``. The check
     /// is at the end of the import (a reference may find its object in any later batch); a ``decoder`` whose
-    /// ``StoreDecoder/failsOnUnresolvedReferences`` is set asks for the same.
+    /// `StoreDecoder/failsOnUnresolvedReferences` is set asks for the same.
     ///
     /// ```swift
     /// do {
@@ -120,9 +120,9 @@ public struct ImportOptions: @unchecked Sendable {
     /// ```
     public var failsOnUnresolvedReferences: Bool
     /// How many unresolved references an import lists, the first ones in the order of
-    /// ``Context/listUnresolvedReferences(limit:)``, in ``ImportReport/unresolvedReferenceList`` and in the
-    /// ``UnresolvedReferencesError`` of ``failsOnUnresolvedReferences``: 100 by default. The counts
-    /// (``ImportReport/unresolvedReferences``, ``UnresolvedReferencesError/count``) are always complete; a dump
+    /// `Context/listUnresolvedReferences(limit:)`, in ``ImportReport/unresolvedReferenceList`` and in the
+    /// `UnresolvedReferencesError` of ``failsOnUnresolvedReferences``: 100 by default. The counts
+    /// (``ImportReport/unresolvedReferences``, `UnresolvedReferencesError/count`) are always complete; a dump
     /// whose references mostly miss could otherwise fill the report with millions of them.
     public var unresolvedReferenceListLimit = 100
     /// Whether records stored exactly as they would be written are skipped without decoding them (their nested
@@ -132,7 +132,7 @@ public struct ImportOptions: @unchecked Sendable {
     /// Each row of a SQLite store keeps a keyed digest of the record an import last wrote it from (`_digest`), which
     /// every other change clears: updates, link changes from either side and deletions of rows it refers to made
     /// through CodableStore, migrations, and the same changes made by SQL of other programs (triggers the import
-    /// installs, see ``Store/forgetImportDigests()``). A record whose digest matches its row's is skipped and counted
+    /// installs, see `Store/forgetImportDigests()`). A record whose digest matches its row's is skipped and counted
     /// as unchanged (``ImportReport/unchangedRecordsSkipped``): the store ends as an import that decodes every record
     /// would leave it.
     ///

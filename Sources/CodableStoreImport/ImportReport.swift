@@ -6,17 +6,17 @@ import Foundation
 /// Encoding shape (`codable-store import --json`): an object with the fields below; `entities` maps entity
 /// names to their counts; `skippedRecords` lists each skipped record.
 public struct ImportReport: Sendable, Codable, Equatable {
-    /// Rows written for one entity (see ``CodableStoreCore/EntityCounts``).
+    /// Rows written for one entity (see `CodableStoreCore/EntityCounts`).
     public typealias EntityCounts = CodableStoreCore.EntityCounts
 
-    /// What a sync import (``Store/importJSON(_:from:options:syncing:)``) found and deleted.
+    /// What a sync import (`Store/importJSON(_:from:options:syncing:)`) found and deleted.
     public struct Sync: Sendable, Codable, Equatable {
         /// The synced entity.
         public var entity: String
         /// Objects of the entity stored before the import whose identity the dump has (in the scope or not).
         public var present: Int
         /// Objects of the scope deleted because the dump does not have them (with the objects their delete rules
-        /// cascaded to, they are counted in ``EntityCounts/deleted`` of their entity).
+        /// cascaded to, they are counted in `EntityCounts/deleted` of their entity).
         public var deleted: Int
         /// Why nothing was deleted although the import succeeded (a record was skipped); nil when deletions ran.
         public var withheldReason: String?
@@ -75,7 +75,7 @@ public struct ImportReport: Sendable, Codable, Equatable {
         /// For the writer thread to take a batch's writes (the one before still waited), to write the batch before
         /// (whose objects are let go only once they are written), or to run a query of the decoder.
         public var writing = 0.0
-        /// Building the indexes of tables that were empty when the import began (see <doc:DecodingAPIDumps>), after
+        /// Building the indexes of tables that were empty when the import began (see the article "Decoding API dumps" of CodableStoreCore), after
         /// the last batch, while nothing else runs.
         public var indexBuilds = 0.0
 
@@ -94,11 +94,11 @@ public struct ImportReport: Sendable, Codable, Equatable {
     /// Per entity name.
     public var entities: [String: EntityCounts] = [:]
     public var skippedRecords: [SkippedRecord] = []
-    /// References kept by the ``StoreDecoder/UnknownReferencePolicy/deferred`` policy whose object never
+    /// References kept by the `StoreDecoder/UnknownReferencePolicy/deferred` policy whose object never
     /// arrived, per destination entity; nil when there are none.
     public var unresolvedReferences: [String: Int]?
     /// Those references themselves: which object refers, through which relationship, to which missing identity, in
-    /// the order of ``Context/listUnresolvedReferences(limit:)``. The first
+    /// the order of `Context/listUnresolvedReferences(limit:)`. The first
     /// ``ImportOptions/unresolvedReferenceListLimit`` (100 by default) of them; ``unresolvedReferences`` counts them
     /// all. Nil when there are none.
     public var unresolvedReferenceList: [UnresolvedReference]?

@@ -27,19 +27,19 @@ extension Store {
     /// `init(from:)` and decoding hooks, progress and logging stay on the calling thread. The whole import is
     /// one transaction (all or nothing) unless ``ImportOptions/commitEveryBatch`` is set. On SQLite, an import
     /// without `scope` runs without the foreign-key checks, which cost a search per reference written; what a
-    /// decoding hook deletes meanwhile has its links and the references to it cleared by the store (see
-    /// <doc:StorageMapping>); the non-unique indexes of tables that are empty when it begins are built once the rows
-    /// are in, before it commits (see <doc:DecodingAPIDumps>).
+    /// decoding hook deletes meanwhile has its links and the references to it cleared by the store (see the article
+    /// "Storage mapping" of CodableStoreCore); the non-unique indexes of tables that are empty when it begins are built
+    /// once the rows are in, before it commits (see the article "Decoding API dumps" of CodableStoreCore).
     ///
     /// - Throws: ``ImportError`` with the record index, position and coding path of the failure (stop policy,
     ///   or a syntax error: a malformed document is never partly imported unless batches are committed). A
     ///   failure of the store rather than of the input (a full disk, another process writing the store for longer
-    ///   than ``Store/Options/busyTimeout``) has ``ImportError/isStoreFailure`` set, and its description starts
+    ///   than `Store/Options/busyTimeout`) has ``ImportError/isStoreFailure`` set, and its description starts
     ///   with `store:`.
     ///
     /// With `scope`, the dump is the whole truth for that scope: once it is written, the objects of the scope that
     /// were stored before the import and whose identity the dump does not have are deleted, with their delete rules,
-    /// in the same transaction (see ``SyncScope``). ``ImportReport/sync`` and ``ImportReport/EntityCounts/deleted``
+    /// in the same transaction (see `SyncScope`). ``ImportReport/sync`` and `ImportReport/EntityCounts/deleted`
     /// count them. An import that fails deletes nothing, and neither does one that skipped a record.
     public func importJSON<T: EntityObject>(
         _ type: T.Type, from source: ImportSource, options: ImportOptions = ImportOptions(), syncing scope: SyncScope<T>? = nil

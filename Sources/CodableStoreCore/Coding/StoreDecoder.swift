@@ -85,10 +85,10 @@ public final class StoreDecoder: @unchecked Sendable {
         case ignore
         /// Kept, and linked when an object with that identity arrives later in the same write or import (a
         /// comment page that refers to issues of a later page). What never arrives is counted
-        /// and listed (``Context/listUnresolvedReferences(limit:)``, ``ImportReport/unresolvedReferenceList``), or
+        /// and listed (``Context/listUnresolvedReferences(limit:)``, `ImportReport/unresolvedReferenceList`), or
         /// is an error: at the end of each decode call (``StoreDecoder/failsOnUnresolvedReferences``), when you ask
         /// (``Context/requireResolvedReferences()``), or at the end of an import
-        /// (``ImportOptions/failsOnUnresolvedReferences``). A to-many member arrives at the end of the list.
+        /// (`ImportOptions/failsOnUnresolvedReferences`). A to-many member arrives at the end of the list.
         /// Where no relationship holds the reference (a bare identity in an array of entities), it is ignored.
         case deferred
     }
@@ -132,7 +132,7 @@ public final class StoreDecoder: @unchecked Sendable {
     /// The check is per call (``decode(_:from:into:)-(_,Data,_)``, ``decodeAndSave(_:from:into:)``, …), over the
     /// references that call deferred: the payload must be complete by itself. When the references of one page may
     /// arrive in a later page of the same write, leave this off and call ``Context/requireResolvedReferences()`` once
-    /// every page is decoded; an import checks at its end, with ``ImportOptions/failsOnUnresolvedReferences`` or this
+    /// every page is decoded; an import checks at its end, with `ImportOptions/failsOnUnresolvedReferences` or this
     /// option (never per record). Not applied under Foundation's `JSONDecoder` (``ContextReference``), which has no
     /// end of call to check at: use ``Context/requireResolvedReferences()`` there too.
     ///
@@ -203,7 +203,7 @@ public final class StoreDecoder: @unchecked Sendable {
     }
 
     /// Decodes as ``decode(_:from:into:)-(_,Data,_)`` does, saves the changes into the context's transaction, and
-    /// counts per entity what the decode inserted, updated and left unchanged, as ``ImportReport/entities``
+    /// counts per entity what the decode inserted, updated and left unchanged, as `ImportReport/entities`
     /// does for an import.
     ///
     /// ```swift

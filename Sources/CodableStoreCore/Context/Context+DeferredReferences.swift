@@ -128,7 +128,7 @@ extension Context {
     /// ```
     /// It changes nothing, even when it throws: let the error leave the `write` closure (the transaction is rolled
     /// back), or catch it and fix the data first. ``StoreDecoder/failsOnUnresolvedReferences`` checks each decode
-    /// instead; an import checks at its end with ``ImportOptions/failsOnUnresolvedReferences``.
+    /// instead; an import checks at its end with `ImportOptions/failsOnUnresolvedReferences`.
     ///
     /// - Throws: ``UnresolvedReferencesError`` listing every unresolved reference (as
     ///   ``listUnresolvedReferences(limit:)`` does); the store's error when the owners' identities cannot be read.

@@ -31,7 +31,7 @@ extension Context {
     /// again, and may be inserted anew); objects deleted since are back; changed objects have their saved values
     /// again, and their relationships are read from the store again on first use. Changes written since the last
     /// save by a query (a context writes what is pending before each query, so that the query sees it) are undone
-    /// too: only ``save()``, the end of ``Store/write(_:)-6guei``, ``inSavepoint(_:)`` and an import's batches save.
+    /// too: only ``save()``, the end of ``Store/write(_:)-2mz68``, ``inSavepoint(_:)`` and an import's batches save.
     ///
     /// To abandon the whole write instead, saved changes included, throw out of the `write` closure: nothing of it
     /// is committed. For a part that may fail alone, use ``inSavepoint(_:)``.

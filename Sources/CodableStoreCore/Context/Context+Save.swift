@@ -2,7 +2,7 @@
 extension Context {
     /// Writes every pending change to the store, inside the current write transaction.
     ///
-    /// You rarely need to call it: ``Store/write(_:)-6guei`` saves when its closure returns, and the
+    /// You rarely need to call it: ``Store/write(_:)-2mz68`` saves when its closure returns, and the
     /// context saves before each query. Only the columns of changed fields are written; objects without
     /// changes are not written at all. If a write fails (an identity conflict, say), the store is left as it
     /// was before this save and the error is thrown.

@@ -1,6 +1,6 @@
 /// A scope of work on the store: one object per row (the identity map), change tracking, and `save()`.
 ///
-/// You get a context inside ``Store/write(_:)-6guei`` or ``Store/read(_:)-41n37``; it and
+/// You get a context inside ``Store/write(_:)-2mz68`` or ``Store/read(_:)-mvnk``; it and
 /// its objects live inside that closure and are not `Sendable`. Pass identities or ``EntityState/rowID``s
 /// across closures, not objects.
 ///
@@ -385,7 +385,7 @@ public final class Context {
     /// }
     /// ```
     /// Changes made before the call are saved first, and stay. When `body` throws, the context also forgets every
-    /// object it holds (as ``Store/write(_:)-6guei`` does when it ends): objects you hold are detached, so fetch
+    /// object it holds (as ``Store/write(_:)-2mz68`` does when it ends): objects you hold are detached, so fetch
     /// what you need again. Savepoints nest.
     ///
     /// Related SQLite documentation: <https://www.sqlite.org/lang_savepoint.html>

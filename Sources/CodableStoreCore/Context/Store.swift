@@ -27,7 +27,7 @@ public final class Store: Sendable {
         /// How long a connection waits for a lock held by another process, in milliseconds.
         public var busyTimeout: Int32
         /// The page cache of the writer connection, in KiB (readers get a quarter of it). An import raises the
-        /// writer's for its duration (``ImportOptions/cacheSizeKiB``).
+        /// writer's for its duration (`ImportOptions/cacheSizeKiB`).
         public var cacheSizeKiB: Int
         /// At most this many reader connections are kept open.
         public var maximumReaderCount: Int
@@ -192,7 +192,7 @@ public final class Store: Sendable {
         }
     }
 
-    /// Runs `body` in a write transaction off the caller's thread (see ``write(_:)-6guei``).
+    /// Runs `body` in a write transaction off the caller's thread (see ``write(_:)-2mz68``).
     public func write<T: Sendable>(_ body: @escaping @Sendable (Context) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
@@ -210,7 +210,7 @@ public final class Store: Sendable {
     ///     return try context.count(Issue.self)          // includes the draft
     /// }                                                  // the draft is gone
     /// ```
-    /// It takes the write lock like ``write(_:)-6guei``, since SQLite sees the temporary rows.
+    /// It takes the write lock like ``write(_:)-2mz68``, since SQLite sees the temporary rows.
     public func scratch<T: Sendable>(_ body: (Context) throws -> T) throws -> T {
         try connections.withWriter { connection in
             try connection.beginWriteTransaction()
@@ -235,7 +235,7 @@ public final class Store: Sendable {
         }
     }
 
-    /// Runs `body` in a read transaction off the caller's thread (see ``read(_:)-41n37``).
+    /// Runs `body` in a read transaction off the caller's thread (see ``read(_:)-mvnk``).
     public func read<T: Sendable>(_ body: @escaping @Sendable (Context) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {

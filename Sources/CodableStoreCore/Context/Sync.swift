@@ -14,7 +14,7 @@
 /// parent's replaced `children` clearing the child's `parent`) is judged by its new values. Deletions apply the entity's ``DeleteRule``s and happen in the transaction
 /// that writes the payload, after it; a cascade never deletes an object the payload has (its relationship to the
 /// deleted one is cleared instead), and a deny that would stop a deletion fails the whole sync. A payload that
-/// fails, or an import that skipped a record, deletes nothing (see ``ImportReport/Sync/withheldReason``). Objects
+/// fails, or an import that skipped a record, deletes nothing (see `ImportReport/Sync/withheldReason`). Objects
 /// the payload itself created are never deleted. The entity needs an identity.
 ///
 /// The identities seen are kept as a bitmap over the entity's row ids: about one bit per row id up to the

@@ -19,7 +19,7 @@ import Foundation
 /// Identity values are the values as the store keeps them (see ``AttributeValue``'s storage shape): an `Int` is
 /// an integer, a `String` or `UUID` text, a `Date` a real number of seconds since 1970.
 ///
-/// Encoding shape (in an ``ImportReport``, `codable-store import --json`): an object with the properties below;
+/// Encoding shape (in an `ImportReport`, `codable-store import --json`): an object with the properties below;
 /// each identity is `{"names": ["id"], "values": [99]}`, where an integer is a JSON number, text a string and
 /// null `null`, and a real and a blob are `{"real": 1.5}` and `{"blob": "<base64>"}`, so that decoding gives
 /// every value back as it was.

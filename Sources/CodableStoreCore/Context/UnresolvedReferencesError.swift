@@ -1,6 +1,6 @@
 /// References kept by the ``StoreDecoder/UnknownReferencePolicy/deferred`` policy whose object never arrived, where
 /// they had to: a decode with ``StoreDecoder/failsOnUnresolvedReferences``, ``Context/requireResolvedReferences()``,
-/// or an import with ``ImportOptions/failsOnUnresolvedReferences`` (its ``ImportError/underlyingError``).
+/// or an import with `ImportOptions/failsOnUnresolvedReferences` (its `ImportError/underlyingError`).
 ///
 /// ```swift
 /// do {
@@ -16,14 +16,14 @@
 ///
 /// It is neither a `DecodingError` (no value of the JSON is wrong, and the coding path of the reference is long gone
 /// when the payload ends without its object) nor a ``StoreError`` (the store is fine: the input is incomplete, and
-/// ``ImportError/isStoreFailure`` says so). `description` is one line naming the first three references.
+/// `ImportError/isStoreFailure` says so). `description` is one line naming the first three references.
 public struct UnresolvedReferencesError: Error, Sendable, CustomStringConvertible {
     /// How many references never arrived (all of them, also when ``references`` lists fewer).
     public let count: Int
     /// How many, per destination entity.
     public let counts: [String: Int]
     /// The references, in the order of ``Context/listUnresolvedReferences(limit:)``: all of them, but for an
-    /// import, which lists the first ``ImportOptions/unresolvedReferenceListLimit``.
+    /// import, which lists the first `ImportOptions/unresolvedReferenceListLimit`.
     public let references: [UnresolvedReference]
 
     package init(count: Int, counts: [String: Int], references: [UnresolvedReference]) {
