@@ -529,21 +529,14 @@ final class Importer {
         return decoded
     }
 
-    /// Adds a batch to the report's counts per entity: rows written since `before` (the context's write counts
-    /// when the batch began), and objects decoded with nothing to write (decoded objects minus rows written;
-    /// stubs, inserted without being decoded, make this a lower bound).
+    /// Adds a batch to the report's counts per entity (see `Context.entityCounts(since:decoded:deleted:)`): rows
+    /// written since `before` (the context's write counts when the batch began), and objects decoded with nothing
+    /// to write.
     private func count(decoded: [Int], writtenSince before: [Int: (inserted: Int, updated: Int)]) {
-        for (entity, counts) in context.writeCounts {
-            let previous = before[entity] ?? (0, 0)
-            let name = model.mappings[entity].name
-            report.entities[name, default: .init()].inserted += counts.inserted - previous.inserted
-            report.entities[name, default: .init()].updated += counts.updated - previous.updated
-        }
-        for (entity, decoded) in decoded.enumerated() where decoded > 0 {
-            let name = model.mappings[entity].name
-            let written = (context.writeCounts[entity]?.inserted ?? 0) - (before[entity]?.inserted ?? 0)
-                + (context.writeCounts[entity]?.updated ?? 0) - (before[entity]?.updated ?? 0)
-            report.entities[name, default: .init()].unchanged += max(0, decoded - written)
+        for (name, batch) in context.entityCounts(since: before, decoded: decoded) {
+            report.entities[name, default: .init()].inserted += batch.inserted
+            report.entities[name, default: .init()].updated += batch.updated
+            report.entities[name, default: .init()].unchanged += batch.unchanged
         }
     }
 

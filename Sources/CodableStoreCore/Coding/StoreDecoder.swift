@@ -270,22 +270,7 @@ public final class StoreDecoder: @unchecked Sendable {
             deleted = try sync.deleteUnseen(context, tracker)
             try context.save()
         }
-        var entities: [String: EntityCounts] = [:]
-        for mapping in context.model.mappings {
-            let now = context.writeCounts[mapping.index] ?? (0, 0)
-            let then = before[mapping.index] ?? (0, 0)
-            let inserted = now.inserted - then.inserted
-            let updated = now.updated - then.updated
-            let decoded = session.decodedCounts?[mapping.index] ?? 0
-            // Objects decoded with nothing to write (stubs, inserted without being decoded, make it a lower bound).
-            let unchanged = max(0, decoded - inserted - updated)
-            let removed = deleted[mapping.index] ?? 0
-            if inserted + updated + unchanged + removed > 0 {
-                entities[mapping.name] = EntityCounts(
-                    inserted: inserted, updated: updated, unchanged: unchanged, deleted: removed)
-            }
-        }
-        return (value, entities)
+        return (value, context.entityCounts(since: before, decoded: session.decodedCounts ?? [], deleted: deleted))
     }
 
     /// Decodes from a record of a `JSONRecordStream` (the streaming importer's path), as

@@ -28,3 +28,27 @@ public struct EntityCounts: Sendable, Codable, Equatable {
         deleted = try container.decodeIfPresent(Int.self, forKey: .deleted) ?? 0
     }
 }
+
+extension Context {
+    /// Per entity name, what the saves since `before` (the context's ``writeCounts`` then) wrote: rows inserted and
+    /// updated, objects decoded (`decoded`, per entity index) with nothing to write, and rows `deleted` (per entity
+    /// index); entities with nothing of the four are left out. Stubs, inserted without being decoded, make `unchanged`
+    /// a lower bound. What ``StoreDecoder/decodeAndSave(_:from:into:)`` returns, and what an import adds per batch.
+    package func entityCounts(
+        since before: [Int: (inserted: Int, updated: Int)], decoded: [Int], deleted: [Int: Int] = [:]
+    ) -> [String: EntityCounts] {
+        var counts: [String: EntityCounts] = [:]
+        for mapping in model.mappings {
+            let now = writeCounts[mapping.index] ?? (0, 0)
+            let then = before[mapping.index] ?? (0, 0)
+            let inserted = now.inserted - then.inserted
+            let updated = now.updated - then.updated
+            let unchanged = max(0, (mapping.index < decoded.count ? decoded[mapping.index] : 0) - inserted - updated)
+            let removed = deleted[mapping.index] ?? 0
+            if inserted + updated + unchanged + removed > 0 {
+                counts[mapping.name] = EntityCounts(inserted: inserted, updated: updated, unchanged: unchanged, deleted: removed)
+            }
+        }
+        return counts
+    }
+}
