@@ -32,7 +32,7 @@ struct BatchLookup {
             // Decoding takes the identities the reader read instead of reading them again.
             var start = 0
             for (index, end) in known.ends.enumerated() {
-                items[index].0.known = KnownIdentities(known.entries[start..<end])
+                items[index].0.useKnownIdentities(KnownIdentities(known.entries[start..<end]))
                 start = end
             }
         }
@@ -97,7 +97,7 @@ struct BatchLookup {
     ) -> [Context.IdentityKey: Int64] {
         guard lookingUp else {
             for ((impl, root), digest) in zip(items, recordDigests) where impl.tape.kind(of: root) == .object {
-                impl.recordDigest = digest
+                impl.useRecordDigest(digest)
             }
             return [:]
         }
@@ -113,7 +113,7 @@ struct BatchLookup {
         digests.reserveCapacity(candidates.count)
         for ((impl, root), digest) in zip(items, recordDigests) {
             guard let digest, impl.tape.kind(of: root) == .object else { continue }
-            impl.recordDigest = digest
+            impl.useRecordDigest(digest)
             if candidates.isEmpty { continue }
             guard let key = impl.ownIdentity(mapping, root), isLookedUp?(key) != false else { continue }
             if let occurrences, occurrences[key] != 1 { continue }

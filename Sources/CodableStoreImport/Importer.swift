@@ -145,7 +145,7 @@ final class Importer {
                 }
             }
             writer?.finish()
-            context.deferredWriter = nil
+            context.writeBehind = nil
             try deferredIndexes?.build()
             if deferredIndexes != nil { waits.indexBuilds = monotonicSeconds() - buildStart }
             try checkUnresolvedReferences()
@@ -157,7 +157,7 @@ final class Importer {
             reportProgress()
         } catch {
             writer?.finish()  // before the rollback: the connection is then this thread's alone
-            context.deferredWriter = nil
+            context.writeBehind = nil
             connection.rollbackIgnoringErrors()
             context.reset()
             let importError = Self.importError(error)
@@ -232,7 +232,7 @@ final class Importer {
             throw ImportError(reason: "cannot start the import's writer thread: pthread_create failed (\(error.code))", underlyingError: error)
         }
         writer = started
-        context.deferredWriter = started
+        context.writeBehind = started
     }
 
     /// Reads which entities have digests (every save of the import keeps them right), and, when this import may skip

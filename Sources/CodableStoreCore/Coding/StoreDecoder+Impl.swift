@@ -14,9 +14,17 @@ package final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
     let session: DecodingSession
     /// Identities in ``tape`` read ahead by the import's reader thread, which ``identityKey(_:_:_:)`` and
     /// ``referenceKey(_:_:_:)`` take instead of reading them again.
-    package var known: KnownIdentities?
-    /// The digest of the record ``tape`` holds, when an import may skip it (see `RecordDigests`).
-    package var recordDigest: Int64?
+    /// Internal, set through ``useKnownIdentities(_:)``: a class property other modules may access is checked for
+    /// exclusive access at run time at every read, and ``identityKey(_:_:_:)`` reads it for every identity.
+    var known: KnownIdentities?
+    /// The digest of the record ``tape`` holds, when an import may skip it (see `RecordDigests`); set through
+    /// ``useRecordDigest(_:)``, internal as ``known`` is.
+    var recordDigest: Int64?
+
+    /// Makes the decoder take `known` identities instead of reading them from the tape again.
+    package func useKnownIdentities(_ known: KnownIdentities) { self.known = known }
+    /// Gives the record its digest (see `RecordDigests`).
+    package func useRecordDigest(_ digest: Int64?) { recordDigest = digest }
 
     init(tape: JSONTape, node: Node, path: CodingPathNode, session: DecodingSession) {
         self.tape = tape

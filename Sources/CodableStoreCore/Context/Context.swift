@@ -19,8 +19,15 @@ public final class Context {
     /// The connection. Use ``connection`` instead, or ``withSharedConnection(_:)`` for lookups and loads.
     let storeConnection: any DatabaseConnection
     /// While set (an import under the stop policy), saves hand their plans to this writer thread instead of
-    /// writing them, and it is told of every object the context uses (see ``DeferredWriter``).
-    package var deferredWriter: (any DeferredWriter)?
+    /// writing them, and it is told of every object the context uses (see ``DeferredWriter``). Internal: read for
+    /// every object used, and a property other modules may access is checked for exclusive access at run time; the
+    /// import sets it through ``writeBehind``.
+    var deferredWriter: (any DeferredWriter)?
+    /// The writer thread saves hand their plans to (see ``deferredWriter``).
+    package var writeBehind: (any DeferredWriter)? {
+        get { deferredWriter }
+        set { deferredWriter = newValue }
+    }
     /// False while the connection runs without foreign keys (an import turns them off, see `Importer`): whatever
     /// deletes rows then clears the links and foreign keys that refer to them, as the keys' `ON DELETE` actions would.
     package var enforcesForeignKeys = true
