@@ -109,7 +109,7 @@ final class ObjectRetention {
     @inline(__always)
     private func countReturn(_ state: EntityState, retained: Bool) {
         guard limit >= Self.earlyVerdictLimit, retainedCount >= limit / 4 else { return }
-        let entity = state.entityIndex
+        let entity = state.entityOfObject
         if entity < tallies.count, tallies[entity].earlyJudged || tallies[entity].givenUp { return }
         // (A retained object used again was not used in the batch before.)
         guard retained || (!kept.contains(state) && mayRetain(entity)) else { return }
@@ -151,7 +151,7 @@ final class ObjectRetention {
         guard !given.isEmpty else { return [] }
         var evicted: [any EntityObject] = []
         for (state, ticket) in queue[queueStart...]
-        where state.retentionTicket == ticket && given.contains(state.entityIndex) && !used.contains(state) && !kept.contains(state) {
+        where state.retention == ticket && given.contains(state.entityOfObject) && !used.contains(state) && !kept.contains(state) {
             // (Those kept at the last eviction and not used since are let go by `evict` itself.)
             release(state)
             if let object = context.heldObject(state) { evicted.append(object) }
@@ -165,11 +165,11 @@ final class ObjectRetention {
         var evicted = verdicts(context)
         for object in keptObjects {
             object.withEntityState { state in
-                guard !used.contains(state), state.context === context, state.status != .deleted else { return }
-                if mayRetain(state.entityIndex), context.prepareForRetention(object, state) {
-                    if state.retentionTicket == 0 { retain(state) }
+                guard !used.contains(state), state.isLive(in: context) else { return }
+                if mayRetain(state.entityOfObject), context.prepareForRetention(object, state) {
+                    if state.retention == 0 { retain(state) }
                 } else {
-                    if state.retentionTicket != 0 { release(state) }
+                    if state.retention != 0 { release(state) }
                     evicted.append(object)
                 }
             }
@@ -181,14 +181,14 @@ final class ObjectRetention {
             let (state, ticket) = queue[queueStart]
             queueStart += 1
             looked += 1
-            guard state.retentionTicket == ticket else { continue }
+            guard state.retention == ticket else { continue }
             if used.contains(state) {
                 release(state)
                 retain(state)
                 continue
             }
             release(state)
-            count(state.entityIndex, hit: false)
+            count(state.entityOfObject, hit: false)
             if let object = context.heldObject(state) { evicted.append(object) }
         }
         compactQueue()
@@ -196,15 +196,15 @@ final class ObjectRetention {
         var expected = retainedCount
         for object in usedObjects {
             object.withEntityState { state in
-                if state.context === context, state.status != .deleted {
-                    if state.retentionTicket == 0 {
+                if state.isLive(in: context) {
+                    if state.retention == 0 {
                         expected += 1
                         countReturn(state, retained: false)
                     } else if !kept.contains(state) {
-                        count(state.entityIndex, hit: true)  // retained, and used again
+                        count(state.entityOfObject, hit: true)  // retained, and used again
                         countReturn(state, retained: true)
                     }
-                } else if state.retentionTicket != 0 {
+                } else if state.retention != 0 {
                     release(state)
                     expected -= 1
                 }
@@ -215,7 +215,7 @@ final class ObjectRetention {
             // An object registered without being noted as used (which no path does): let go of everything neither
             // used nor retained by looking at every object, as the context did before it retained any.
             let used = self.used
-            context.evictObjects { used.contains($0) || $0.retentionTicket != 0 }
+            context.evictObjects { used.contains($0) || $0.retention != 0 }
         }
         kept = used
         keptObjects = usedObjects
@@ -226,14 +226,14 @@ final class ObjectRetention {
     }
 
     private func retain(_ state: EntityState) {
-        state.retentionTicket = nextTicket
+        state.retention = nextTicket
         queue.append((state, nextTicket))
         nextTicket = nextTicket == .max ? 1 : nextTicket + 1
         retainedCount += 1
     }
 
     private func release(_ state: EntityState) {
-        state.retentionTicket = 0
+        state.retention = 0
         retainedCount -= 1
     }
 
@@ -244,7 +244,7 @@ final class ObjectRetention {
             queueStart = 0
         }
         if queue.count > 2 * retainedCount + 1_024 {
-            queue = queue.filter { $0.state.retentionTicket == $0.ticket }
+            queue = queue.filter { $0.state.retention == $0.ticket }
             queueStart = 0
         }
     }
