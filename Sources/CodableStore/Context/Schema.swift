@@ -11,11 +11,11 @@
 ///   `<Entity>_<relationship>` with `source`, `target` and `position` columns. A many-to-many pair shares one
 ///   table, owned by the ordered side (or the first by name when both or neither are ordered); positions are
 ///   kept for the owning side only.
-final class Schema: Sendable {
-    let mappings: [EntitySchema]
+package final class Schema: Sendable {
+    package let mappings: [EntitySchema]
     /// ``mappings`` without reference counting, for ``withMapping(_:_:)``.
     private let borrowedMappings: [Unmanaged<EntitySchema>]
-    let joinTables: [JoinTable]
+    package let joinTables: [JoinTable]
     /// Whether some ordered to-many relationship keeps positions in a column of its destination.
     let hasOrderedForeignKeyRelationships: Bool
     /// Entity indexes with the destinations of foreign keys before the tables holding them (where cycles
@@ -235,7 +235,7 @@ extension FieldDescription {
 }
 
 /// Where a relationship's membership is stored.
-enum RelationshipStorage: Equatable, Sendable {
+package enum RelationshipStorage: Equatable, Sendable {
     /// A foreign-key column of the owner's table (to-one).
     case foreignKey(column: String)
     /// The inverse to-one's foreign-key column in the destination table, plus a position column if ordered.
@@ -248,16 +248,16 @@ enum RelationshipStorage: Equatable, Sendable {
 ///
 /// A class: the context passes relationships around on every assignment, and copying a struct of several
 /// references and strings cost a retain each.
-final class ResolvedRelationship: @unchecked Sendable {
+package final class ResolvedRelationship: @unchecked Sendable {
     // @unchecked: `inverseRelationship` is set once while the model is built, before it is shared.
     let description: RelationshipDescription
     /// The owner's entity index.
     let owner: Int
     /// The destination's entity index.
-    let destination: Int
+    package let destination: Int
     /// The inverse's field index in the destination, if there is an inverse.
     let inverse: Int?
-    let storage: RelationshipStorage
+    package let storage: RelationshipStorage
     /// The inverse relationship itself, when there is one. Unowned: the model owns every relationship (through
     /// its mappings) for as long as anything can reach this one.
     fileprivate(set) unowned(unsafe) var inverseRelationship: ResolvedRelationship?
@@ -273,21 +273,21 @@ final class ResolvedRelationship: @unchecked Sendable {
 
 /// A join table for a to-many relationship that is not stored by a foreign key. A class: saves look it up per
 /// link, and a struct with four strings cost four retains per copy.
-final class JoinTable: Sendable {
-    let index: Int
-    let name: String
+package final class JoinTable: Sendable {
+    package let index: Int
+    package let name: String
     /// Entity index of the `source` column.
-    let source: Int
+    package let source: Int
     /// Entity index of the `target` column.
-    let target: Int
+    package let target: Int
     /// Whether the source side is ordered (a `position` column is maintained).
-    let hasPosition: Bool
+    package let hasPosition: Bool
     /// Rows per multi-row link INSERT.
     static let linkBatchRows = 32
     /// Values per row of a link INSERT: source and target, and the position in a table with positions. A table
     /// without writes no position (always NULL there): binding it, and the upsert that kept a link's new position,
     /// made each link INSERT about half as costly again.
-    var linkWidth: Int { hasPosition ? 3 : 2 }
+    package var linkWidth: Int { hasPosition ? 3 : 2 }
 
     init(index: Int, name: String, source: Int, target: Int, hasPosition: Bool) {
         self.index = index
@@ -299,27 +299,27 @@ final class JoinTable: Sendable {
 }
 
 /// One entity's table: its columns, and how fields map to them.
-final class EntitySchema: Sendable {
-    struct Column: Sendable {
-        enum Kind: Sendable {
+package final class EntitySchema: Sendable {
+    package struct Column: Sendable {
+        package enum Kind: Sendable {
             case attribute(AttributeDescription)
             case foreignKey(RelationshipDescription, destination: Int)
             case order
         }
-        let name: String
-        let kind: Kind
+        package let name: String
+        package let kind: Kind
     }
 
-    let index: Int
+    package let index: Int
     let description: EntityDescription
-    var name: String { description.name }
+    package var name: String { description.name }
     /// Columns after `_pk`: attributes and foreign keys in field order, then position columns.
-    let columns: [Column]
+    package let columns: [Column]
     /// Field index → column of a row read from the store (0 is `_pk`, then the first ``insertColumnCount``
     /// ``columns``); -1 for to-many relationships.
-    let columnOfField: [Int32]
+    package let columnOfField: [Int32]
     /// Field index → column name, for attributes and to-one relationships.
-    let columnNameOfField: [String?]
+    package let columnNameOfField: [String?]
     /// For a to-one field whose inverse is an ordered to-many stored by its foreign key: that order column.
     let orderColumnOfForeignKeyField: [Int: String]
     /// Field index → resolved relationship.
@@ -329,7 +329,7 @@ final class EntitySchema: Sendable {
     /// Whether the entity has any relationship.
     let hasRelationships: Bool
     /// The identity attributes' fields.
-    let identityFields: FieldSet
+    package let identityFields: FieldSet
     /// Whether the entity has identity attributes.
     var hasIdentity: Bool { !identityFields.isEmpty }
     /// A relationship as plain values, for the identity collection of an import's reader thread.
@@ -346,7 +346,7 @@ final class EntitySchema: Sendable {
     static let insertBatchRows = 32
     /// Number of columns an insert writes after `_pk` (the first ``columns``; the position columns come after
     /// them and are written afterwards).
-    let insertColumnCount: Int
+    package let insertColumnCount: Int
     /// How each inserted column after `_pk` gets its value: precomputed so that inserting a row does not switch
     /// over column kinds. The descriptions are borrowed (``columns`` keeps them alive): copying a binder that held
     /// them, or a closure of theirs, is a retain and a release a column of every inserted row.
@@ -359,11 +359,11 @@ final class EntitySchema: Sendable {
         case foreignKey(Unmanaged<RelationshipDescription>)
     }
     /// Identity column names.
-    let identityColumns: [String]
+    package let identityColumns: [String]
     /// How the decoder and the encoder read and write the entity's JSON (made and read by Coding only).
     let coding: EntityCodingPlan
     /// The declared indexes, with their names and columns.
-    let indexes: [SchemaSnapshot.Index]
+    package let indexes: [SchemaSnapshot.Index]
 
     init(
         index: Int, description: EntityDescription, relationships: [ResolvedRelationship?], orderColumns: [String],

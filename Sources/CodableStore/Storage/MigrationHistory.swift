@@ -65,7 +65,7 @@ enum MigrationHistory {
         _ key: String, as type: T.Type, on connection: any DatabaseConnection, what: String
     ) throws -> T? {
         guard case .text(let json)? = try connection.scalar(
-            sql: "SELECT \"value\" FROM \(quoteIdentifier(SQLiteMigration.metadataTable)) WHERE \"key\" = ?", arguments: [.text(key)])
+            sql: "SELECT \"value\" FROM \(quoteIdentifier(StoreMetadata.table)) WHERE \"key\" = ?", arguments: [.text(key)])
         else { return nil }
         do {
             return try JSONDecoder().decode(T.self, from: Data(json.utf8))
@@ -77,6 +77,6 @@ enum MigrationHistory {
     private static func set<T: Encodable>(_ key: String, _ value: T, on connection: any DatabaseConnection) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try SQLiteMigration.setMetadata(key, String(decoding: try encoder.encode(value), as: UTF8.self), on: connection)
+        try StoreMetadata.set(key, String(decoding: try encoder.encode(value), as: UTF8.self), on: connection)
     }
 }
