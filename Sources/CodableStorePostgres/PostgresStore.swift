@@ -102,7 +102,7 @@ extension Store {
     ) throws -> Store {
         let backend = try PostgresBackend(configuration: configuration, options: options)
         return try Store(
-            postgres: backend, dialect: .postgresql, entities: entities, options: options, description: configuration.redactedURL)
+            postgres: backend, dialect: PostgresDialect(), entities: entities, options: options, description: configuration.redactedURL)
     }
 
     /// Opens a store in a PostgreSQL database given by URL (see ``PostgresConfiguration/init(url:)``).

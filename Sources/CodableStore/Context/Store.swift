@@ -134,7 +134,7 @@ public final class Store: Sendable {
     /// A store on a PostgreSQL server, reached through `backend`: what CodableStorePostgres opens. Creates the
     /// schema, or checks the stored one and applies additive changes.
     package init(
-        postgres backend: any StoreBackend, dialect: SQLDialect, entities: [any EntityObject.Type], options: Options,
+        postgres backend: any StoreBackend, dialect: any SQLDialect, entities: [any EntityObject.Type], options: Options,
         description: String
     ) throws {
         let model = try Schema(entities: entities)

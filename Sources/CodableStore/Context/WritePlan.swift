@@ -7,8 +7,8 @@
 /// (`Context.writeSteps(_:)`). A plain save runs each step as soon as it is made, so a large save never holds
 /// all its values at once. An import under the stop policy collects a batch's steps into a plan and hands it
 /// to a writer thread (a ``DeferredWriter``), so that SQLite writes one batch while the next one is decoded.
-struct WritePlan: Sendable {
-    enum Step: Sendable {
+package struct WritePlan: Sendable {
+    package enum Step: Sendable {
         /// Deletes a row.
         case delete(entity: Int, rowID: Int64)
         /// Inserts `rows` rows (1 or ``EntitySchema/insertBatchRows``): per row, the row id, then the

@@ -13,7 +13,7 @@ import Foundation
 /// Column types follow the SQLite storage shape of each attribute (``AttributeValue``), so that both backends store,
 /// compare and sort the same values: INTEGER is `bigint`, REAL `double precision`, TEXT `text COLLATE "C"` (byte
 /// order, as SQLite compares text), BLOB `bytea`, and `Decimal` is `numeric` (exact, compared by value).
-enum PostgresSchema {
+package enum PostgresSchema {
     static let metadataTable = StoreMetadata.table
 
     /// Creates or checks the schema in one transaction, holding a lock that other processes opening the same store
@@ -140,7 +140,7 @@ enum PostgresSchema {
     }
 
     /// The element type of an array of the column's values (`unnest(?::bigint[])`).
-    static func arrayElementType(_ column: EntitySchema.Column) -> String {
+    package static func arrayElementType(_ column: EntitySchema.Column) -> String {
         guard case .attribute(let attribute) = column.kind else { return "bigint" }
         let type = type(of: attribute.type)
         return type.hasPrefix("text") ? "text" : type
