@@ -10,7 +10,7 @@ import Foundation
 /// strings: what every version of CodableStore reads, and what decides whether a migration runs), and
 /// `migration_history`, one record per migration with its steps' descriptions, when and how it was recorded (a
 /// JSON array of objects, added later). A name without a record was applied by a version that kept names only.
-enum MigrationHistory {
+package enum MigrationHistory {
     static let namesKey = "migrations"
     static let historyKey = "migration_history"
 
@@ -24,7 +24,7 @@ enum MigrationHistory {
     }
 
     /// The names of the applied migrations, in the order they were applied.
-    static func names(on connection: any DatabaseConnection) throws -> [String] {
+    package static func names(on connection: any DatabaseConnection) throws -> [String] {
         try value(namesKey, as: [String].self, on: connection, what: "list of migrations") ?? []
     }
 
@@ -44,7 +44,7 @@ enum MigrationHistory {
     }
 
     /// Records `migrations` as applied after the ones already recorded, in the caller's transaction.
-    static func record(
+    package static func record(
         _ migrations: [Migration], as kind: AppliedMigration.Kind, on connection: any DatabaseConnection, at date: Date = Date()
     ) throws {
         guard !migrations.isEmpty else { return }

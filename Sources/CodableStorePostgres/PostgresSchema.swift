@@ -1,19 +1,15 @@
-import Logging
-
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
+import CodableStore
 import Foundation
-#endif
+import Logging
 
 /// The PostgreSQL backend's DDL: creates a store's tables in the connection's current schema, checks them against
 /// the declared model on open (the model is recorded in the store's metadata table, ``StoreMetadata``, as on every
-/// backend), and applies additive changes. The connection itself is CodableStorePostgres's.
+/// backend), and applies additive changes.
 ///
 /// Column types follow the SQLite storage shape of each attribute (``AttributeValue``), so that both backends store,
 /// compare and sort the same values: INTEGER is `bigint`, REAL `double precision`, TEXT `text COLLATE "C"` (byte
 /// order, as SQLite compares text), BLOB `bytea`, and `Decimal` is `numeric` (exact, compared by value).
-package enum PostgresSchema {
+enum PostgresSchema {
     static let metadataTable = StoreMetadata.table
 
     /// Creates or checks the schema in one transaction, holding a lock that other processes opening the same store
@@ -140,7 +136,7 @@ package enum PostgresSchema {
     }
 
     /// The element type of an array of the column's values (`unnest(?::bigint[])`).
-    package static func arrayElementType(_ column: EntitySchema.Column) -> String {
+    static func arrayElementType(_ column: EntitySchema.Column) -> String {
         guard case .attribute(let attribute) = column.kind else { return "bigint" }
         let type = type(of: attribute.type)
         return type.hasPrefix("text") ? "text" : type
