@@ -20,6 +20,9 @@ final class StepWriter {
         gatherer = clearsReferences ? nil : storage.dialect.makeStepGatherer(storage: storage, statements: statements)
     }
 
+    /// Not inlined: inlined into the import's writer loop, the call of `SQLStorage.run` was specialized for the
+    /// writer's closure at the cost of a retain and a release per step.
+    @inline(never)
     func run(_ step: WritePlan.Step) throws {
         guard let gatherer, try gatherer.gather(step) else {
             try finish()
