@@ -491,13 +491,13 @@ final class PostgresStatement: DatabaseStatement {
         return rows[current][Int(column)]
     }
 
-    func storageClass(at column: Int32) -> Int32 {
+    func valueKind(at column: Int32) -> DatabaseValueKind {
         switch value(at: column) {
-        case .integer: 1
-        case .real: 2
-        case .text: 3
-        case .blob: 4
-        case .null: 5
+        case .integer: .integer
+        case .real: .real
+        case .text: .text
+        case .blob: .blob
+        case .null: .null
         }
     }
 }

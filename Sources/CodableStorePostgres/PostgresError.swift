@@ -61,32 +61,3 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
 }
 
 extension PostgresError: DatabaseError {}
-
-/// `Key (_pk)=(5) already exists.`: PostgreSQL quotes a column name only where it needs quotes.
-private func isPrimaryKeyDetail(_ detail: String?) -> Bool {
-    guard let detail else { return false }
-    return detail.hasPrefix("Key (_pk)") || detail.hasPrefix("Key (\"_pk\")")
-}
-
-extension SQLDialect {
-    /// PostgreSQL's SQL, with its errors read as the context needs them.
-    static let postgresql = SQLDialect.postgres(
-        isUniqueViolation: { error in
-            guard let error = error as? PostgresError, error.sqlState == PostgresError.uniqueViolation else { return false }
-            return !isPrimaryKeyDetail(error.detail)
-        },
-        isPrimaryKeyViolation: { error in
-            guard let error = error as? PostgresError, error.sqlState == PostgresError.uniqueViolation else { return false }
-            return isPrimaryKeyDetail(error.detail)
-        },
-        conflictingValues: { error in
-            // `Key (id)=(5) already exists.` → `id = 5`; `Key (repo, number)=(r, 101)` → `repo, number = r, 101`.
-            guard let detail = (error as? PostgresError)?.detail, detail.hasPrefix("Key ("),
-                let equals = detail.range(of: ")=(")
-            else { return nil }
-            let columns = detail[detail.index(detail.startIndex, offsetBy: 5)..<equals.lowerBound]
-            guard let end = detail.range(of: ") already exists", range: equals.upperBound..<detail.endIndex) else { return nil }
-            let values = detail[equals.upperBound..<end.lowerBound]
-            return "\(columns.replacing("\"", with: "")) = \(values)"
-        })
-}

@@ -102,7 +102,7 @@ extension Store {
     ) throws -> Store {
         let backend = try PostgresBackend(configuration: configuration, options: options)
         return try Store(
-            postgres: backend, dialect: .postgresql, entities: entities, options: options, description: configuration.redactedURL)
+            backend: backend, dialect: PostgresDialect(), entities: entities, options: options, description: configuration.redactedURL)
     }
 
     /// Opens a store in a PostgreSQL database given by URL (see ``PostgresConfiguration/init(url:)``).
@@ -180,6 +180,13 @@ final class PostgresBackend: StoreBackend {
             try connection.execute(sql: "SET search_path TO \(name)")
         }
         return connection
+    }
+
+    func prepareSchema(for model: Schema, options: Store.Options) throws {
+        try withWriter { connection in
+            try PostgresSchema.prepare(
+                connection, model: model, policy: options.schemaChangePolicy, migrations: options.migrations, logger: options.logger)
+        }
     }
 
     func withWriter<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T {

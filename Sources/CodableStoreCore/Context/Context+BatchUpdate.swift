@@ -61,7 +61,7 @@ extension Context {
             if storage.dialect.continuesAfterError {
                 try statement.execute()
             } else {
-                // PostgreSQL aborts the transaction on an error: a savepoint keeps "fails as a whole, changing
+                // The backend aborts the transaction on an error: a savepoint keeps "fails as a whole, changing
                 // nothing" true for the rest of the write.
                 try connection.inSavepoint(named: "codablestore_update") { try statement.execute() }
             }

@@ -148,7 +148,7 @@ extension Context {
     /// The pending changes as SQL and values, step by step, in the order they must be written: deletes,
     /// inserts, updates, links, positions. Reads the objects; writes nothing itself.
     func writeSteps(_ emit: (WritePlan.Step) throws -> Void) throws {
-        let digested = storage.dialect.storesDigests && (!deletedObjects.isEmpty || !linkChanges.isEmpty) ? try digestedEntities() : []
+        let digested = storage.storesDigests && (!deletedObjects.isEmpty || !linkChanges.isEmpty) ? try digestedEntities() : []
         updatedDigests.removeAll(keepingCapacity: true)
         for (entity, rowID) in deletedObjects {
             for other in digested.sorted() where !storage.digestClearing(of: other, referringTo: entity).isEmpty {
@@ -164,7 +164,7 @@ extension Context {
 
     /// Clears the digests of the rows that refer to rows of `entity` deleted by SQL (see `RecordDigests`), before they go.
     func clearDigestsReferring(to entity: Int, rowIDs: [Int64]) throws {
-        guard storage.dialect.storesDigests, !rowIDs.isEmpty else { return }
+        guard storage.storesDigests, !rowIDs.isEmpty else { return }
         for other in try digestedEntities().sorted() {
             for sql in storage.digestClearing(of: other, referringTo: entity) {
                 let statement = try connection.cached(sql)
@@ -204,7 +204,7 @@ extension Context {
             let positions = byEntity[entity]
             let mapping = model.mappings[entity]
             let width = storage.insertWidth(entity)
-            let storesDigests = storage.dialect.storesDigests
+            let storesDigests = storage.storesDigests
             let fits = EntitySchema.insertBatchRows * width <= maximumVariableCount
             let rowsPerStatement = fits ? EntitySchema.insertBatchRows : 1
             var start = 0
@@ -302,7 +302,7 @@ extension Context {
             state.changedFields.forEachIndex { field in
                 if mapping.columnNameOfField[field] != nil { columns.insert(field) }
             }
-            let digest = storage.dialect.storesDigests ? state.digestToWrite : nil
+            let digest = storage.storesDigests ? state.digestToWrite : nil
             // A record that changed no column still leaves its digest, when the row does not have it yet.
             let writesDigest = digest != nil && (!state.storedDigestIsKnown || state.storedDigest != digest)
             if columns.isEmpty && !writesDigest { continue }
@@ -312,7 +312,7 @@ extension Context {
             for field in fields {
                 values.append(value(of: mapping.columns[Int(mapping.columnOfField[field]) - 1], of: object, state))
             }
-            if storage.dialect.storesDigests {
+            if storage.storesDigests {
                 values.append(digest.map(SQLiteValue.integer) ?? .null)
                 updatedDigests.append((state, digest))
             }

@@ -170,7 +170,7 @@ public struct EntityPredicate<Root: EntityObject>: Sendable {
 
 /// A destination's predicate, type-erased, for ``EntityPredicate/through(_:_:)``.
 struct SubqueryBox: Sendable {
-    let render: @Sendable (EntitySchema, Schema, SQLDialect) throws -> (String, [SQLiteValue])
+    let render: @Sendable (EntitySchema, Schema, any SQLDialect) throws -> (String, [SQLiteValue])
     init<Destination: EntityObject>(_ predicate: EntityPredicate<Destination>) {
         render = { mapping, model, dialect in try predicate.sql(for: mapping, model: model, dialect: dialect) }
     }

@@ -15,7 +15,7 @@ package final class Schema: Sendable {
     package let mappings: [EntitySchema]
     /// ``mappings`` without reference counting, for ``withMapping(_:_:)``.
     private let borrowedMappings: [Unmanaged<EntitySchema>]
-    let joinTables: [JoinTable]
+    package let joinTables: [JoinTable]
     /// Whether some ordered to-many relationship keeps positions in a column of its destination.
     let hasOrderedForeignKeyRelationships: Bool
     /// Entity indexes with the destinations of foreign keys before the tables holding them (where cycles
@@ -273,21 +273,21 @@ package final class ResolvedRelationship: @unchecked Sendable {
 
 /// A join table for a to-many relationship that is not stored by a foreign key. A class: saves look it up per
 /// link, and a struct with four strings cost four retains per copy.
-final class JoinTable: Sendable {
-    let index: Int
-    let name: String
+package final class JoinTable: Sendable {
+    package let index: Int
+    package let name: String
     /// Entity index of the `source` column.
-    let source: Int
+    package let source: Int
     /// Entity index of the `target` column.
-    let target: Int
+    package let target: Int
     /// Whether the source side is ordered (a `position` column is maintained).
-    let hasPosition: Bool
+    package let hasPosition: Bool
     /// Rows per multi-row link INSERT.
     static let linkBatchRows = 32
     /// Values per row of a link INSERT: source and target, and the position in a table with positions. A table
     /// without writes no position (always NULL there): binding it, and the upsert that kept a link's new position,
     /// made each link INSERT about half as costly again.
-    var linkWidth: Int { hasPosition ? 3 : 2 }
+    package var linkWidth: Int { hasPosition ? 3 : 2 }
 
     init(index: Int, name: String, source: Int, target: Int, hasPosition: Bool) {
         self.index = index
@@ -300,26 +300,26 @@ final class JoinTable: Sendable {
 
 /// One entity's table: its columns, and how fields map to them.
 package final class EntitySchema: Sendable {
-    struct Column: Sendable {
-        enum Kind: Sendable {
+    package struct Column: Sendable {
+        package enum Kind: Sendable {
             case attribute(AttributeDescription)
             case foreignKey(RelationshipDescription, destination: Int)
             case order
         }
-        let name: String
-        let kind: Kind
+        package let name: String
+        package let kind: Kind
     }
 
     package let index: Int
     package let description: EntityDescription
     package var name: String { description.name }
     /// Columns after `_pk`: attributes and foreign keys in field order, then position columns.
-    let columns: [Column]
+    package let columns: [Column]
     /// Field index → column of a row read from the store (0 is `_pk`, then the first ``insertColumnCount``
     /// ``columns``); -1 for to-many relationships.
     package let columnOfField: [Int32]
     /// Field index → column name, for attributes and to-one relationships.
-    let columnNameOfField: [String?]
+    package let columnNameOfField: [String?]
     /// For a to-one field whose inverse is an ordered to-many stored by its foreign key: that order column.
     let orderColumnOfForeignKeyField: [Int: String]
     /// Field index → resolved relationship.
@@ -329,7 +329,7 @@ package final class EntitySchema: Sendable {
     /// Whether the entity has any relationship.
     let hasRelationships: Bool
     /// The identity attributes' fields.
-    let identityFields: FieldSet
+    package let identityFields: FieldSet
     /// Whether the entity has identity attributes.
     var hasIdentity: Bool { !identityFields.isEmpty }
     /// A relationship as plain values, for the identity collection of an import's reader thread.
@@ -363,7 +363,7 @@ package final class EntitySchema: Sendable {
     /// How the decoder and the encoder read and write the entity's JSON (made and read by Coding only).
     let coding: EntityCodingPlan
     /// The declared indexes, with their names and columns.
-    let indexes: [SchemaSnapshot.Index]
+    package let indexes: [SchemaSnapshot.Index]
 
     init(
         index: Int, description: EntityDescription, relationships: [ResolvedRelationship?], orderColumns: [String],

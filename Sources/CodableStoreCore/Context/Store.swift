@@ -118,10 +118,7 @@ public final class Store: Sendable {
     private init(path: String, inMemory: Bool, entities: [any EntityObject.Type], options: Options) throws {
         let model = try Schema(entities: entities)
         let connections = try SQLiteConnections(path: path, inMemory: inMemory, options: options)
-        try connections.withWriter { connection in
-            try SQLiteMigration.prepare(
-                connection, model: model, policy: options.schemaChangePolicy, migrations: options.migrations, logger: options.logger)
-        }
+        try connections.prepareSchema(for: model, options: options)
         self.path = path
         self.isInMemory = inMemory
         self.model = model
@@ -131,17 +128,17 @@ public final class Store: Sendable {
         self.sqlite = connections
     }
 
-    /// A store on a PostgreSQL server, reached through `backend`: what CodableStorePostgres opens. Creates the
-    /// schema, or checks the stored one and applies additive changes.
+    /// A store on another backend, reached through `backend` and written in `dialect`: what a backend module opens
+    /// (its `Store.open(…)`). Creates the schema, or checks the stored one and migrates it
+    /// (``StoreBackend/prepareSchema(for:options:)``).
+    ///
+    /// - Parameter description: Where the store is, for messages (``path``); without secrets.
     package init(
-        postgres backend: any StoreBackend, dialect: SQLDialect, entities: [any EntityObject.Type], options: Options,
+        backend: any StoreBackend, dialect: any SQLDialect, entities: [any EntityObject.Type], options: Options,
         description: String
     ) throws {
         let model = try Schema(entities: entities)
-        try backend.withWriter { connection in
-            try PostgresSchema.prepare(
-                connection, model: model, policy: options.schemaChangePolicy, migrations: options.migrations, logger: options.logger)
-        }
+        try backend.prepareSchema(for: model, options: options)
         self.path = description
         self.isInMemory = false
         self.model = model

@@ -80,10 +80,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public internal(set) var nullKeys: [String] = []
     /// For ``Code/migrationFailed`` (and ``Code/unsupported`` on a backend that cannot run a step): the name of the
     /// ``Migration`` whose step failed, when one migration is to blame.
-    public internal(set) var migration: String?
+    public package(set) var migration: String?
     /// With ``migration``: the number of the step that failed in the migration's ``Migration/steps`` (1 for the
     /// first), when one step is to blame.
-    public internal(set) var migrationStep: Int?
+    public package(set) var migrationStep: Int?
 
     package init(
         _ code: Code,

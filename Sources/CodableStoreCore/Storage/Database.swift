@@ -5,12 +5,17 @@ import Foundation
 #endif
 
 // The storage seam: what the context, the coding layer and the importer need of a database connection. SQLite's
-// `Connection` and `Statement` (CodableStoreSQLite) are the first backend; CodableStorePostgres is the second. The
-// SQL text itself is built by `SQLStorage` in the backend's `SQLDialect`; the context decides what to write and
-// read, never how a database says it.
+// `Connection` and `Statement` (CodableStoreSQLite) are the backend in the core; another backend is a module of its
+// own that implements these protocols and `SQLDialect`. The SQL text itself is built by `SQLStorage` in the
+// backend's `SQLDialect`; the context decides what to write and read, never how a database says it.
 //
 // Values cross the seam as `SQLiteValue` (integer, real, text, blob, null): the storage shape of every attribute
 // type (``AttributeValue``). A backend converts them to and from its own column types.
+
+/// The kind of a value read from a column: the cases of the seam's value type.
+package enum DatabaseValueKind: Sendable {
+    case integer, real, text, blob, null
+}
 
 /// A prepared statement: bind values, step through rows, read columns of the current row.
 package protocol DatabaseStatement: AnyObject {
@@ -30,8 +35,8 @@ package protocol DatabaseStatement: AnyObject {
     func isNull(at column: Int32) -> Bool
     func int64(at column: Int32) -> Int64
     func value(at column: Int32) -> SQLiteValue
-    /// SQLite's storage class codes: 1 integer, 2 real, 3 text, 4 blob, 5 null.
-    func storageClass(at column: Int32) -> Int32
+    /// The kind of the column's value in the current row.
+    func valueKind(at column: Int32) -> DatabaseValueKind
 }
 
 extension DatabaseStatement {
@@ -115,26 +120,26 @@ package protocol DatabaseConnection: AnyObject {
     /// done since stays part of the transaction.
     func releaseSavepoint(named name: String) throws
     /// Undoes what was done since ``beginSavepoint(named:)`` opened the savepoint, and releases it: the transaction
-    /// goes on (a PostgreSQL transaction that a failed statement aborted is usable again).
+    /// goes on (on a backend where a failed statement aborts the transaction, it is usable again).
     func rollbackToSavepoint(named name: String) throws
     /// Throws unless a transaction is open (the database may end one by itself after an error).
     func checkInsideTransaction(function: String) throws
     func rollbackIgnoringErrors()
     /// Tells other processes' stores, once the transaction commits, that it changed these entities' tables (the
-    /// PostgreSQL backend's NOTIFY; nothing for SQLite, whose observers live in one process).
+    /// server backend's notification; nothing for SQLite, whose observers live in one process).
     func announceChanges(to entities: [String]) throws
     /// The size of the connection's page cache, in KiB; nil for a backend without one on the client side
-    /// (PostgreSQL's buffers are the server's).
+    /// (a server's buffers are its own).
     func pageCacheSize() throws -> Int?
     /// Sets the size of the page cache, in KiB (nothing, for a backend without one).
     func setPageCacheSize(kibibytes: Int) throws
     /// Turns the checking of foreign keys, and their `ON DELETE` actions, on or off for this connection, between
-    /// transactions; false when the backend cannot (PostgreSQL's constraints stay checked) or a transaction is open.
+    /// transactions; false when the backend cannot (a server's constraints stay checked) or a transaction is open.
     /// With them off, whoever deletes rows clears what refers to them (``SQLStorage/clearReferences(to:rowIDs:statements:)``).
     func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool
     /// Drops the non-unique indexes of empty tables, inside the write transaction an import is about to fill them
     /// in, to be built once the rows are in (``DeferredIndexes/build()``, or before a statement that needs them);
-    /// nil when there are none, or the backend does not (PostgreSQL). See ``IndexDeferral``.
+    /// nil when there are none, or the backend does not defer indexes (SQLite's does). See ``IndexDeferral``.
     func deferIndexesOfEmptyTables() throws -> (any DeferredIndexes)?
     /// Whether the database has triggers of its own (which change rows that no statement of the store's names),
     /// besides the store's ``DigestGuards``: an import then keeps no cache of stored rows (see `RowCache`), and
@@ -143,7 +148,7 @@ package protocol DatabaseConnection: AnyObject {
     /// Takes the database for this connection alone until ``releaseExclusiveAccess()``, outside a transaction: other
     /// connections can neither read nor write it meanwhile, and SQLite writes each changed page once (a rollback
     /// journal) instead of twice (into the WAL, then by a checkpoint). False, with nothing changed, when another
-    /// connection has the database open, a transaction is open, or the backend cannot (PostgreSQL, in memory).
+    /// connection has the database open, a transaction is open, or the backend cannot (a server, in memory).
     func takeExclusiveAccess() throws -> Bool
     /// Gives the database back to other connections, in WAL mode again, after ``takeExclusiveAccess()`` and outside a
     /// transaction.
@@ -211,6 +216,9 @@ extension DatabaseConnection {
 
 /// How a store reaches its database: one writer at a time, readers beside it.
 package protocol StoreBackend: Sendable {
+    /// Creates the store's schema for `model`, or checks the stored one against it and migrates it (the options'
+    /// migrations and ``SchemaChangePolicy``): the backend's DDL, run once when the store opens.
+    func prepareSchema(for model: Schema, options: Store.Options) throws
     /// Starts hearing of other processes' commits, if the backend can: `handler` gets the names of the entities a
     /// commit changed. Called when the first observation starts; returns once listening.
     func listenForChanges(_ handler: @escaping @Sendable ([String]) -> Void)
@@ -231,7 +239,17 @@ extension StoreBackend {
 
 // MARK: - SQLite
 
-extension Statement: DatabaseStatement {}
+extension Statement: DatabaseStatement {
+    package func valueKind(at column: Int32) -> DatabaseValueKind {
+        switch storageClass(at: column) {
+        case 1 /* SQLITE_INTEGER */: .integer
+        case 2 /* SQLITE_FLOAT */: .real
+        case 3 /* SQLITE_TEXT */: .text
+        case 4 /* SQLITE_BLOB */: .blob
+        default: .null
+        }
+    }
+}
 
 extension Connection: DatabaseConnection {
     package func cached(_ sql: String) throws -> any DatabaseStatement { try cachedStatement(sql: sql) }

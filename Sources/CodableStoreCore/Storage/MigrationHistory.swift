@@ -10,7 +10,7 @@ import Foundation
 /// strings: what every version of CodableStore reads, and what decides whether a migration runs), and
 /// `migration_history`, one record per migration with its steps' descriptions, when and how it was recorded (a
 /// JSON array of objects, added later). A name without a record was applied by a version that kept names only.
-enum MigrationHistory {
+package enum MigrationHistory {
     static let namesKey = "migrations"
     static let historyKey = "migration_history"
 
@@ -24,7 +24,7 @@ enum MigrationHistory {
     }
 
     /// The names of the applied migrations, in the order they were applied.
-    static func names(on connection: any DatabaseConnection) throws -> [String] {
+    package static func names(on connection: any DatabaseConnection) throws -> [String] {
         try value(namesKey, as: [String].self, on: connection, what: "list of migrations") ?? []
     }
 
@@ -44,7 +44,7 @@ enum MigrationHistory {
     }
 
     /// Records `migrations` as applied after the ones already recorded, in the caller's transaction.
-    static func record(
+    package static func record(
         _ migrations: [Migration], as kind: AppliedMigration.Kind, on connection: any DatabaseConnection, at date: Date = Date()
     ) throws {
         guard !migrations.isEmpty else { return }
@@ -65,7 +65,7 @@ enum MigrationHistory {
         _ key: String, as type: T.Type, on connection: any DatabaseConnection, what: String
     ) throws -> T? {
         guard case .text(let json)? = try connection.scalar(
-            sql: "SELECT \"value\" FROM \(quoteIdentifier(SQLiteMigration.metadataTable)) WHERE \"key\" = ?", arguments: [.text(key)])
+            sql: "SELECT \"value\" FROM \(quoteIdentifier(StoreMetadata.table)) WHERE \"key\" = ?", arguments: [.text(key)])
         else { return nil }
         do {
             return try JSONDecoder().decode(T.self, from: Data(json.utf8))
@@ -77,6 +77,6 @@ enum MigrationHistory {
     private static func set<T: Encodable>(_ key: String, _ value: T, on connection: any DatabaseConnection) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try SQLiteMigration.setMetadata(key, String(decoding: try encoder.encode(value), as: UTF8.self), on: connection)
+        try StoreMetadata.set(key, String(decoding: try encoder.encode(value), as: UTF8.self), on: connection)
     }
 }

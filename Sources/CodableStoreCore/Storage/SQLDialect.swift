@@ -1,86 +1,85 @@
-/// Where the SQL of two backends differs. `SQLStorage` builds every statement from the model in one dialect; the
-/// rest of its SQL is what SQLite and PostgreSQL both accept.
-package struct SQLDialect: Sendable {
+/// How a SQL backend says what the store needs, where backends differ: a few expressions, how its errors read, and
+/// (optionally) how it reads memberships and writes a plan's steps. `SQLStorage` builds every statement from the model
+/// in the store's dialect; the rest of its SQL is what the backends share (standard SQL with upserts).
+///
+/// The SQLite backend's is ``SQLiteDialect``. Another backend's module declares its own and opens its stores with it
+/// (``Store/init(backend:dialect:entities:options:description:)``).
+package protocol SQLDialect: Sendable {
     /// The backend's name, for messages.
-    package var name: String
-    /// How a multi-row INSERT starts: `INSERT OR FAIL INTO` (SQLite keeps the rows before a failing one, and needs
-    /// no statement journal) or `INSERT INTO`.
-    package var insertInto: String
-    /// Whether a statement may run again after one of the transaction's statements failed. PostgreSQL aborts the
-    /// transaction on any error, so a conflict is described from the error instead of found by running rows again.
-    package var continuesAfterError: Bool
-    /// The column that orders a join table's rows by insertion (`rowid` in SQLite), in tables with positions (the
-    /// links of a table without them have no order).
-    package var joinRowOrder: String
-    /// Whether ORDER BY needs `NULLS FIRST`/`NULLS LAST` to sort NULL first in ascending order, as SQLite does.
-    package var needsNullOrdering: Bool
+    var name: String { get }
+    /// How a multi-row INSERT starts: `INSERT INTO`, or a variant that keeps the rows before a failing one.
+    var insertInto: String { get }
+    /// Whether a statement may run again after one of the transaction's statements failed. A backend that aborts the
+    /// transaction on any error describes a conflict from the error (``conflictingValues(_:)``) instead of finding it
+    /// by running rows again, and runs statements that may fail in a savepoint.
+    var continuesAfterError: Bool { get }
+    /// The column that orders a join table's rows by insertion, in tables with positions (the links of a table
+    /// without them have no order).
+    var joinRowOrder: String { get }
     /// The function that folds text for case-insensitive comparisons.
-    package var caseFold: String
+    var caseFold: String { get }
     /// `f(haystack, needle)`: the 1-based position of the needle, 0 when absent.
-    package var position: String
-    /// A placeholder whose type must be text where the server cannot infer it (`length(?)`).
-    package var textParameter: String
+    var position: String { get }
+    /// A placeholder whose type must be text where the backend cannot infer it (`length(?)`).
+    var textParameter: String { get }
     /// The first `%n` characters of the text `%c`.
-    package var prefix: String
+    var prefix: String { get }
     /// The last `%n` characters of the text `%c`.
-    package var suffix: String
-    /// "Differs from, NULL included": `IS NOT` in SQLite.
-    package var isDistinctFrom: String
+    var suffix: String { get }
+    /// "Differs from, NULL included".
+    var isDistinctFrom: String { get }
     /// A condition that is never true.
-    package var falseCondition: String
-    /// Whether `sum` of integers and `avg` need casts to give what SQLite gives (an integer, a real).
-    package var castsAggregates: Bool
-    /// Whether consecutive write steps of one kind are run as one statement over arrays (see `StepWriter`).
-    package var gathersSteps: Bool
-    /// Whether membership queries probe the index once per owner instead of filtering by an `IN` list.
-    package var probesPerOwner: Bool
-    /// Whether parameters in a `VALUES` list need their column's type (PostgreSQL would take them for text).
-    package var typesValuesLists: Bool
+    var falseCondition: String { get }
     /// What `LIMIT` binds for "no limit".
-    package var noLimit: SQLiteValue
-    /// Whether an error of the backend is a violation of a unique index (an identity taken).
-    package var isUniqueViolation: @Sendable (any Error) -> Bool
-    /// Whether an error is a violation of a primary key (a row id taken).
-    package var isPrimaryKeyViolation: @Sendable (any Error) -> Bool
-    /// The values of a unique violation as the backend reports them (`id = 5`), where rows cannot be run again to
-    /// find the conflicting one (``continuesAfterError``).
-    package var conflictingValues: @Sendable (any Error) -> String?
+    var noLimit: SQLiteValue { get }
     /// Records per import batch where ``ImportOptions/batchSize`` leaves it to the backend.
-    package var importBatchSize = 500
+    var importBatchSize: Int { get }
     /// Whether entity tables have the `_digest` column: which record last wrote each row, so that an import can skip
     /// the records that would change nothing (see `RecordDigests`). Every insert and update then writes it.
-    package var storesDigests = false
+    var storesDigests: Bool { get }
 
-    package static let sqlite: SQLDialect = {
-        var dialect = SQLDialect(
-            name: "SQLite", insertInto: "INSERT OR FAIL INTO", continuesAfterError: true, joinRowOrder: "rowid",
-            needsNullOrdering: false, caseFold: "codablestore_fold", position: "instr", textParameter: "?",
-            prefix: "substr(%c, 1, %n)", suffix: "substr(%c, -%n)", isDistinctFrom: "IS NOT", falseCondition: "0",
-            castsAggregates: false, gathersSteps: false, probesPerOwner: false, typesValuesLists: false, noLimit: .integer(-1),
-            isUniqueViolation: { error in (error as? SQLiteError).map { ResultCode.SQLITE_CONSTRAINT_UNIQUE ~= $0.resultCode } ?? false },
-            isPrimaryKeyViolation: { error in
-                (error as? SQLiteError).map { ResultCode.SQLITE_CONSTRAINT_PRIMARYKEY ~= $0.resultCode } ?? false
-            },
-            conflictingValues: { _ in nil })
-        dialect.storesDigests = true
-        return dialect
-    }()
+    /// `term ASC`/`term DESC`, with NULL first in ascending order.
+    func order(_ term: String, ascending: Bool) -> String
+    /// An aggregate of a column of type `affinity`: an integer sum of integers, a real average.
+    func aggregate(_ function: String, _ column: String, affinity: String?) -> String
+    /// A placeholder for a value of `column` in a `VALUES` list: `?`, or one with the column's type where the backend
+    /// would not infer it from the column the list is compared with.
+    func valuesParameter(for column: EntitySchema.Column) -> String
+    /// The members of a to-many relationship for `owners` owners (bound as row ids): each row is the owner's row id
+    /// followed by the destination's columns (``SQLStorage/qualifiedColumns(of:)``), in the relationship's order. By
+    /// default ``SQLStorage/membershipSQLWithOwnerList(_:owners:)``.
+    func membershipSQL(_ relationship: ResolvedRelationship, owners: Int, storage: SQLStorage) -> String
 
-    /// The SQL of the PostgreSQL backend; CodableStorePostgres supplies how its errors read.
-    package static func postgres(
-        isUniqueViolation: @escaping @Sendable (any Error) -> Bool, isPrimaryKeyViolation: @escaping @Sendable (any Error) -> Bool,
-        conflictingValues: @escaping @Sendable (any Error) -> String?
-    ) -> SQLDialect {
-        var dialect = SQLDialect(
-            name: "PostgreSQL", insertInto: "INSERT INTO", continuesAfterError: false, joinRowOrder: "\"_row\"",
-            needsNullOrdering: true, caseFold: "codablestore_fold", position: "strpos", textParameter: "?::text", prefix: "left(%c, %n)",
-            suffix: "right(%c, %n)", isDistinctFrom: "IS DISTINCT FROM", falseCondition: "FALSE", castsAggregates: true, gathersSteps: true,
-            probesPerOwner: true, typesValuesLists: true,
-            noLimit: .null, isUniqueViolation: isUniqueViolation, isPrimaryKeyViolation: isPrimaryKeyViolation,
-            conflictingValues: conflictingValues)
-        // A batch costs a few round trips per table: larger batches carry more rows per trip.
-        dialect.importBatchSize = 1_000
-        return dialect
+    /// Whether an error of the backend is a violation of a unique index (an identity taken).
+    func isUniqueViolation(_ error: any Error) -> Bool
+    /// Whether an error is a violation of a primary key (a row id taken).
+    func isPrimaryKeyViolation(_ error: any Error) -> Bool
+    /// The values of a unique violation as the backend reports them (`id = 5`), where rows cannot be run again to
+    /// find the conflicting one (``continuesAfterError``); nil by default.
+    func conflictingValues(_ error: any Error) -> String?
+
+    /// What writes the steps of a plan in fewer statements than one per step, with statements from `statements`
+    /// (see `StepWriter`); nil by default: each step is a statement of its own, run at once.
+    func makeStepGatherer(storage: SQLStorage, statements: @escaping (String) throws -> any DatabaseStatement)
+        -> (any StepGatherer)?
+}
+
+extension SQLDialect {
+    package var importBatchSize: Int { 500 }
+    package var storesDigests: Bool { false }
+
+    package func valuesParameter(for column: EntitySchema.Column) -> String { "?" }
+
+    package func membershipSQL(_ relationship: ResolvedRelationship, owners: Int, storage: SQLStorage) -> String {
+        storage.membershipSQLWithOwnerList(relationship, owners: owners)
+    }
+
+    package func conflictingValues(_ error: any Error) -> String? { nil }
+
+    package func makeStepGatherer(
+        storage: SQLStorage, statements: @escaping (String) throws -> any DatabaseStatement
+    ) -> (any StepGatherer)? {
+        nil
     }
 
     /// The first (`prefix`) or last characters of `column`, as many as the bound text has.
@@ -91,23 +90,5 @@ package struct SQLDialect: Sendable {
             if piece.hasPrefix("n") { return "length(\(textParameter))" + piece.dropFirst() }
             return "%" + piece
         }.joined()
-    }
-
-    /// An aggregate of a column of type `affinity`, giving what SQLite gives: an integer sum of integers, a real
-    /// average.
-    func aggregate(_ function: String, _ column: String, affinity: String?) -> String {
-        let call = "\(function)(\(column))"
-        guard castsAggregates else { return call }
-        switch function {
-        case "sum" where affinity == "INTEGER": return "CAST(\(call) AS bigint)"
-        case "avg": return "CAST(\(call) AS double precision)"
-        default: return call
-        }
-    }
-
-    /// `term ASC`/`term DESC`, with NULL first in ascending order.
-    func order(_ term: String, ascending: Bool) -> String {
-        guard needsNullOrdering else { return term + (ascending ? " ASC" : " DESC") }
-        return term + (ascending ? " ASC NULLS FIRST" : " DESC NULLS LAST")
     }
 }

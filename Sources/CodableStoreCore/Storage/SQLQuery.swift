@@ -2,7 +2,7 @@
 /// Values are always bound, never spliced into the SQL; names are always quoted.
 extension EntityPredicate {
     /// The SQL and arguments of the condition.
-    func sql(for mapping: EntitySchema, model: Schema, dialect: SQLDialect) throws -> (String, [SQLiteValue]) {
+    func sql(for mapping: EntitySchema, model: Schema, dialect: any SQLDialect) throws -> (String, [SQLiteValue]) {
         var arguments: [SQLiteValue] = []
         let text = try Self.render(node, mapping, model, dialect, &arguments)
         return (text, arguments)
@@ -13,7 +13,7 @@ extension EntityPredicate {
     }
 
     private static func render(
-        _ node: Node, _ mapping: EntitySchema, _ model: Schema, _ dialect: SQLDialect, _ arguments: inout [SQLiteValue]
+        _ node: Node, _ mapping: EntitySchema, _ model: Schema, _ dialect: any SQLDialect, _ arguments: inout [SQLiteValue]
     ) throws -> String {
         switch node {
         case .comparison(let keyPath, let op, let value):
@@ -84,7 +84,7 @@ extension EntityPredicate {
     /// relationship that matches the condition (one row per membership; never NULL).
     private static func ownersOfMembers(
         _ keyPath: KeyPathBox, _ destinationType: any EntityObject.Type, _ subquery: SubqueryBox?, _ mapping: EntitySchema,
-        _ model: Schema, _ dialect: SQLDialect, _ arguments: inout [SQLiteValue]
+        _ model: Schema, _ dialect: any SQLDialect, _ arguments: inout [SQLiteValue]
     ) throws -> String {
         guard let field = mapping.description.fieldIndex(for: keyPath.keyPath), let relationship = mapping.relationships[field],
             relationship.description.isToMany
@@ -119,7 +119,7 @@ extension EntityPredicate {
 
 extension Sort {
     /// The ORDER BY clause of the keys (then the row id, so that the order is stable).
-    static func orderBy(_ keys: [Sort], _ mapping: EntitySchema, model: Schema, dialect: SQLDialect) throws(StoreError) -> String {
+    static func orderBy(_ keys: [Sort], _ mapping: EntitySchema, model: Schema, dialect: any SQLDialect) throws(StoreError) -> String {
         var terms: [String] = []
         for key in keys {
             var term = try mapping.column(for: key.keyPath.keyPath)
@@ -237,7 +237,7 @@ extension SQLStorage {
     func updateAll<T>(_ mapping: EntitySchema, fields: [Int], where predicate: EntityPredicate<T>?) throws -> Query {
         // A row changed outside a record's import keeps no digest of one (see RecordDigests).
         let columns = fields.map { field in quoteIdentifier(mapping.columnNameOfField[field]!) + " = ?" }
-            + (dialect.storesDigests ? ["\"_digest\" = NULL"] : [])
+            + (storesDigests ? ["\"_digest\" = NULL"] : [])
         return try filtered("UPDATE \(quoteIdentifier(mapping.name)) SET " + columns.joined(separator: ", "), predicate, mapping)
     }
 

@@ -1,11 +1,13 @@
 /// The SQL side of the storage seam: every statement the context needs, built once per store from its model in
-/// the backend's ``SQLDialect`` (SQLite or PostgreSQL) — how each step of a ``WritePlan`` runs (`StepWriter` gathers
-/// steps for a server), identity lookups and membership loads (here), queries (SQLQuery.swift). The context decides
-/// what changes and what to read (entities, fields, row ids, values, predicates); only this type and the dialect
-/// know how the database says it.
+/// the backend's ``SQLDialect`` — how each step of a ``WritePlan`` runs (`StepWriter` hands steps to the dialect's
+/// gatherer where it has one), identity lookups and membership loads (here), queries (SQLQuery.swift). The context
+/// decides what changes and what to read (entities, fields, row ids, values, predicates); only this type and the
+/// dialect know how the database says it.
 package final class SQLStorage: Sendable {
     package let model: Schema
-    package let dialect: SQLDialect
+    package let dialect: any SQLDialect
+    /// ``SQLDialect/storesDigests``, read once: saves ask it for every row they write.
+    package let storesDigests: Bool
     private let entities: [EntityStatements]
     private let joinTables: [JoinStatements]
     /// UPDATE statements by entity and changed fields, made on first use.
@@ -70,13 +72,15 @@ package final class SQLStorage: Sendable {
         let fields: [Int]
     }
 
-    init(model: Schema, dialect: SQLDialect = .sqlite) {
+    init(model: Schema, dialect: any SQLDialect = SQLiteDialect()) {
         self.model = model
         self.dialect = dialect
+        let storesDigests = dialect.storesDigests
+        self.storesDigests = storesDigests
         entities = model.mappings.map { mapping in
             let table = quoteIdentifier(mapping.name)
             let columns = ["_pk"] + mapping.columns[..<mapping.insertColumnCount].map(\.name)
-                + (dialect.storesDigests ? ["_digest"] : [])
+                + (storesDigests ? ["_digest"] : [])
             // OR FAIL: a failing multi-row INSERT keeps the rows before the failure instead of undoing itself, so
             // SQLite needs no statement journal (a copy of every page each statement touches, spilled to a
             // temporary file past 64 KiB). Every flush runs in a savepoint or in a transaction that a failure rolls
@@ -162,6 +166,9 @@ package final class SQLStorage: Sendable {
     /// fields to its columns).
     func selectSQL(_ mapping: EntitySchema) -> String { entities[mapping.index].select }
 
+    /// The columns of ``selectSQL(_:)`` qualified with the table's name (`"T"."_pk", "T"."a", …`), for joins.
+    package func qualifiedColumns(of entity: Int) -> String { entities[entity].qualifiedColumns }
+
     /// Runs one step, with statements from `statements` (cached for the connection they belong to). With
     /// `clearsReferences` (the connection does not enforce foreign keys), a delete also clears what refers to the row.
     func run(
@@ -220,8 +227,8 @@ package final class SQLStorage: Sendable {
 
     /// The values an insert step has per row: the row id, the insert columns, and the digest where the dialect
     /// stores them.
-    func insertWidth(_ entity: Int) -> Int {
-        model.mappings[entity].insertColumnCount + 1 + (dialect.storesDigests ? 1 : 0)
+    package func insertWidth(_ entity: Int) -> Int {
+        model.mappings[entity].insertColumnCount + 1 + (storesDigests ? 1 : 0)
     }
 
     /// Statements that clear the digests of `entity`'s rows that refer to a row of `destination` (bound as the one
@@ -263,7 +270,7 @@ package final class SQLStorage: Sendable {
         if let sql = updates.withLock({ $0[key] }) { return sql }
         let mapping = model.mappings[entity]
         let assignments = fields.map { "\(quoteIdentifier(mapping.columnNameOfField[$0]!)) = ?" }
-            + (dialect.storesDigests ? ["\"_digest\" = ?"] : [])
+            + (storesDigests ? ["\"_digest\" = ?"] : [])
         let sql = "UPDATE \(quoteIdentifier(mapping.name)) SET " + assignments.joined(separator: ", ") + " WHERE \"_pk\" = ?"
         updates.withLock { $0[key] = sql }
         return sql
@@ -301,10 +308,9 @@ package final class SQLStorage: Sendable {
         if columns.count == 1 {
             condition = "\(columns[0]) IN (" + Array(repeating: "?", count: rows).joined(separator: ", ") + ")"
         } else {
-            // PostgreSQL types an untyped parameter in VALUES as text: each gets its column's type.
+            // A backend may not infer the type of a parameter in VALUES: the dialect may give each its column's type.
             let placeholders = mapping.identityColumns.map { name in
-                guard dialect.typesValuesLists, let column = mapping.columns.first(where: { $0.name == name }) else { return "?" }
-                return "?::" + PostgresSchema.arrayElementType(column)
+                mapping.columns.first(where: { $0.name == name }).map { dialect.valuesParameter(for: $0) } ?? "?"
             }
             let row = "(" + placeholders.joined(separator: ", ") + ")"
             condition = "(" + columns.joined(separator: ", ") + ") IN (VALUES "
@@ -335,8 +341,15 @@ package final class SQLStorage: Sendable {
     }
 
     /// The members of a to-many relationship for `owners` owners (bound as row ids): each row is the owner's
-    /// row id followed by the destination's columns, in the relationship's order.
+    /// row id followed by the destination's columns, in the relationship's order. In the dialect's words
+    /// (``SQLDialect/membershipSQL(_:owners:storage:)``).
     package func membershipSQL(_ relationship: ResolvedRelationship, owners: Int) -> String {
+        dialect.membershipSQL(relationship, owners: owners, storage: self)
+    }
+
+    /// ``membershipSQL(_:owners:)`` filtering by an `IN` list of the owners: what a dialect writes unless it knows
+    /// better.
+    package func membershipSQLWithOwnerList(_ relationship: ResolvedRelationship, owners: Int) -> String {
         let destination = model.mappings[relationship.destination]
         let table = quoteIdentifier(destination.name)
         let placeholders = Array(repeating: "?", count: owners).joined(separator: ", ")
@@ -345,11 +358,6 @@ package final class SQLStorage: Sendable {
             preconditionFailure("a to-one relationship has no membership query")
         case .inverseForeignKey(let column, let orderColumn):
             let order = orderColumn.map { "\(quoteIdentifier($0)) IS NULL, \(quoteIdentifier($0)), " } ?? ""
-            if dialect.probesPerOwner {
-                return "SELECT \(table).\(quoteIdentifier(column)), \(entities[destination.index].qualifiedColumns) FROM "
-                    + ownerValues(owners) + " CROSS JOIN LATERAL (SELECT * FROM \(table) WHERE \(quoteIdentifier(column)) = o.\"owner\" OFFSET 0) AS \(table) "
-                    + "ORDER BY \(order)\"_pk\""
-            }
             return "SELECT \(quoteIdentifier(column)), \(entities[destination.index].qualifiedColumns) FROM \(table) "
                 + "WHERE \(quoteIdentifier(column)) IN (\(placeholders)) ORDER BY \(order)\"_pk\""
         case .joinTable(let index, let ownerIsSource):
@@ -359,26 +367,10 @@ package final class SQLStorage: Sendable {
             // have no rowid (see SQLiteMigration.joinTableDefinition), and a sort would be work for nothing.
             let order = !join.hasPosition ? ""
                 : " ORDER BY " + (ownerIsSource ? "j.\"position\" IS NULL, j.\"position\", " : "") + "j.\(dialect.joinRowOrder)"
-            if dialect.probesPerOwner {
-                return "SELECT j.\"\(mine)\", \(entities[destination.index].qualifiedColumns) FROM " + ownerValues(owners)
-                    + " CROSS JOIN LATERAL (SELECT * FROM \(quoteIdentifier(join.name)) WHERE \"\(mine)\" = o.\"owner\" OFFSET 0) AS j "
-                    + "JOIN \(table) ON \(table).\"_pk\" = j.\"\(theirs)\"" + order
-            }
             return "SELECT j.\"\(mine)\", \(entities[destination.index].qualifiedColumns) FROM \(table) "
                 + "JOIN \(quoteIdentifier(join.name)) AS j ON j.\"\(theirs)\" = \(table).\"_pk\" "
                 + "WHERE j.\"\(mine)\" IN (\(placeholders))" + order
         }
-    }
-
-    /// `(SELECT DISTINCT "owner" FROM (VALUES (?::bigint), …)) AS o`: the owners a membership query probes one by one. A server that
-    /// has no statistics for a table filled in the current transaction may otherwise read the whole table for an
-    /// `IN` list (PostgreSQL does: a parallel scan of every link, measured at 87 ms for 3 owners of 1.3M links); a
-    /// probe per owner (kept apart from the join by `OFFSET 0`, so that the planner cannot flatten it into one)
-    /// can only use the index (0.13 ms).
-    /// A statement's last chunk repeats its last owner to fill the slots: each owner is probed once.
-    private func ownerValues(_ owners: Int) -> String {
-        "(SELECT DISTINCT \"owner\" FROM (VALUES " + Array(repeating: "(?::bigint)", count: owners).joined(separator: ", ")
-            + ") AS v (\"owner\")) AS o"
     }
 
     // MARK: - Identity conflicts
@@ -435,7 +427,8 @@ package final class SQLStorage: Sendable {
         return identityConflict(mapping, error, values: values.joined(separator: ", "))
     }
 
-    func identityConflict(_ mapping: EntitySchema, _ error: any Error, values: String?) -> StoreError {
+    /// The error of an identity taken: `values` describe it (`id = 5`), nil when unknown.
+    package func identityConflict(_ mapping: EntitySchema, _ error: any Error, values: String?) -> StoreError {
         StoreError(
             .identityConflict,
             "\(mapping.name) with identity \(values ?? "(unknown)") already exists; fetch it and update it instead of inserting a new object",

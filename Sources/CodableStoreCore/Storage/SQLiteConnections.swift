@@ -51,6 +51,13 @@ final class SQLiteConnections: StoreBackend {
     /// Observers hear of this store's own writes only (another process's writes to the file are not announced).
     func listenForChanges(_ handler: @escaping @Sendable ([String]) -> Void) {}
 
+    func prepareSchema(for model: Schema, options: Store.Options) throws {
+        try withWriter { connection in
+            try SQLiteMigration.prepare(
+                connection, model: model, policy: options.schemaChangePolicy, migrations: options.migrations, logger: options.logger)
+        }
+    }
+
     func withReader<T: Sendable>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
         try withReader { (connection: Connection) in try body(connection) }
     }

@@ -6,155 +6,6 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The model as recorded in the store's metadata table, compared on open with the declared one.
-struct SchemaSnapshot: Codable, Equatable, Sendable {
-    struct Attribute: Codable, Equatable, Sendable {
-        var name: String
-        var type: String
-        var optional: Bool
-        var defaultValue: String?
-    }
-    struct Relationship: Codable, Equatable, Sendable {
-        var name: String
-        var destination: String
-        var kind: RelationshipDescription.Kind
-        var inverse: String?
-    }
-    struct Entity: Codable, Equatable, Sendable {
-        var name: String
-        var attributes: [Attribute]
-        var relationships: [Relationship]
-        var identity: [String]
-        var orderColumns: [String]
-        /// Declared indexes (optional so that models recorded before indexes existed still read).
-        var indexes: [Index]? = nil
-    }
-    struct Index: Codable, Equatable, Sendable {
-        var name: String
-        var columns: [String]
-        var unique: Bool
-    }
-    /// The storage format: 1 stored `Decimal` as text compared as text, and `UInt64` above `Int64.max` as negative
-    /// integers; 2 compares decimals by value (a collation) and stores such `UInt64`s as 8-byte big-endian blobs,
-    /// so both sort by value; 3 keeps the links of join tables without positions in `WITHOUT ROWID` tables keyed
-    /// by (source, target); 4 adds the `_digest` column to SQLite's entity tables (see `RecordDigests`). An older
-    /// store is brought to 4 on open.
-    var version = 4
-    var entities: [Entity]
-    var joinTables: [String]
-
-    init(_ model: Schema) {
-        entities = model.mappings.map { mapping in
-            Entity(
-                name: mapping.name,
-                attributes: mapping.description.attributes.map {
-                    Attribute(name: $0.name, type: $0.type.name, optional: $0.isOptional, defaultValue: $0.defaultValue?.description)
-                },
-                relationships: mapping.relationships.compactMap { $0 }.map { relationship in
-                    let destination = model.mappings[relationship.destination]
-                    return Relationship(
-                        name: relationship.description.name,
-                        destination: destination.name,
-                        kind: relationship.description.kind,
-                        inverse: relationship.inverse.map { destination.description.fields[$0].name })
-                },
-                identity: mapping.identityColumns,
-                orderColumns: mapping.columns.filter { if case .order = $0.kind { true } else { false } }.map(\.name),
-                indexes: mapping.indexes.isEmpty ? nil : mapping.indexes)
-        }
-        joinTables = model.joinTables.map(\.name)
-    }
-
-    /// The model a store recorded, as JSON, which this version must be able to read.
-    static func stored(_ json: String, declared: SchemaSnapshot) throws -> SchemaSnapshot {
-        let stored: SchemaSnapshot
-        do {
-            stored = try JSONDecoder().decode(SchemaSnapshot.self, from: Data(json.utf8))
-        } catch {
-            throw StoreError(.schemaMismatch, "the stored model cannot be read: \(error)", cause: error)
-        }
-        if stored.version > declared.version {
-            throw StoreError(
-                .schemaMismatch,
-                "the store was written by a newer CodableStore (storage version \(stored.version)); this version reads versions up to \(declared.version)")
-        }
-        return stored
-    }
-
-    /// Tables found where a store without a model is opened: CodableStore does not adopt them.
-    static func unexpectedTables(_ existing: [String], use alternative: String) -> StoreError {
-        StoreError(
-            .schemaMismatch,
-            "the database already has tables (\(existing.joined(separator: ", "))) but no CodableStore model; \(alternative) or a store created by CodableStore",
-            differences: existing.map { "unexpected table \($0)" })
-    }
-
-    /// The differences from `stored` (what is on disk) to `self` (what is declared), split into those that
-    /// can be applied by adding tables and columns and those that cannot.
-    func differences(from stored: SchemaSnapshot) -> (additive: [String], incompatible: [String]) {
-        var additive: [String] = []
-        var incompatible: [String] = []
-        let storedEntities = Dictionary(stored.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-        let declaredNames = Set(entities.map(\.name))
-        for old in stored.entities where !declaredNames.contains(old.name) {
-            incompatible.append("entity \(old.name) was removed")
-        }
-        for entity in entities {
-            guard let old = storedEntities[entity.name] else {
-                additive.append("entity \(entity.name) is new")
-                continue
-            }
-            let oldAttributes = Dictionary(old.attributes.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-            let newAttributeNames = Set(entity.attributes.map(\.name))
-            for attribute in old.attributes where !newAttributeNames.contains(attribute.name) {
-                incompatible.append("\(entity.name).\(attribute.name): attribute was removed")
-            }
-            for attribute in entity.attributes {
-                guard let previous = oldAttributes[attribute.name] else {
-                    if attribute.optional || attribute.defaultValue != nil {
-                        additive.append("\(entity.name).\(attribute.name): new attribute")
-                    } else {
-                        incompatible.append(
-                            "\(entity.name).\(attribute.name): new non-optional attribute without a default value")
-                    }
-                    continue
-                }
-                if previous.type != attribute.type {
-                    incompatible.append(
-                        "\(entity.name).\(attribute.name): type changed from \(previous.type) to \(attribute.type)")
-                }
-                if previous.optional != attribute.optional {
-                    incompatible.append(
-                        "\(entity.name).\(attribute.name): changed from \(previous.optional ? "optional" : "non-optional") to \(attribute.optional ? "optional" : "non-optional")"
-                    )
-                }
-            }
-            let oldRelationships = Dictionary(old.relationships.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-            let newRelationshipNames = Set(entity.relationships.map(\.name))
-            for relationship in old.relationships where !newRelationshipNames.contains(relationship.name) {
-                incompatible.append("\(entity.name).\(relationship.name): relationship was removed")
-            }
-            for relationship in entity.relationships {
-                guard let previous = oldRelationships[relationship.name] else {
-                    additive.append("\(entity.name).\(relationship.name): new relationship")
-                    continue
-                }
-                if previous != relationship {
-                    incompatible.append(
-                        "\(entity.name).\(relationship.name): relationship changed from \(previous.kind) to \(previous.destination) (inverse \(previous.inverse ?? "none")) to \(relationship.kind) to \(relationship.destination) (inverse \(relationship.inverse ?? "none"))"
-                    )
-                }
-            }
-            if old.identity != entity.identity {
-                incompatible.append(
-                    "\(entity.name): identity changed from [\(old.identity.joined(separator: ", "))] to [\(entity.identity.joined(separator: ", "))]"
-                )
-            }
-        }
-        return (additive, incompatible)
-    }
-}
-
 /// What to do when the stored model cannot be brought to the declared one by adding tables and columns.
 public enum SchemaChangePolicy: Sendable {
     /// Throw a ``StoreError`` with code ``StoreError/Code/schemaMismatch`` listing the differences. The file is
@@ -168,7 +19,8 @@ public enum SchemaChangePolicy: Sendable {
 /// Creates a store's tables, checks them against the declared schema on open, and migrates them: additive
 /// changes in place, others by the ``SchemaChangePolicy``. The SQLite backend's DDL lives here.
 enum SQLiteMigration {
-    static let metadataTable = "_codablestore_metadata"
+    /// The metadata table (``StoreMetadata``), as SQLite's DDL and the import's digests name it.
+    static let metadataTable = StoreMetadata.table
 
     /// Creates, checks and migrates the schema, and restores the indexes the model needs.
     ///
@@ -654,7 +506,7 @@ enum SQLiteMigration {
         let transformed = plan.rebuilds[mapping.name] ?? [:]
         func transformOrigins(_ columns: [String]) -> [StepOrigin] { ColumnRebuild.origins(of: columns, in: transformed) }
         if !mapping.identityColumns.isEmpty,
-            let example = try duplicateExample(in: mapping.name, columns: mapping.identityColumns, on: connection)
+            let example = try RequiredIndex.duplicateExample(in: mapping.name, columns: mapping.identityColumns, on: connection)
         {
             let identity = mapping.identityColumns.joined(separator: ", ")
             let transforms = transformOrigins(mapping.identityColumns)
@@ -677,7 +529,7 @@ enum SQLiteMigration {
         // transforms left.
         for index in mapping.indexes where index.unique {
             let origins = transformOrigins(index.columns)
-            guard !origins.isEmpty, let example = try duplicateExample(in: mapping.name, columns: index.columns, on: connection) else {
+            guard !origins.isEmpty, let example = try RequiredIndex.duplicateExample(in: mapping.name, columns: index.columns, on: connection) else {
                 continue
             }
             throw StoreError.migrationFailed(
@@ -697,15 +549,7 @@ enum SQLiteMigration {
     private static func record(_ snapshot: SchemaSnapshot, on connection: Connection) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try setMetadata("model", String(decoding: try encoder.encode(snapshot), as: UTF8.self), on: connection)
-    }
-
-    /// Sets one key of the metadata table: the same statement on both backends (SQLite has upserts since 3.24).
-    static func setMetadata(_ key: String, _ value: String, on connection: any DatabaseConnection) throws {
-        let statement = try connection.prepare(
-            "INSERT INTO \(quoteIdentifier(metadataTable)) (\"key\", \"value\") VALUES (?, ?) "
-                + "ON CONFLICT (\"key\") DO UPDATE SET \"value\" = excluded.\"value\"")
-        try statement.execute([.text(key), .text(value)])
+        try StoreMetadata.set("model", String(decoding: try encoder.encode(snapshot), as: UTF8.self), on: connection)
     }
 
     private static func dropAll(stored: SchemaSnapshot, on connection: Connection) throws {
@@ -737,7 +581,7 @@ enum SQLiteMigration {
 
     static func createTable(_ mapping: EntitySchema, model: Schema, on connection: Connection) throws {
         try connection.execute(sql: tableDefinition(mapping, named: mapping.name, model: model))
-        for index in requiredIndexes(of: mapping) { try create(index, on: connection) }
+        for index in RequiredIndex.all(of: mapping) { try create(index, on: connection) }
     }
 
     /// `CREATE TABLE` for the entity's table as the model declares it, under `name`.
@@ -757,39 +601,7 @@ enum SQLiteMigration {
 
     // MARK: - Indexes
 
-    /// An index the model needs, under the name the store gives it.
-    struct RequiredIndex: Equatable {
-        var name: String
-        var table: String
-        var columns: [String]
-        var isUnique: Bool
-
-        static func identity(of mapping: EntitySchema) -> RequiredIndex {
-            RequiredIndex(name: "\(mapping.name)_identity", table: mapping.name, columns: mapping.identityColumns, isUnique: true)
-        }
-        static func foreignKey(of table: String, column: String) -> RequiredIndex {
-            RequiredIndex(name: "\(table)_\(column)", table: table, columns: [column], isUnique: false)
-        }
-    }
-
-    /// The identity's unique index (what keeps identities unique), one per foreign key, and the declared ones.
-    static func requiredIndexes(of mapping: EntitySchema) -> [RequiredIndex] {
-        var indexes: [RequiredIndex] = []
-        if !mapping.identityColumns.isEmpty { indexes.append(.identity(of: mapping)) }
-        for column in mapping.columns {
-            if case .foreignKey = column.kind { indexes.append(.foreignKey(of: mapping.name, column: column.name)) }
-        }
-        for index in mapping.indexes {
-            indexes.append(RequiredIndex(name: index.name, table: mapping.name, columns: index.columns, isUnique: index.unique))
-        }
-        return indexes
-    }
-
-    static func requiredIndexes(of model: Schema) -> [RequiredIndex] {
-        model.mappings.flatMap(requiredIndexes(of:))
-            + model.joinTables.map { .foreignKey(of: $0.name, column: "target") }
-    }
-
+    /// Creates an index the model needs (see ``RequiredIndex``).
     static func create(_ index: RequiredIndex, on connection: Connection) throws {
         try connection.execute(
             sql: "CREATE \(index.isUnique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(quoteIdentifier(index.name)) ON "
@@ -804,7 +616,7 @@ enum SQLiteMigration {
             guard case .text(let name) = row[0] else { continue }
             if case .text(let sql) = row[1] { existing[name] = sql.uppercased().hasPrefix("CREATE UNIQUE") } else { existing[name] = false }
         }
-        return requiredIndexes(of: model).filter { existing[$0.name] != $0.isUnique }
+        return RequiredIndex.all(of: model).filter { existing[$0.name] != $0.isUnique }
     }
 
     /// Recreates the missing indexes. A unique one that cannot be, because the table now holds duplicates, is
@@ -816,7 +628,7 @@ enum SQLiteMigration {
             do {
                 try create(index, on: connection)
             } catch let error as SQLiteError where index.isUnique && ResultCode.SQLITE_CONSTRAINT ~= error.resultCode {
-                let example = try duplicateExample(in: index.table, columns: index.columns, on: connection) ?? "?"
+                let example = try RequiredIndex.duplicateExample(in: index.table, columns: index.columns, on: connection) ?? "?"
                 throw StoreError(
                     .schemaMismatch,
                     "\(index.table)'s unique index \(index.name) is missing from the file and cannot be restored: "
@@ -825,27 +637,6 @@ enum SQLiteMigration {
                     entity: index.table, cause: error)
             }
         }
-    }
-
-    /// One set of values that several rows of `table` share in `columns` (`repo = 'r', number = 101 (3 rows)`),
-    /// nil when they are unique.
-    static func duplicateExample(in table: String, columns: [String], on connection: any DatabaseConnection) throws -> String? {
-        let list = columns.map(quoteIdentifier).joined(separator: ", ")
-        guard let row = try connection.rows(
-            sql: "SELECT \(list), count(*) FROM \(quoteIdentifier(table)) GROUP BY \(list) HAVING count(*) > 1 ORDER BY count(*) DESC LIMIT 1"
-        ).first else { return nil }
-        return zip(columns, row).map { "\($0) = \($1)" }.joined(separator: ", ") + " (\(row[columns.count]) rows)"
-    }
-
-    /// A unique index declared since the store last opened, over rows that share its values: an error naming
-    /// them, before the index is made (on either backend).
-    static func checkNewUniqueIndex(_ index: SchemaSnapshot.Index, of mapping: EntitySchema, on connection: any DatabaseConnection) throws {
-        guard index.unique, let example = try duplicateExample(in: mapping.name, columns: index.columns, on: connection) else { return }
-        throw StoreError(
-            .schemaMismatch,
-            "cannot add the unique index \(index.name) to \(mapping.name): rows share \(example); remove the "
-                + "duplicates first (a Migration step); nothing was changed",
-            entity: mapping.name)
     }
 
     static func createJoinTable(_ join: JoinTable, model: Schema, on connection: Connection) throws {
@@ -923,7 +714,7 @@ enum SQLiteMigration {
                 try connection.execute(sql: "DROP INDEX IF EXISTS \(quoteIdentifier(index.name))")
             }
             for index in mapping.indexes where !old.contains(index) {
-                try checkNewUniqueIndex(index, of: mapping, on: connection)
+                try RequiredIndex.checkNewUnique(index, of: mapping, on: connection)
                 try createIndex(index, of: mapping, on: connection)
             }
         }

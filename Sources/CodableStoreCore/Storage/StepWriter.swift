@@ -1,39 +1,15 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-
-/// Runs the steps of write plans, in order. On SQLite each step is a statement of its own, run at once (a statement
-/// costs microseconds there). On a server every statement is a round trip, so consecutive steps of one kind on one
-/// table (the inserts of an entity, the links of a join table, the updates of the same fields…) are gathered and run
-/// as one statement over arrays of values (`unnest`), a few thousand rows at a time: the equivalent of a COPY into a
-/// staging table and one upsert, per batch and table.
+/// Runs the steps of write plans, in order. Each step is a statement of its own, run at once (a statement costs
+/// microseconds in SQLite), unless the dialect has a ``StepGatherer``: a backend where every statement is a round trip
+/// gathers consecutive steps into fewer statements.
 ///
-/// Call ``finish()`` once the steps of a plan are given: steps may wait in it until then.
+/// Call ``finish()`` once the steps of a plan are given: steps may wait in the gatherer until then.
 package final class StepWriter {
     private let storage: SQLStorage
     private let statements: (String) throws -> any DatabaseStatement
     /// The connection does not enforce foreign keys: deletes clear what refers to their rows themselves.
     private let clearsReferences: Bool
-    private var key: Key?
-    /// The gathered rows, each the values of one row in the statement's column order.
-    private var rows: [ArraySlice<SQLiteValue>] = []
-    /// Consecutive updates, by entity and fields: objects change different fields, and each row is updated once per
-    /// plan, so updates of other fields in between need not split a group.
-    private var updates: [Key: [ArraySlice<SQLiteValue>]] = [:]
-    private var updateOrder: [Key] = []
-    private var updateRows = 0
-    /// Rows gathered before they are written, whatever comes next.
-    static let rowsPerStatement = 2_000
-
-    private enum Key: Hashable {
-        case insert(entity: Int)
-        case update(entity: Int, fields: [Int])
-        case link(table: Int)
-        case unlink(table: Int)
-        case delete(entity: Int)
-    }
+    /// Nil where each step runs at once, and where deletes clear references (they run one by one).
+    private let gatherer: (any StepGatherer)?
 
     package init(
         storage: SQLStorage, clearsReferences: Bool = false, statements: @escaping (String) throws -> any DatabaseStatement
@@ -41,205 +17,33 @@ package final class StepWriter {
         self.storage = storage
         self.clearsReferences = clearsReferences
         self.statements = statements
+        gatherer = clearsReferences ? nil : storage.dialect.makeStepGatherer(storage: storage, statements: statements)
     }
 
+    /// Not inlined: inlined into the import's writer loop, the call of `SQLStorage.run` was specialized for the
+    /// writer's closure at the cost of a retain and a release per step.
+    @inline(never)
     package func run(_ step: WritePlan.Step) throws {
-        guard storage.dialect.gathersSteps, !clearsReferences, let (stepKey, stepRows) = gather(step) else {
+        guard let gatherer, try gatherer.gather(step) else {
             try finish()
             try storage.run(step, clearsReferences: clearsReferences, statements: statements)
             return
         }
-        if case .update = stepKey {
-            try finishRows()
-            if updates[stepKey] == nil { updateOrder.append(stepKey) }
-            updates[stepKey, default: []] += stepRows
-            updateRows += stepRows.count
-            if updateRows >= Self.rowsPerStatement { try finishUpdates() }
-            return
-        }
-        try finishUpdates()
-        if stepKey != key {
-            try finish()
-            key = stepKey
-        }
-        rows += stepRows
-        if rows.count >= Self.rowsPerStatement { try finishRows() }
     }
 
     /// Writes what was gathered.
     package func finish() throws {
-        try finishUpdates()
-        try finishRows()
+        try gatherer?.finish()
     }
+}
 
-    private func finishUpdates() throws {
-        guard updateRows > 0 else { return }
-        defer {
-            updates.removeAll(keepingCapacity: true)
-            updateOrder.removeAll(keepingCapacity: true)
-            updateRows = 0
-        }
-        for key in updateOrder {
-            rows = updates[key]!
-            defer { rows.removeAll(keepingCapacity: true) }
-            try write(key)
-        }
-    }
-
-    private func finishRows() throws {
-        guard let key, !rows.isEmpty else {
-            self.key = nil
-            return
-        }
-        defer {
-            rows.removeAll(keepingCapacity: true)
-            self.key = nil
-        }
-        try write(key)
-    }
-
-    /// The key and rows of a step that can be gathered, nil for one that runs alone.
-    private func gather(_ step: WritePlan.Step) -> (Key, [ArraySlice<SQLiteValue>])? {
-        switch step {
-        case .insert(let entity, let count, let values):
-            let width = storage.insertWidth(entity)
-            return (.insert(entity: entity), (0..<count).map { values[($0 * width)..<(($0 + 1) * width)] })
-        case .update(let entity, let fields, let values):
-            // An update of identity values, or of a unique index's, runs alone: its order against the others may
-            // matter to the index, which PostgreSQL checks row by row.
-            let mapping = storage.model.mappings[entity]
-            if fields.contains(where: { mapping.identityFields.contains($0) }) { return nil }
-            let uniqueColumns = mapping.indexes.filter(\.unique).flatMap(\.columns)
-            if !uniqueColumns.isEmpty, fields.contains(where: { uniqueColumns.contains(mapping.columnNameOfField[$0] ?? "") }) {
-                return nil
-            }
-            return (.update(entity: entity, fields: fields), [values[...]])
-        case .link(let table, let count, let values):
-            let width = storage.model.joinTables[table].linkWidth
-            return (.link(table: table), (0..<count).map { values[($0 * width)..<(($0 + 1) * width)] })
-        case .unlink(let table, let source, let target):
-            return (.unlink(table: table), [[.integer(source), .integer(target)]])
-        case .delete(let entity, let rowID):
-            return (.delete(entity: entity), [[.integer(rowID)]])
-        case .setOrder, .appendLink, .setLinkPosition, .clearDigest, .clearDigestsReferring:
-            return nil
-        }
-    }
-
-    private func write(_ key: Key) throws {
-        let model = storage.model
-        switch key {
-        case .insert(let entity):
-            let mapping = model.mappings[entity]
-            let columns = ["_pk"] + mapping.columns[..<mapping.insertColumnCount].map(\.name)
-            let types = ["bigint"] + mapping.columns[..<mapping.insertColumnCount].map(PostgresSchema.arrayElementType)
-            let sql = "INSERT INTO \(quoteIdentifier(mapping.name)) (" + columns.map(quoteIdentifier).joined(separator: ", ")
-                + ") SELECT * FROM " + unnest(types)
-            do {
-                try execute(sql, rows, types.count)
-            } catch let error where storage.dialect.isUniqueViolation(error) {
-                throw storage.identityConflict(mapping, error, values: storage.dialect.conflictingValues(error))
-            }
-        case .update(let entity, let fields):
-            let mapping = model.mappings[entity]
-            // The last update of a row wins, as it would have run last.
-            let latest = lastOfEach(rows) { $0.last! }
-            let names = (0..<fields.count).map { "v\($0)" }
-            let types = fields.map { field in
-                mapping.columns[Int(mapping.columnOfField[field]) - 1]
-            }.map(PostgresSchema.arrayElementType) + ["bigint"]
-            let sql = "UPDATE \(quoteIdentifier(mapping.name)) SET "
-                + zip(fields, names).map { "\(quoteIdentifier(mapping.columnNameOfField[$0]!)) = v.\(quoteIdentifier($1))" }
-                    .joined(separator: ", ")
-                + " FROM " + unnest(types) + " AS v (" + (names + ["pk"]).map(quoteIdentifier).joined(separator: ", ")
-                + ") WHERE \(quoteIdentifier(mapping.name)).\"_pk\" = v.\"pk\""
-            do {
-                try execute(sql, latest, types.count)
-            } catch let error where storage.dialect.isUniqueViolation(error) {
-                throw storage.identityConflict(mapping, error, values: storage.dialect.conflictingValues(error))
-            }
-        case .link(let table):
-            // One row per link (a second position for the same link in one statement is refused): the last wins.
-            let latest = lastOfEach(rows) { [$0[$0.startIndex], $0[$0.startIndex + 1]] }
-            let join = model.joinTables[table]
-            if join.hasPosition {
-                let types = ["bigint", "bigint", "bigint"]
-                try execute(
-                    "INSERT INTO \(quoteIdentifier(join.name)) (\"source\", \"target\", \"position\") "
-                        + "SELECT * FROM \(unnest(types)) "
-                        + "ON CONFLICT (\"source\", \"target\") DO UPDATE SET \"position\" = excluded.\"position\"",
-                    latest, types.count)
-            } else {
-                let types = ["bigint", "bigint"]
-                try execute(
-                    "INSERT INTO \(quoteIdentifier(join.name)) (\"source\", \"target\") SELECT * FROM \(unnest(types)) "
-                        + "ON CONFLICT (\"source\", \"target\") DO NOTHING",
-                    latest, types.count)
-            }
-        case .unlink(let table):
-            try execute(
-                "DELETE FROM \(quoteIdentifier(model.joinTables[table].name)) WHERE (\"source\", \"target\") IN "
-                    + "(SELECT * FROM \(unnest(["bigint", "bigint"])))",
-                rows, 2)
-        case .delete(let entity):
-            try execute(
-                "DELETE FROM \(quoteIdentifier(model.mappings[entity].name)) WHERE \"_pk\" = ANY (?::bigint[])", rows, 1)
-        }
-    }
-
-    private func unnest(_ types: [String]) -> String {
-        "unnest(" + types.map { "?::\($0)[]" }.joined(separator: ", ") + ")"
-    }
-
-    /// The rows, keeping for each key only its last row, in the order of those last rows.
-    private func lastOfEach<K: Hashable>(_ rows: [ArraySlice<SQLiteValue>], key: (ArraySlice<SQLiteValue>) -> K)
-        -> [ArraySlice<SQLiteValue>]
-    {
-        var last: [K: Int] = [:]
-        for (index, row) in rows.enumerated() { last[key(row)] = index }
-        guard last.count < rows.count else { return rows }
-        return rows.indices.filter { last[key(rows[$0])] == $0 }.map { rows[$0] }
-    }
-
-    /// Binds each column of `rows` as one array and runs the statement.
-    private func execute(_ sql: String, _ rows: [ArraySlice<SQLiteValue>], _ width: Int) throws {
-        let statement = try statements(sql)
-        for column in 0..<width {
-            let literal = Self.arrayLiteral(rows.lazy.map { $0[$0.startIndex + column] })
-            try statement.bind(.text(literal), at: Int32(column + 1))
-        }
-        try statement.execute()
-    }
-
-    /// A PostgreSQL array literal: `{1,NULL,"text with \"quotes\""}`; bytes in bytea's hex form.
-    static func arrayLiteral(_ values: some Sequence<SQLiteValue>) -> String {
-        var text = "{"
-        var first = true
-        for value in values {
-            if !first { text += "," }
-            first = false
-            switch value {
-            case .null: text += "NULL"
-            case .integer(let integer): text += String(integer)
-            case .real(let real):
-                text += real.isNaN ? "NaN" : real.isInfinite ? (real < 0 ? "-Infinity" : "Infinity") : "\(real)"
-            case .text(let string):
-                text += "\""
-                for character in string.unicodeScalars {
-                    if character == "\"" || character == "\\" { text += "\\" }
-                    text.unicodeScalars.append(character)
-                }
-                text += "\""
-            case .blob(let data):
-                text += "\"\\\\x"
-                let digits = Array("0123456789abcdef".unicodeScalars)
-                for byte in data {
-                    text.unicodeScalars.append(digits[Int(byte >> 4)])
-                    text.unicodeScalars.append(digits[Int(byte & 0xF)])
-                }
-                text += "\""
-            }
-        }
-        return text + "}"
-    }
+/// Gathers consecutive steps of write plans and writes them in fewer statements than one per step, in an order that
+/// gives the same rows as running each step at once: what a backend whose statements are round trips supplies
+/// (``SQLDialect/makeStepGatherer(storage:statements:)``).
+package protocol StepGatherer: AnyObject {
+    /// Takes `step`, to be written with others before the next step that is not taken; false, with nothing written,
+    /// for a step that must run alone (the writer then finishes what was gathered, and runs it).
+    func gather(_ step: WritePlan.Step) throws -> Bool
+    /// Writes what was gathered.
+    func finish() throws
 }

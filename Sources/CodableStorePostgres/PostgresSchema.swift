@@ -1,20 +1,16 @@
+import CodableStore
+import Foundation
 import Logging
 
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-
 /// The PostgreSQL backend's DDL: creates a store's tables in the connection's current schema, checks them against
-/// the declared model on open (the model is recorded in the same metadata table as in SQLite), and applies additive
-/// changes. The connection itself is CodableStorePostgres's.
+/// the declared model on open (the model is recorded in the store's metadata table, ``StoreMetadata``, as on every
+/// backend), and applies additive changes.
 ///
 /// Column types follow the SQLite storage shape of each attribute (``AttributeValue``), so that both backends store,
 /// compare and sort the same values: INTEGER is `bigint`, REAL `double precision`, TEXT `text COLLATE "C"` (byte
 /// order, as SQLite compares text), BLOB `bytea`, and `Decimal` is `numeric` (exact, compared by value).
 enum PostgresSchema {
-    static let metadataTable = SQLiteMigration.metadataTable
+    static let metadataTable = StoreMetadata.table
 
     /// Creates or checks the schema in one transaction, holding a lock that other processes opening the same store
     /// wait for.
@@ -123,7 +119,7 @@ enum PostgresSchema {
     private static func record(_ snapshot: SchemaSnapshot, on connection: any DatabaseConnection) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try SQLiteMigration.setMetadata("model", String(decoding: try encoder.encode(snapshot), as: UTF8.self), on: connection)
+        try StoreMetadata.set("model", String(decoding: try encoder.encode(snapshot), as: UTF8.self), on: connection)
     }
 
     // MARK: - DDL
@@ -176,7 +172,7 @@ enum PostgresSchema {
     static func createTable(_ mapping: EntitySchema, model: Schema, on connection: any DatabaseConnection) throws {
         let definitions = ["\"_pk\" bigint PRIMARY KEY"] + mapping.columns.map { columnDefinition($0, model: model) }
         try connection.execute(sql: "CREATE TABLE \(quoteIdentifier(mapping.name)) (\(definitions.joined(separator: ", ")))")
-        for index in SQLiteMigration.requiredIndexes(of: mapping) { try create(index, on: connection) }
+        for index in RequiredIndex.all(of: mapping) { try create(index, on: connection) }
     }
 
     /// The foreign key constraint of a to-one relationship's column: cleared when the destination is deleted, checked
@@ -203,7 +199,7 @@ enum PostgresSchema {
         try create(.foreignKey(of: join.name, column: "target"), on: connection)
     }
 
-    static func create(_ index: SQLiteMigration.RequiredIndex, on connection: any DatabaseConnection) throws {
+    static func create(_ index: RequiredIndex, on connection: any DatabaseConnection) throws {
         try connection.execute(
             sql: "CREATE \(index.isUnique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(quoteIdentifier(index.name)) ON "
                 + "\(quoteIdentifier(index.table)) (" + index.columns.map(quoteIdentifier).joined(separator: ", ") + ")")
@@ -240,9 +236,9 @@ enum PostgresSchema {
                 try connection.execute(sql: "DROP INDEX IF EXISTS \(quoteIdentifier(index.name))")
             }
             for index in mapping.indexes where !(old.indexes ?? []).contains(index) {
-                try SQLiteMigration.checkNewUniqueIndex(index, of: mapping, on: connection)
+                try RequiredIndex.checkNewUnique(index, of: mapping, on: connection)
                 try create(
-                    SQLiteMigration.RequiredIndex(name: index.name, table: mapping.name, columns: index.columns, isUnique: index.unique),
+                    RequiredIndex(name: index.name, table: mapping.name, columns: index.columns, isUnique: index.unique),
                     on: connection)
             }
         }
