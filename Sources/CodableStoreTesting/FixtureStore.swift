@@ -85,7 +85,7 @@ public final class FixtureStore: Sendable {
     }
 
     /// Compares the store's `Store.stableExport(of:)` with a golden file in `Golden/` next to the test
-    /// file (see ``CodableStore/Store/expectMatchesGolden(_:entities:in:filePath:)``).
+    /// file (see ``CodableStoreCore/Store/expectMatchesGolden(_:entities:in:filePath:)``).
     public func expectMatchesGolden(_ name: String, entities: [any EntityObject.Type]? = nil, in folder: URL? = nil) throws {
         try store.expectMatchesGolden(name, entities: entities, in: folder ?? testFolder.appendingPathComponent("Golden"))
     }
