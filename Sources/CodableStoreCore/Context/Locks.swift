@@ -11,6 +11,11 @@ import Darwin
 /// Not `Synchronization.Mutex`: on Linux it is a futex that ThreadSanitizer cannot see, so it reported races on
 /// correct uses (checked with a pool taken and refilled by four threads: Mutex reported races, a pthread mutex
 /// none), which hid real findings; and it needs macOS 15, above the package's minimum.
+///
+/// For a lock that guards no value, use ``Monitor``, not `Locked(())`: an empty stored property of a generic class
+/// lies at offset 0, where the object's metadata pointer is, and ThreadSanitizer takes `withLock`'s `inout` access
+/// of it for a write of that pointer, which every other thread reads before it takes the lock. It reported that as
+/// a race on the store's writer lock (swiftlang/swift#72487); nothing is written there.
 final class Locked<Value: Sendable>: @unchecked Sendable {
     // @unchecked: `value` is only reached inside `withLock`, holding the mutex.
     private let monitor = Monitor()

@@ -138,13 +138,14 @@ final class SQLiteConnections: StoreBackend {
 /// `@unchecked Sendable` is safe: `connection` is only reached through `withConnection`, which holds the lock
 /// for the whole use, so one thread at a time touches it.
 private final class SerializedConnection: @unchecked Sendable {
-    private let lock = Locked(())
+    // A bare mutex, not a `Locked(())`: see `Locked` for why an empty value is kept out of it.
+    private let lock = Monitor()
     private let connection: Connection
 
     init(_ connection: Connection) { self.connection = connection }
 
     func withConnection<T: Sendable>(_ body: (Connection) throws -> T) throws -> T {
-        try lock.withLock { _ in try body(connection) }
+        try lock.withLock { try body(connection) }
     }
 }
 
