@@ -127,14 +127,16 @@ extension Store {
 final class PostgresBackend: StoreBackend {
     private let configuration: PostgresConfiguration
     private let options: Store.Options
-    private let writer: Mutex<Box>
-    private let readers = Mutex<[Box]>([])
+    // Locked (pthread mutexes), not Synchronization.Mutex: ThreadSanitizer cannot see a contended Mutex hand over
+    // (see Locked), and took two writes in turn for a race on the writer connection.
+    private let writer: Locked<Box>
+    private let readers = Locked<[Box]>([])
     /// The channel of this store's schema, and this store's mark on its own announcements (it hears of its own
     /// writes directly).
     private let channel: String
     private let token = UUID().uuidString
     /// The connection that listens for other processes' announcements, from the first observation on.
-    private let listener = Mutex<PostgresListener?>(nil)
+    private let listener = Locked<PostgresListener?>(nil)
 
     /// A connection passed between threads; used by one at a time (under the writer's lock, or taken out of the pool).
     final class Box: @unchecked Sendable {
@@ -152,7 +154,7 @@ final class PostgresBackend: StoreBackend {
         // A channel name is an identifier of at most 63 bytes: a digest of the schema's name keeps it short.
         channel = "codablestore_" + String(UInt64(bitPattern: Int64(truncatingIfNeeded: Self.stableHash(schema))), radix: 36)
         connection.announcement = (channel, token)
-        self.writer = Mutex(Box(connection))
+        self.writer = Locked(Box(connection))
     }
 
     /// FNV-1a: the same in every process (Swift's `hashValue` is seeded per process).

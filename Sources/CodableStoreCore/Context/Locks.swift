@@ -6,7 +6,8 @@ import Musl
 import Darwin
 #endif
 
-/// A value behind a POSIX mutex, for the store's shared state (reader pool, observers).
+/// A value behind a POSIX mutex, for the store's shared state (reader pool, observers), in every module of the
+/// package (the PostgreSQL backend's connections too).
 ///
 /// Not `Synchronization.Mutex`: on Linux it is a futex that ThreadSanitizer cannot see, so it reported races on
 /// correct uses (checked with a pool taken and refilled by four threads: Mutex reported races, a pthread mutex
@@ -16,15 +17,15 @@ import Darwin
 /// lies at offset 0, where the object's metadata pointer is, and ThreadSanitizer takes `withLock`'s `inout` access
 /// of it for a write of that pointer, which every other thread reads before it takes the lock. It reported that as
 /// a race on the store's writer lock (swiftlang/swift#72487); nothing is written there.
-final class Locked<Value: Sendable>: @unchecked Sendable {
+package final class Locked<Value: Sendable>: @unchecked Sendable {
     // @unchecked: `value` is only reached inside `withLock`, holding the mutex.
     private let monitor = Monitor()
     private var value: Value
 
-    init(_ value: Value) { self.value = value }
+    package init(_ value: Value) { self.value = value }
 
     /// Runs `body` with the value, holding the mutex.
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+    package func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         try monitor.withLock { try body(&value) }
     }
 }
