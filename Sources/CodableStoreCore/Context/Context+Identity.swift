@@ -150,26 +150,76 @@ extension Context {
         }
     }
 
-    /// A Bloom filter of identity keys: `mayContain` is false only for keys never inserted. About 1% false
-    /// positives at 10 bits per key (1.2 MB for a million); past its capacity it adds a layer twice as large
-    /// (each layer adds its ~1%), so it never needs to know the final count. A false positive only costs a query.
+    /// The identity keys inserted into a table that was empty: `mayContain` is false only for keys never inserted.
     ///
-    /// Blocked: all the probes of a key fall in one 64-byte block (one cache line), so a lookup in a filter far
-    /// larger than the CPU caches costs one memory access instead of one per probe.
+    /// While every key is a single integer and they are dense (the range from the lowest to the highest takes no more
+    /// bits than the Bloom filter below would for the keys expected), a bitmap of that range, one bit an integer: exact,
+    /// and a tenth of the filter's size (125 KB for the ids of a million records numbered from 1, in any order). A key
+    /// that does not fit it (another kind of key, or an integer that would make the range too sparse) turns it into the
+    /// filter, its keys included.
+    ///
+    /// The Bloom filter: about 1% false positives at 10 bits per key (1.2 MB for a million); past its capacity it adds
+    /// a layer twice as large (each layer adds its ~1%), so it never needs to know the final count. A false positive
+    /// only costs a query. Blocked: all the probes of a key fall in one 64-byte block (one cache line), so a lookup in a
+    /// filter far larger than the CPU caches costs one memory access instead of one per probe.
+    ///
+    /// Bounded: the bitmap and the filter each take at most ``maximumBytes`` (``defaultMaximumBytes``, 2 MiB: 16.7
+    /// million integers, or 1.7 million keys at 1%), whatever the number of keys. Past it, the filter's last layer takes
+    /// the keys beyond its capacity, and its false positives rise with them (about 7% at 2.7 million keys in 2 MiB).
+    /// Single integer keys outside the range of those inserted are ruled out without a bit: a dump in the order of its
+    /// integer identities (or the reverse) has no false positive for its new keys, whatever its size.
     package final class IdentityFilter {
         // Unchecked: read for every key a batch mentions; the filter belongs to its context's thread.
         @exclusivity(unchecked) private var layers: [(words: [UInt64], capacity: Int, count: Int)] = []
+        /// The bitmap: bit `i` of word `w` is the integer `base + 64 * w + i`. Used while `layers` is empty.
+        @exclusivity(unchecked) private var bitmap: [UInt64] = []
+        @exclusivity(unchecked) private var base: Int64 = 0
+        /// The smallest and the largest single integer key inserted (`lowest > highest` while there is none).
+        @exclusivity(unchecked) private var lowest = Int64.max
+        @exclusivity(unchecked) private var highest = Int64.min
+        /// The keys inserted.
+        @exclusivity(unchecked) private var count = 0
+        private let expectedCount: Int
         private static let hashes = 7
         private static let wordsPerBlock = 8
+        /// The most bytes the bitmap, and then the filter's layers, take.
+        package let maximumBytes: Int
+        /// The default of ``maximumBytes``: 2 MiB, 16.7 million integers in the bitmap or 1.7 million keys at about 1%
+        /// false positives in the filter.
+        package static let defaultMaximumBytes = 2 << 20
 
-        package init(expectedCount: Int) {
-            addLayer(capacity: max(expectedCount, 1 << 16))
+        package init(expectedCount: Int, maximumBytes: Int = defaultMaximumBytes) {
+            self.expectedCount = min(max(expectedCount, 0), 1 << 40)
+            self.maximumBytes = max(maximumBytes, Self.wordsPerBlock * 8)
         }
+
+        /// The bytes the bitmap or the layers take.
+        package var byteCount: Int { bitmap.count * 8 + layers.reduce(0) { $0 + $1.words.count * 8 } }
+
+        /// Whether the keys are in a bitmap (exact) rather than a Bloom filter.
+        package var isExact: Bool { layers.isEmpty }
+
+        /// How many keys `bytes` hold at ~10 bits each, in whole blocks (at least one).
+        private static func capacity(bytes: Int) -> Int { max(bytes / (wordsPerBlock * 8), 1) * 512 / 10 }
 
         private func addLayer(capacity: Int) {
             // ~10 bits per key, in whole blocks of 512 bits.
             let blocks = (capacity * 10 + 511) / 512
             layers.append((Array(repeating: 0, count: blocks * Self.wordsPerBlock), capacity, 0))
+        }
+
+        /// Past the last layer's capacity: a layer twice as large, or as large as what ``maximumBytes`` leaves if that
+        /// is less, but never smaller than the last layer. When that does not fit, the last layer takes every key from
+        /// now on (its capacity is then unbounded).
+        private func grow() {
+            let last = layers[layers.count - 1].capacity
+            let left = maximumBytes - byteCount
+            let capacity = left >= Self.wordsPerBlock * 8 ? min(2 * last, Self.capacity(bytes: left)) : 0
+            if capacity >= last {
+                addLayer(capacity: capacity)
+            } else {
+                layers[layers.count - 1].capacity = .max
+            }
         }
 
         private static func hash(_ key: IdentityKey) -> UInt64 {
@@ -189,9 +239,74 @@ extension Context {
         }
 
         func insert(_ key: IdentityKey) {
-            if layers[layers.count - 1].count >= layers[layers.count - 1].capacity {
-                addLayer(capacity: layers[layers.count - 1].capacity * 2)
+            count += 1
+            if let integer = key.singleInteger {
+                lowest = min(lowest, integer)
+                highest = max(highest, integer)
+                if layers.isEmpty {
+                    if setBit(integer) { return }
+                    makeLayers()
+                }
+            } else if layers.isEmpty {
+                makeLayers()
             }
+            insertInLayers(key)
+        }
+
+        /// Sets the bit of `integer` (within `lowest...highest` already), widening the bitmap to reach it; false when
+        /// that range would take more bits than the layers would for the keys expected (or than ``maximumBytes``).
+        private func setBit(_ integer: Int64) -> Bool {
+            if integer < base || integer &- base >= Int64(bitmap.count) * 64 {
+                guard widenBitmap() else { return false }
+            }
+            let offset = integer &- base
+            bitmap[Int(offset >> 6)] |= 1 << UInt64(offset & 63)
+            return true
+        }
+
+        /// Makes the bitmap cover `lowest...highest`, with as many words again as it had on the side it grows (within
+        /// the limit), so that a dump in either order widens it a few times, not at every key; false, changing nothing,
+        /// when that range is too large.
+        private func widenBitmap() -> Bool {
+            let limit = min(maximumBytes * 8, 10 * max(expectedCount, count, 1 << 16))
+            let (span, overflow) = highest.subtractingReportingOverflow(lowest)
+            guard !overflow, span < limit else { return false }
+            // Word numbers (an arithmetic shift rounds down): every bit set is of a key within `first...last`.
+            let first = lowest >> 6
+            let last = highest >> 6
+            guard (last - first + 1) * 64 <= limit else { return false }
+            let oldFirst = base >> 6
+            let spare = max(0, min(Int64(bitmap.count), Int64(limit / 64) - (last - first + 1)))
+            var newFirst = first
+            var newLast = last
+            if !bitmap.isEmpty {
+                if first < oldFirst { newFirst = max(first - spare, Int64.min >> 6) }
+                if last > oldFirst + Int64(bitmap.count) - 1 { newLast = min(last + spare, Int64.max >> 6) }
+            }
+            var widened = [UInt64](repeating: 0, count: Int(newLast - newFirst + 1))
+            for (index, word) in bitmap.enumerated() where word != 0 { widened[Int(oldFirst - newFirst) + index] = word }
+            bitmap = widened
+            base = newFirst << 6
+            return true
+        }
+
+        /// Turns the bitmap into the Bloom filter: layers for the keys expected, within ``maximumBytes``, holding
+        /// every key the bitmap held.
+        private func makeLayers() {
+            let bits = bitmap
+            bitmap = []
+            addLayer(capacity: min(max(expectedCount, count, 1 << 16), Self.capacity(bytes: maximumBytes)))
+            for (index, word) in bits.enumerated() where word != 0 {
+                var word = word
+                while word != 0 {
+                    insertInLayers(IdentityKey(single: .integer(base &+ Int64(index * 64 + word.trailingZeroBitCount))))
+                    word &= word - 1
+                }
+            }
+        }
+
+        private func insertInLayers(_ key: IdentityKey) {
+            if layers[layers.count - 1].count >= layers[layers.count - 1].capacity { grow() }
             let last = layers.count - 1
             let (block, first) = Self.probes(Self.hash(key), words: layers[last].words.count)
             var positions = first
@@ -206,6 +321,16 @@ extension Context {
         }
 
         package func mayContain(_ key: IdentityKey) -> Bool {
+            if let integer = key.singleInteger {
+                // Outside the range of the integers inserted (all of it while none was): not inserted, no bit read.
+                if integer < lowest || integer > highest { return false }
+                if layers.isEmpty {
+                    let offset = integer &- base
+                    return bitmap[Int(offset >> 6)] & (1 << UInt64(offset & 63)) != 0
+                }
+            } else if layers.isEmpty {
+                return false  // only integers were inserted
+            }
             // One hash for every layer (a key not stored is looked for in all of them: 5 at 1M keys).
             let hash = Self.hash(key)
             return layers.contains { layer in

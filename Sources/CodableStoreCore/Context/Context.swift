@@ -132,7 +132,8 @@ public final class Context {
     /// Identity indexes by entity, created on first use (see `Context+Identity.swift`).
     @exclusivity(unchecked) var identityIndexes: [IdentityIndex?]
     /// Per entity, when set (by an import into a table that was empty), the identities of every object this
-    /// context inserted, as a Bloom filter: a key it rules out is not stored. Survives ``reset()``.
+    /// context inserted, as a bitmap or a Bloom filter (see ``IdentityFilter``): a key it rules out is not stored.
+    /// Survives ``reset()``.
     @exclusivity(unchecked) package var insertedIdentities: [IdentityFilter?]
     /// Per entity, how many objects were read from the store or written to it since the last reset: when
     /// none were, no object of the entity can have stored to-many memberships to load before a decode

@@ -11,11 +11,116 @@ import CodableStore
     @Test func noFalseNegativesAndFewFalsePositivesAcrossGrowth() {
         let filter = Context.IdentityFilter(expectedCount: 1 << 16)  // grows twice past its first layer
         let inserted = 200_000
-        for value in 0..<inserted { filter.insert(key(value * 7)) }
-        #expect((0..<inserted).allSatisfy { filter.mayContain(key($0 * 7)) })
+        // Integers too sparse for the bitmap (one in 7,919): the Bloom filter holds them.
+        for value in 0..<inserted { filter.insert(key(value * 7_919)) }
+        #expect(!filter.isExact)
+        #expect((0..<inserted).allSatisfy { filter.mayContain(key($0 * 7_919)) })
         let probes = 100_000
-        let falsePositives = (0..<probes).filter { filter.mayContain(key($0 * 7 + 3)) }.count
+        let falsePositives = (0..<probes).filter { filter.mayContain(key($0 * 7_919 + 3)) }.count
         #expect(Double(falsePositives) / Double(probes) < 0.05, "\(falsePositives) false positives")
+    }
+
+    @Test func staysWithinItsBudgetWithoutFalseNegatives() {
+        // From 80 KiB it would double to 560 KiB for 300,000 keys; 256 KiB holds 210,000 at ~1%.
+        let budget = 256 << 10
+        let filter = Context.IdentityFilter(expectedCount: 0, maximumBytes: budget)
+        // In no order, over the range of 32-bit integers: keys the bits answer, not the range of those inserted.
+        let inserted = (0..<300_000).map { ($0 &* 0x9E37_79B1) & 0xFFFF_FFFF }
+        for value in inserted { filter.insert(key(value)) }
+        #expect(filter.byteCount <= budget)
+        #expect(filter.byteCount > budget / 2, "\(filter.byteCount) bytes")
+        #expect(inserted.allSatisfy { filter.mayContain(key($0)) })
+        // Past its budget, false positives rise (about 11% here), but it still rules out most keys.
+        let members = Set(inserted)
+        let probes = (0..<100_000).map { ($0 &* 0x85EB_CA77 &+ 12_345) & 0xFFFF_FFFF }.filter { !members.contains($0) }
+        let falsePositives = probes.filter { filter.mayContain(key($0)) }.count
+        #expect(Double(falsePositives) / Double(probes.count) < 0.5, "\(falsePositives) false positives")
+    }
+
+    @Test func sizedFromTheExpectedCountWithinItsBudget() {
+        // Made with the first key that is not an integer.
+        func bytes(expecting count: Int, maximumBytes: Int = Context.IdentityFilter.defaultMaximumBytes) -> Int {
+            let filter = Context.IdentityFilter(expectedCount: count, maximumBytes: maximumBytes)
+            #expect(filter.byteCount == 0)
+            filter.insert(Context.IdentityKey(single: .text("a")))
+            return filter.byteCount
+        }
+        #expect(bytes(expecting: 200_000) == 250_048)
+        #expect(bytes(expecting: 100_000_000) == Context.IdentityFilter.defaultMaximumBytes)
+        #expect(bytes(expecting: 100_000_000, maximumBytes: 1 << 20) == 1 << 20)
+    }
+
+    @Test func denseIntegersInAnyOrderAreExactInABitmap() {
+        // 1...200,000 without every tenth, in a scrambled order (7,919 is prime to 200,000).
+        let values = (0..<200_000).map { 1 + ($0 * 7_919) % 200_000 }.filter { $0 % 10 != 0 }
+        let filter = Context.IdentityFilter(expectedCount: 0)
+        for value in values { filter.insert(key(value)) }
+        #expect(filter.isExact)
+        #expect(filter.byteCount <= 10 * 65_536 / 8, "\(filter.byteCount) bytes")  // at most the smallest layer
+        #expect(values.allSatisfy { filter.mayContain(key($0)) })
+        #expect(!(0...200_001).contains { $0 % 10 == 0 && filter.mayContain(key($0)) })
+    }
+
+    @Test func integersInEitherOrderWidenTheBitmapWithinItsBudget() {
+        let ascending = Context.IdentityFilter(expectedCount: 0, maximumBytes: 64 << 10)
+        let descending = Context.IdentityFilter(expectedCount: 0, maximumBytes: 64 << 10)
+        for value in 0..<500_000 {
+            ascending.insert(key(value))
+            descending.insert(key(-value))
+        }
+        for filter in [ascending, descending] {
+            #expect(filter.isExact)
+            #expect(filter.byteCount <= 64 << 10, "\(filter.byteCount) bytes")
+        }
+        #expect((0..<500_000).allSatisfy { ascending.mayContain(key($0)) && descending.mayContain(key(-$0)) })
+        // 64 KiB holds 524,288 integers: the next ones make the filter (which its budget then bounds).
+        for value in 500_000..<600_000 { ascending.insert(key(value)) }
+        #expect(!ascending.isExact)
+        #expect(ascending.byteCount <= 64 << 10, "\(ascending.byteCount) bytes")
+        #expect((0..<600_000).allSatisfy { ascending.mayContain(key($0)) })
+    }
+
+    @Test func aKeyTheBitmapCannotHoldMakesTheFilterWithTheBitmapsKeys() {
+        let text = Context.IdentityFilter(expectedCount: 0)
+        let sparse = Context.IdentityFilter(expectedCount: 0)
+        let extremes = Context.IdentityFilter(expectedCount: 0)
+        for value in 1...1_000 {
+            text.insert(key(value))
+            sparse.insert(key(value))
+        }
+        #expect(text.isExact && sparse.isExact)
+        text.insert(Context.IdentityKey(single: .text("a")))
+        sparse.insert(key(10_000_000_000))
+        extremes.insert(Context.IdentityKey(single: .integer(.max)))
+        #expect(extremes.isExact)
+        #expect(extremes.mayContain(Context.IdentityKey(single: .integer(.max))))
+        extremes.insert(Context.IdentityKey(single: .integer(.min)))
+        #expect(!text.isExact && !sparse.isExact && !extremes.isExact)
+        #expect((1...1_000).allSatisfy { text.mayContain(key($0)) && sparse.mayContain(key($0)) })
+        #expect(text.mayContain(Context.IdentityKey(single: .text("a"))))
+        #expect(sparse.mayContain(key(10_000_000_000)))
+        #expect(extremes.mayContain(Context.IdentityKey(single: .integer(.max))))
+        #expect(extremes.mayContain(Context.IdentityKey(single: .integer(.min))))
+    }
+
+    @Test func integersOutsideTheRangeInsertedAreRuledOutWithoutBits() {
+        // A filter of one block: its bits say "maybe" for nearly every key once a few hundred are in.
+        let filter = Context.IdentityFilter(expectedCount: 0, maximumBytes: 64)
+        #expect(!filter.mayContain(key(5)))  // nothing inserted
+        for value in 1_000...2_000 { filter.insert(key(value)) }
+        #expect((1_000...2_000).allSatisfy { filter.mayContain(key($0)) })
+        #expect(!filter.mayContain(key(999)))
+        #expect(!filter.mayContain(key(2_001)))
+        #expect(!filter.mayContain(key(Int.min)))
+        #expect(filter.mayContain(key(1_500)))
+        // Only single integers: other keys are answered by the bits alone.
+        filter.insert(Context.IdentityKey([.integer(1), .integer(2)]))
+        #expect(filter.mayContain(Context.IdentityKey([.integer(1), .integer(2)])))
+        #expect(!filter.mayContain(key(3_000)))
+        let text = Context.IdentityFilter(expectedCount: 0)
+        text.insert(Context.IdentityKey(single: .text("a")))
+        #expect(text.mayContain(Context.IdentityKey(single: .text("a"))))
+        #expect(!text.mayContain(key(0)))
     }
 
     @Test func compositeAndTextKeys() {
