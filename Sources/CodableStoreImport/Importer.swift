@@ -140,7 +140,7 @@ final class Importer {
             context.insertedIdentities[mapping.index] = nil
             if let writer, let deferredIndexes {
                 try writer.withConnection {
-                    writer.rowCache?.clear()
+                    writer.rowCache?.clear(keepingCapacity: false)
                     try deferredIndexes.build()
                 }
             }

@@ -75,12 +75,12 @@ final class RowCache {
 
         var isEmpty: Bool { integerRows.isEmpty && otherRows.isEmpty }
 
-        /// Forgets every row.
-        func reset() {
-            integerRows = [:]
-            otherRows = [:]
-            bytes = []
-            stale = []
+        /// Forgets every row; keeping the room they took unless told otherwise (see ``RowCache/clear(keepingCapacity:)``).
+        func reset(keepingCapacity: Bool = true) {
+            integerRows.removeAll(keepingCapacity: keepingCapacity)
+            otherRows.removeAll(keepingCapacity: keepingCapacity)
+            bytes.removeAll(keepingCapacity: keepingCapacity)
+            stale.removeAll(keepingCapacity: keepingCapacity)
             countedBytes = 0
         }
     }
@@ -143,7 +143,7 @@ final class RowCache {
                 // Full: everything is forgotten, and the cache starts again with this row.
                 let packed = Array(table.bytes[offset...])
                 clear()
-                table.bytes = packed
+                table.bytes.append(contentsOf: packed)
                 offset = 0
             }
             usedBytes += added
@@ -185,16 +185,20 @@ final class RowCache {
         }
     }
 
-    /// Forgets every row.
-    func clear() {
-        for entity in tables.indices where tables[entity] != nil { forget(entity) }
+    /// Forgets every row. The room they took is kept by default: a cache forgotten when full fills again to about as
+    /// much, and that memory, given back and taken again at every refill, stayed with the writer thread's malloc arena
+    /// in pieces (3M reference records, 150,000 users: the cache cost 6.1 MiB of peak RSS, 3 MiB of it held by malloc
+    /// unused, against 3.1 MiB at 1M records, where the 50,000 users fit and nothing is forgotten). Without
+    /// `keepingCapacity`, the memory is given back (when the import no longer needs the rows).
+    func clear(keepingCapacity: Bool = true) {
+        for entity in tables.indices where tables[entity] != nil { forget(entity, keepingCapacity: keepingCapacity) }
     }
 
     /// Forgets the rows of `entity`.
-    private func forget(_ entity: Int) {
+    private func forget(_ entity: Int, keepingCapacity: Bool = true) {
         guard let table = tables[entity] else { return }
         usedBytes -= table.countedBytes
-        table.reset()
+        table.reset(keepingCapacity: keepingCapacity)
     }
 
     // MARK: Packing
