@@ -28,6 +28,10 @@ final class ObjectRetention {
     /// The entity whose objects are never retained (the records' own), if any.
     let excludedEntity: Int?
 
+    // The stored properties below opt out of run-time exclusivity checks (see Context.registries): an import touches
+    // them for every object it uses. Measured with callgrind without these opt-outs and the decoding session's:
+    // the 100k import's decoding thread ran 6.2% more instructions.
+
     /// The objects used since the last eviction, by state, and in the order first used.
     @exclusivity(unchecked) private var used = ObjectSet()
     @exclusivity(unchecked) private var usedObjects: [any EntityObject] = []

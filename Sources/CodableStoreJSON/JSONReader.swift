@@ -612,7 +612,9 @@ public final class JSONReader {
 }
 
 /// The reader behind a yajl context pointer, without retaining it (the reader owns the yajl handle, so it is alive
-/// while yajl calls back).
+/// while yajl calls back). A retain and a release per callback (`takeUnretainedValue()`) cost the 100k import's
+/// reading thread 712 M instructions (+19%, callgrind): the splitter's `weak` reference to the reader gives it a
+/// side table, through which all its reference counting goes.
 @inline(__always)
 private func withReader(_ context: UnsafeMutableRawPointer?, _ body: (JSONReader) -> Int32) -> Int32 {
     Unmanaged<JSONReader>.fromOpaque(context!)._withUnsafeGuaranteedRef(body)

@@ -34,8 +34,8 @@ extension JSONTape {
     /// replacing its arrays) retained and released both arrays, about 220 instructions a record (callgrind).
     func compacted() -> JSONTape {
         var copy = JSONTape()
-        copy.nodes = nodes.withUnsafeBufferPointer { Array($0) }
-        copy.bytes = bytes.withUnsafeBufferPointer { Array($0) }
+        copy.nodes = nodes.compacted()
+        copy.bytes = bytes.compacted()
         copy.input = input
         copy.baseOffset = baseOffset
         return copy

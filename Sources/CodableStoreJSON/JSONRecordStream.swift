@@ -461,15 +461,13 @@ final class RecordSplitter: JSONEventHandler {
     }
 
     private func deliverRecord() throws {
-        var record = JSONRecord(
+        let record = JSONRecord(
             index: nextIndex,
             byteOffset: recordStart,
             line: recordLine,
             column: recordColumn,
-            tape: JSONTape()
+            tape: builder.tape
         )
-        swap(&record.tape, &builder.tape)
-        defer { swap(&record.tape, &builder.tape) }
         nextIndex += 1
         if let onRecord {
             do {

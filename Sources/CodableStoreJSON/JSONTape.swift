@@ -90,8 +90,8 @@ public struct JSONTape: Sendable, Equatable {
     static let escapedInInput: UInt32 = 1 << 6
 
     // Reached by the inlinable accessors below: the decoder (in another module) reads the tape on every value.
-    @usableFromInline var nodes: [Node] = []
-    var bytes: [UInt8] = []
+    @usableFromInline var nodes = NodeBuffer()
+    var bytes = ByteBuffer()
     /// The document a whole-document parse read (``withDocumentTape(_:maximumDepth:_:)``), so that strings
     /// without escapes and numbers are not copied: a tape of a 47 MiB dump holds 30 MB less. `nil` when every
     /// value's bytes are in ``bytes`` (a record stream reuses its input buffer, so it copies).
@@ -108,6 +108,13 @@ public struct JSONTape: Sendable, Equatable {
 
     /// An empty tape (no value).
     public init() {}
+
+    init(nodes: NodeBuffer, bytes: ByteBuffer, input: BorrowedBytes?, baseOffset: Int) {
+        self.nodes = nodes
+        self.bytes = bytes
+        self.input = input
+        self.baseOffset = baseOffset
+    }
 
     /// Whether the tape holds no value.
     public var isEmpty: Bool { nodes.isEmpty }
@@ -357,7 +364,7 @@ public struct JSONTape: Sendable, Equatable {
     ) throws -> JSONTape {
         let builder = JSONTapeBuilder()
         let reader = JSONReader(options: .init(maximumDepth: maximumDepth), handler: builder)
-        builder.tape.input = borrowing
+        builder.input = borrowing
         builder.reserveCapacity(forInputSize: buffer.count, borrowing: borrowing == nil ? nil : buffer)
         try reader.parse(buffer)
         try reader.finish()

@@ -16,17 +16,14 @@ final class JSONTapeBuilder: JSONEventHandler {
         state.deallocate()
     }
 
-    /// The tape built so far.
-    var tape: JSONTape {
-        get {
-            state.pointee.trim()
-            return state.pointee.tape
-        }
-        _modify {
-            state.pointee.trim()
-            defer { state.pointee.adoptTape() }
-            yield &state.pointee.tape
-        }
+    /// The tape built so far. It shares the builder's buffers: the builder writes into them again only once no
+    /// tape holds them (else the next value gets fresh buffers, as a value type must).
+    var tape: JSONTape { state.pointee.makeTape() }
+
+    /// The document the tape's scalars may point into (see `JSONTape.input`).
+    var input: JSONTape.BorrowedBytes? {
+        get { state.pointee.input }
+        set { state.pointee.input = newValue }
     }
 
     /// Empties the tape for the next value, whose source starts at `baseOffset`. Keeps the capacity, unless a copy
@@ -60,19 +57,20 @@ final class JSONTapeBuilder: JSONEventHandler {
     func null(at offset: Int) throws { try state.pointee.appendLiteral(.null, 0, at: offset) }
 }
 
-/// What a builder changes while it builds, written through pointers.
+/// What a builder changes while it builds.
 ///
-/// Every array write (`append`, a subscript set, `withUnsafeMutableBytes`) checks that the array's buffer is not
-/// shared, a call into the runtime (`swift_isUniquelyReferenced_nonNull_native`) besides the bounds and capacity
-/// checks: about 75 of them per reference record, which made keys cost 170 instructions each and values 120
-/// (callgrind). So while a value is built, `tape.nodes` and `tape.bytes` are kept grown with zeroed room past what
-/// is in use (``nodeCount``, ``byteCount``), their buffers made unique once, and nodes and bytes are written
-/// through pointers to those buffers; ``trim()`` cuts the arrays to what is in use, and forgets the pointers,
-/// before anyone else sees the tape. The open containers are in memory of the state's own, which nothing shares.
+/// The nodes and bytes are in storages of the builder's own (`JSONTape.NodeStorage`, `JSONTape.ByteStorage`),
+/// which the tapes it hands out share. Array writes (`append`, a subscript set) each checked that the array's buffer
+/// was not shared, a call into the runtime besides the bounds and capacity checks: about 75 of them per reference
+/// record, which made keys cost 170 instructions each and values 120 (callgrind). Here the check is made once per
+/// value: a write goes into the storage directly while ``nodeLimit`` (``byteLimit``) says there is room in a
+/// storage nothing else holds; handing out a tape sets the limits to 0, so that the next write checks again (and
+/// copies the storage if the tape is still alive). The open containers are in memory of the state's own, which
+/// nothing shares.
 ///
-/// Invariants: `nodeLimit` (`byteLimit`) is 0, or the count of `tape.nodes` (`tape.bytes`), whose buffer is
-/// uniquely referenced and starts at `nodeBase` (`byteBase`); nothing but this state changes the arrays while the
-/// limit is not 0. `nodeCount <= tape.nodes.count` and `byteCount <= tape.bytes.count`.
+/// Invariants: `nodeLimit` (`byteLimit`) is 0, or the capacity of `nodes` (`bytes`), which nothing but this state
+/// references. `nodeCount` (`byteCount`) elements of it are in use; they and the room past them are written only
+/// while the limit is not 0.
 struct JSONTapeBuilderState: ~Copyable {
     private struct OpenContainer {
         var position: Int
@@ -82,15 +80,18 @@ struct JSONTapeBuilderState: ~Copyable {
         var keyMask: UInt64
     }
 
-    var tape = JSONTape()
-    /// The nodes of `tape.nodes` in use; past them, zeroed room up to `nodeLimit`.
+    private var nodes: JSONTape.NodeStorage?
+    /// The nodes of `nodes` in use.
     private var nodeCount = 0
     private var nodeLimit = 0
-    private var nodeBase: UnsafeMutablePointer<JSONTape.Node>?
-    /// The bytes of `tape.bytes` in use; past them, zeroed room up to `byteLimit`.
+    private var bytes: JSONTape.ByteStorage?
+    /// The bytes of `bytes` in use.
     private var byteCount = 0
     private var byteLimit = 0
-    private var byteBase: UnsafeMutableRawPointer?
+    /// The absolute source offset of the value (see `JSONTape.baseOffset`).
+    private var baseOffset = 0
+    /// The document the tape's scalars may point into (see `JSONTape.input`).
+    var input: JSONTape.BorrowedBytes?
     /// The open containers, innermost last.
     private var open: UnsafeMutablePointer<OpenContainer>
     private var openCount = 0
@@ -106,53 +107,43 @@ struct JSONTapeBuilderState: ~Copyable {
         open.deallocate()
     }
 
-    /// The arrays keep what they hold (the previous value): the first append of the next one grows them with zeroed
-    /// room from there, and ``trim()`` cuts them to the new value. Emptying them first (`removeAll`) cost about 130
-    /// instructions a record, and then more zeros to append (callgrind).
     mutating func reset(baseOffset: Int) {
         nodeCount = 0
         byteCount = 0
-        forgetBuffers()
-        tape.baseOffset = baseOffset
+        self.baseOffset = baseOffset
         openCount = 0
     }
 
     mutating func reserveCapacity(forInputSize inputSize: Int, borrowing input: UnsafeRawBufferPointer?) {
         // Nodes are estimated (reference dumps need one per 12 input bytes); the buffers still grow if a
         // denser document needs more.
-        forgetBuffers()
-        tape.nodes.reserveCapacity(inputSize / 12 + 16)
+        growNodes(toHold: inputSize / 12 + 16)
         if let input, let base = input.baseAddress, input.count <= Int(UInt32.max) {
             borrowed = (UnsafeRawPointer(base), input.count)
-            tape.bytes.reserveCapacity(inputSize / 16)  // escaped strings only
+            growBytes(toHold: inputSize / 16)  // escaped strings only
         } else {
-            tape.bytes.reserveCapacity(inputSize / 2)
+            growBytes(toHold: inputSize / 2)
         }
     }
 
-    /// Cuts `tape.nodes` and `tape.bytes` to what is in use, before the tape is read or changed from outside.
-    mutating func trim() {
-        forgetBuffers()
-        if tape.nodes.count > nodeCount { tape.nodes.removeLast(tape.nodes.count - nodeCount) }
-        if tape.bytes.count > byteCount { tape.bytes.removeLast(tape.bytes.count - byteCount) }
-    }
-
-    /// After the tape was changed from outside (a record's tape swapped out and back in): what it holds is in use.
-    mutating func adoptTape() {
-        forgetBuffers()
-        nodeCount = tape.nodes.count
-        byteCount = tape.bytes.count
-    }
-
-    @inline(__always)
-    private mutating func forgetBuffers() {
+    /// The tape of what is in use. It shares the storages, whose counts it sets: the next write checks that the
+    /// tape is no longer alive.
+    mutating func makeTape() -> JSONTape {
+        // Storages nothing else holds, to set their counts in (a copy only when a tape handed out before is alive).
+        if nodeLimit == 0 { growNodes(toHold: nodeCount) }
+        if byteLimit == 0 { growBytes(toHold: byteCount) }
+        let (nodeCount, byteCount) = (self.nodeCount, self.byteCount)
+        nodes.unsafelyUnwrapped.withUnsafeMutablePointerToHeader { $0.pointee.count = nodeCount }
+        bytes.unsafelyUnwrapped.withUnsafeMutablePointerToHeader { $0.pointee.count = byteCount }
         nodeLimit = 0
         byteLimit = 0
+        return JSONTape(
+            nodes: JSONTape.NodeBuffer(nodes), bytes: JSONTape.ByteBuffer(bytes), input: input, baseOffset: baseOffset)
     }
 
     @inline(__always)
     private func relativeOffset(_ offset: Int) throws -> UInt32 {
-        let relative = offset &- tape.baseOffset
+        let relative = offset &- baseOffset
         guard relative >= 0, relative <= Int(UInt32.max), nodeCount < Int(UInt32.max) else {
             throw JSONTape.LimitError()
         }
@@ -164,28 +155,43 @@ struct JSONTapeBuilderState: ~Copyable {
     @inline(__always)
     private mutating func appendNode(_ node: JSONTape.Node) {
         if nodeCount >= nodeLimit { growNodes(toHold: nodeCount &+ 1) }
-        nodeBase.unsafelyUnwrapped[nodeCount] = node
+        let position = nodeCount
+        nodes.unsafelyUnwrapped.withUnsafeMutablePointerToElements { $0[position] = node }
         nodeCount &+= 1
     }
 
-    /// The node at `position` (in use), to change it in place.
+    /// Changes the node at `position` (in use) in place.
     @inline(__always)
-    private mutating func node(at position: Int) -> UnsafeMutablePointer<JSONTape.Node> {
+    private mutating func modifyNode(at position: Int, _ body: (inout JSONTape.Node) -> Void) {
         if nodeLimit == 0 { growNodes(toHold: nodeCount) }
-        return nodeBase.unsafelyUnwrapped + position
+        nodes.unsafelyUnwrapped.withUnsafeMutablePointerToElements { body(&$0[position]) }
     }
 
-    /// Zeroed room for at least `count` nodes in all, and the buffer's address: as for bytes (``growBytes(toHold:)``),
-    /// the capacity the array already has, up to 64 KiB of it at once, or else twice what is in use.
+    /// Room for at least `count` nodes in all, in a storage nothing else holds (see ``makeRoom(in:count:toHold:)``).
     @inline(never)
     private mutating func growNodes(toHold count: Int) {
-        let target = Swift.max(count, nodeCount * 2, 16, Swift.min(tape.nodes.capacity, (1 << 16) / 16))
-        while tape.nodes.count < target {
-            tape.nodes.append(contentsOf: zeroNodes[..<Swift.min(zeroNodes.count, target - tape.nodes.count)])
+        nodeLimit = Self.makeRoom(in: &nodes, count: nodeCount, toHold: count)
+    }
+
+    /// Makes `storage` one that nothing else holds, with room for `needed` elements, and returns its capacity: the
+    /// same storage if it qualifies; else a new one with the first `count` elements of `storage`, and the room
+    /// `storage` has (when a tape handed out still holds it: a record stream reuses that room for the next record),
+    /// twice that if it is not enough, and at least 16 elements.
+    private static func makeRoom<Element, Storage: ManagedBuffer<JSONTape.StorageHeader, Element>>(
+        in storage: inout Storage?, count: Int, toHold needed: Int
+    ) -> Int {
+        let capacity = storage?.withUnsafeMutablePointerToHeader { $0.pointee.capacity } ?? 0
+        if needed <= capacity, isKnownUniquelyReferenced(&storage) { return capacity }
+        let room = Swift.max(needed, 16, needed <= capacity ? capacity : capacity * 2)
+        let made = Storage.create(minimumCapacity: room) { JSONTape.StorageHeader(capacity: $0.capacity, count: 0) }
+        let grown = unsafeDowncast(made, to: Storage.self)
+        if let storage, count > 0 {
+            storage.withUnsafeMutablePointerToElements { source in
+                grown.withUnsafeMutablePointerToElements { $0.initialize(from: source, count: count) }
+            }
         }
-        // Appending made the buffer unique; when nothing needed appending, this does.
-        nodeBase = tape.nodes.withUnsafeMutableBufferPointer { $0.baseAddress }
-        nodeLimit = tape.nodes.count
+        storage = grown
+        return grown.withUnsafeMutablePointerToHeader { $0.pointee.capacity }
     }
 
     @inline(__always)
@@ -198,8 +204,7 @@ struct JSONTapeBuilderState: ~Copyable {
 
     /// Copies a scalar's bytes to the end of the tape's own. Most are keys and short strings: `Array.append(contentsOf:)`
     /// cost about 90 instructions a call around the copy (callgrind: 7% of an import's reading thread), so the
-    /// array is grown with zeroed room (doubling) and the bytes are copied into it in place; up to 16 bytes without
-    /// calling `memcpy`.
+    /// bytes are copied into the storage in place; up to 16 bytes without calling `memcpy`.
     @inline(__always)
     private mutating func appendBytes(_ utf8: UnsafeRawBufferPointer) throws -> UInt32 {
         let start = byteCount
@@ -208,7 +213,15 @@ struct JSONTapeBuilderState: ~Copyable {
         guard end <= Int(UInt32.max) else { throw JSONTape.LimitError() }
         guard count > 0, let source = utf8.baseAddress else { return UInt32(truncatingIfNeeded: start) }
         if end > byteLimit { growBytes(toHold: end) }
-        let destination = byteBase.unsafelyUnwrapped + start
+        bytes.unsafelyUnwrapped.withUnsafeMutablePointerToElements { elements in
+            Self.copy(source, count: count, to: UnsafeMutableRawPointer(elements + start))
+        }
+        byteCount = end
+        return UInt32(truncatingIfNeeded: start)
+    }
+
+    @inline(__always)
+    private static func copy(_ source: UnsafeRawPointer, count: Int, to destination: UnsafeMutableRawPointer) {
         if count > 16 {
             destination.copyMemory(from: source, byteCount: count)
         } else if count >= 8 {
@@ -232,22 +245,12 @@ struct JSONTapeBuilderState: ~Copyable {
                 of: source.load(fromByteOffset: count &- 1, as: UInt8.self), toByteOffset: count &- 1,
                 as: UInt8.self)
         }
-        byteCount = end
-        return UInt32(truncatingIfNeeded: start)
     }
 
-    /// Zeroed room for at least `count` bytes in all, and the buffer's address: the capacity the array already has
-    /// (a record stream's buffer is reused record after record), up to 64 KiB of it at once, or else twice what is
-    /// in use, so that appends stay amortized O(1) without zeroing a capacity reserved for a whole document at once.
+    /// Room for at least `count` bytes in all, in a storage nothing else holds (see ``growNodes(toHold:)``).
     @inline(never)
     private mutating func growBytes(toHold count: Int) {
-        let target = Swift.max(count, byteCount * 2, 64, Swift.min(tape.bytes.capacity, 1 << 16))
-        while tape.bytes.count < target {
-            tape.bytes.append(contentsOf: zeroBytes[..<Swift.min(zeroBytes.count, target - tape.bytes.count)])
-        }
-        // Appending made the buffer unique; when nothing needed appending, this does.
-        byteBase = tape.bytes.withUnsafeMutableBytes { $0.baseAddress }
-        byteLimit = tape.bytes.count
+        byteLimit = Self.makeRoom(in: &bytes, count: byteCount, toHold: count)
     }
 
     /// Where a scalar's bytes will be: in the borrowed document when they are inside it, else copied.
@@ -333,9 +336,11 @@ struct JSONTapeBuilderState: ~Copyable {
         precondition(openCount > 0, "JSONTapeBuilder: end of a container that was not started")
         openCount &-= 1
         let container = open[openCount]
-        let node = node(at: container.position)
-        node.pointee.a = UInt32(truncatingIfNeeded: nodeCount)
-        node.pointee.b = container.count
+        let end = UInt32(truncatingIfNeeded: nodeCount)
+        modifyNode(at: container.position) { node in
+            node.a = end
+            node.b = container.count
+        }
     }
 
     mutating func key(_ utf8: UnsafeRawBufferPointer, at offset: Int) throws {
@@ -347,12 +352,12 @@ struct JSONTapeBuilderState: ~Copyable {
         if count < 64 {
             let bit = UInt64(1) << UInt64(hash & 63)
             if container.pointee.keyMask & bit != 0, hasKey(utf8, hash: hash, inOpenObjectAt: container.pointee.position) {
-                node(at: container.pointee.position).pointee.info |= JSONTape.mayHaveDuplicateKeys
+                modifyNode(at: container.pointee.position) { $0.info |= JSONTape.mayHaveDuplicateKeys }
             }
             container.pointee.keyMask |= bit
         } else if count == 64 {
             // Too many members to check cheaply: lookups will search the whole object.
-            node(at: container.pointee.position).pointee.info |= JSONTape.mayHaveDuplicateKeys
+            modifyNode(at: container.pointee.position) { $0.info |= JSONTape.mayHaveDuplicateKeys }
         }
         container.pointee.count = count &+ 1
         let (start, flag) = try place(utf8)
@@ -366,12 +371,12 @@ struct JSONTapeBuilderState: ~Copyable {
         )
     }
 
-    /// Whether the open object at `object` already has a key equal to `utf8` (its members are all complete). Reads
-    /// the arrays (what is in use is in them, room or not), which needs no unique buffer.
+    /// Whether the open object at `object` already has a key equal to `utf8` (its members are all complete).
     @inline(never)
     private func hasKey(_ utf8: UnsafeRawBufferPointer, hash: UInt32, inOpenObjectAt object: Int) -> Bool {
-        tape.nodes.withUnsafeBufferPointer { nodes in
-            tape.bytes.withUnsafeBytes { owned in
+        guard let nodeStorage = nodes else { return false }
+        return nodeStorage.withUnsafeMutablePointerToElements { nodes in
+            withOwnedBytes { owned in
                 var position = object + 1
                 while position < nodeCount {
                     let node = nodes[position]
@@ -391,12 +396,11 @@ struct JSONTapeBuilderState: ~Copyable {
             }
         }
     }
+
+    /// Calls `body` with the bytes in use.
+    private func withOwnedBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        guard let bytes else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return bytes.withUnsafeMutablePointerToElements { body(UnsafeRawBufferPointer(start: $0, count: byteCount)) }
+    }
 }
 
-/// Zeros to grow a tape's nodes with (appending a slice of an array is a `memcpy`; appending a repeated element
-/// is a loop).
-private let zeroNodes = [JSONTape.Node](repeating: JSONTape.Node(info: 0, offset: 0, a: 0, b: 0), count: 256)
-
-/// Zeros to grow a tape's bytes with (appending a slice of an array is a `memcpy`; appending a repeated element
-/// is a loop).
-private let zeroBytes = [UInt8](repeating: 0, count: 4_096)

@@ -300,6 +300,9 @@ package final class DecodingSession {
     let options: StoreDecoder.Options
     /// Converted keys, per raw key, when a key strategy is set.
     var convertedKeys: [String: String] = [:]
+    // The counters below opt out of run-time exclusivity checks (see Context.registries and ObjectRetention's): they
+    // change for every decoded object.
+
     /// When counting, the number of distinct objects decoded per entity index (the importer's "unchanged" count).
     @exclusivity(unchecked) package private(set) var decodedCounts: [Int]?
     /// `decodedCounts != nil`, kept as a flag: it is tested for every decoded object, and reading the optional

@@ -69,10 +69,12 @@ public final class Context {
     /// Whether inserts, deletes and saves are refused.
     public let isReadOnly: Bool
 
-    // The collections below are mutated on every decoded value, and as stored properties of a class each
-    // mutation paid a dynamic exclusivity check (swift_beginAccess): 4% of the instructions of a decode, counted
-    // with callgrind. A context is used by one thread at a time and no mutation of these calls out to code that
-    // touches them again, so they opt out of the run-time check (the compile-time checks still apply).
+    // The collections below are mutated on every decoded value, and as stored properties of a class each access
+    // pays a dynamic exclusivity check (swift_beginAccess) unless it opts out. A context is used by one thread at a
+    // time and no mutation of these calls out to code that touches them again, so they opt out of the run-time
+    // check (the compile-time checks still apply). Measured with callgrind without these opt-outs and those of
+    // the identity index and filter: the 100k import's decoding thread ran 10.1% more instructions, a 20k decode
+    // 3.3% and a 100k insert 6.3%.
 
     /// Registered objects by entity, by row id. Strong references: the context keeps its objects alive.
     @exclusivity(unchecked) var registries: [[IntegerKey: any EntityObject]]

@@ -259,7 +259,9 @@ package final class ResolvedRelationship: @unchecked Sendable {
     let inverse: Int?
     package let storage: RelationshipStorage
     /// The inverse relationship itself, when there is one. Unowned: the model owns every relationship (through
-    /// its mappings) for as long as anything can reach this one.
+    /// its mappings) for as long as anything can reach this one. `unowned(unsafe)`: a checked `unowned` reference
+    /// costs an unowned retain and a release per read (callgrind: about 12 M instructions of the 100k import's
+    /// decoding thread, 0.3%, in relationship changes).
     fileprivate(set) unowned(unsafe) var inverseRelationship: ResolvedRelationship?
 
     init(description: RelationshipDescription, owner: Int, destination: Int, inverse: Int?, storage: RelationshipStorage) {
