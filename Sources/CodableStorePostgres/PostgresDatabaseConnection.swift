@@ -490,16 +490,6 @@ final class PostgresStatement: DatabaseStatement {
         guard let rows, current >= 0, current < rows.count, Int(column) < rows[current].count else { return .null }
         return rows[current][Int(column)]
     }
-
-    func valueKind(at column: Int32) -> DatabaseValueKind {
-        switch value(at: column) {
-        case .integer: .integer
-        case .real: .real
-        case .text: .text
-        case .blob: .blob
-        case .null: .null
-        }
-    }
 }
 
 /// Calls `body` with the strings as an array of C strings (NULL for nil), valid for the call.

@@ -12,11 +12,6 @@ import Foundation
 // Values cross the seam as `SQLiteValue` (integer, real, text, blob, null): the storage shape of every attribute
 // type (``AttributeValue``). A backend converts them to and from its own column types.
 
-/// The kind of a value read from a column: the cases of the seam's value type.
-package enum DatabaseValueKind: Sendable {
-    case integer, real, text, blob, null
-}
-
 /// A prepared statement: bind values, step through rows, read columns of the current row.
 package protocol DatabaseStatement: AnyObject {
     /// The SQL it was prepared from, with `?` placeholders.
@@ -35,8 +30,6 @@ package protocol DatabaseStatement: AnyObject {
     func isNull(at column: Int32) -> Bool
     func int64(at column: Int32) -> Int64
     func value(at column: Int32) -> SQLiteValue
-    /// The kind of the column's value in the current row.
-    func valueKind(at column: Int32) -> DatabaseValueKind
 }
 
 extension DatabaseStatement {
@@ -239,17 +232,7 @@ extension StoreBackend {
 
 // MARK: - SQLite
 
-extension Statement: DatabaseStatement {
-    package func valueKind(at column: Int32) -> DatabaseValueKind {
-        switch storageClass(at: column) {
-        case 1 /* SQLITE_INTEGER */: .integer
-        case 2 /* SQLITE_FLOAT */: .real
-        case 3 /* SQLITE_TEXT */: .text
-        case 4 /* SQLITE_BLOB */: .blob
-        default: .null
-        }
-    }
-}
+extension Statement: DatabaseStatement {}
 
 extension Connection: DatabaseConnection {
     package func cached(_ sql: String) throws -> any DatabaseStatement { try cachedStatement(sql: sql) }

@@ -133,21 +133,14 @@ package enum RecordDigests {
 
     /// Forgets the key, so that no stored digest matches any more.
     package static func forgetAll(on connection: any DatabaseConnection) throws {
-        _ = try connection.rows(
-            sql: "DELETE FROM \(quoteIdentifier(SQLiteMigration.metadataTable)) WHERE \"key\" IN (?, ?)",
-            arguments: [.text(keyEntry), .text(entitiesEntry)])
+        try StoreMetadata.remove([keyEntry, entitiesEntry], on: connection)
     }
 
     private static func entry(_ key: String, on connection: any DatabaseConnection) throws -> String? {
-        guard case .text(let value)? = try connection.scalar(
-            sql: "SELECT \"value\" FROM \(quoteIdentifier(SQLiteMigration.metadataTable)) WHERE \"key\" = ?", arguments: [.text(key)])
-        else { return nil }
-        return value
+        try StoreMetadata.value(of: key, on: connection)
     }
 
     private static func setEntry(_ key: String, _ value: String, on connection: any DatabaseConnection) throws {
-        _ = try connection.rows(
-            sql: "INSERT OR REPLACE INTO \(quoteIdentifier(SQLiteMigration.metadataTable)) (\"key\", \"value\") VALUES (?, ?)",
-            arguments: [.text(key), .text(value)])
+        try StoreMetadata.set(key, value, on: connection)
     }
 }

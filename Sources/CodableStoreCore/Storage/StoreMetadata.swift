@@ -11,4 +11,20 @@ package enum StoreMetadata {
                 + "ON CONFLICT (\"key\") DO UPDATE SET \"value\" = excluded.\"value\"")
         try statement.execute([.text(key), .text(value)])
     }
+
+    /// The value of one key; nil when it is not set.
+    package static func value(of key: String, on connection: any DatabaseConnection) throws -> String? {
+        guard case .text(let value)? = try connection.scalar(
+            sql: "SELECT \"value\" FROM \(quoteIdentifier(table)) WHERE \"key\" = ?", arguments: [.text(key)])
+        else { return nil }
+        return value
+    }
+
+    /// Removes the keys that are set among `keys`.
+    package static func remove(_ keys: [String], on connection: any DatabaseConnection) throws {
+        guard !keys.isEmpty else { return }
+        let placeholders = Array(repeating: "?", count: keys.count).joined(separator: ", ")
+        _ = try connection.rows(
+            sql: "DELETE FROM \(quoteIdentifier(table)) WHERE \"key\" IN (\(placeholders))", arguments: keys.map { .text($0) })
+    }
 }
