@@ -154,26 +154,38 @@ extension Context {
     ///
     /// While every key is a single integer and they are dense (the range from the lowest to the highest takes no more
     /// bits than the Bloom filter below would for the keys expected), a bitmap of that range, one bit an integer: exact,
-    /// and a tenth of the filter's size (125 KB for the ids of a million records numbered from 1, in any order). A key
-    /// that does not fit it (another kind of key, or an integer that would make the range too sparse) turns it into the
-    /// filter, its keys included.
+    /// and a tenth of the filter's size (125 KB for the ids of a million records numbered from 1, in any order). It is
+    /// kept in chunks of 4,096 integers (512 bytes), made when a key first falls in one: widening it to a new lowest or
+    /// highest key copies the list of chunks, never the bits, so a dump in no order does not allocate, copy and free
+    /// ever larger arrays (which left the heap in pieces: 69 MiB peak at 3M shuffled records against 63 MiB in order).
+    /// A key that does not fit it (another kind of key, or an integer that would make the range too sparse) turns it
+    /// into the filter, its keys included.
     ///
     /// The Bloom filter: about 1% false positives at 10 bits per key (1.2 MB for a million); past its capacity it adds
     /// a layer twice as large (each layer adds its ~1%), so it never needs to know the final count. A false positive
     /// only costs a query. Blocked: all the probes of a key fall in one 64-byte block (one cache line), so a lookup in a
     /// filter far larger than the CPU caches costs one memory access instead of one per probe.
     ///
-    /// Bounded: the bitmap and the filter each take at most ``maximumBytes`` (``defaultMaximumBytes``, 2 MiB: 16.7
-    /// million integers, or 1.7 million keys at 1%), whatever the number of keys. Past it, the filter's last layer takes
+    /// Bounded: the bitmap (its chunks and their list) and the filter each take at most ``maximumBytes``
+    /// (``defaultMaximumBytes``, 2 MiB: 16.5 million integers, or 1.7 million keys at 1%), whatever the number of keys. Past it, the filter's last layer takes
     /// the keys beyond its capacity, and its false positives rise with them (about 7% at 2.7 million keys in 2 MiB).
     /// Single integer keys outside the range of those inserted are ruled out without a bit: a dump in the order of its
     /// integer identities (or the reverse) has no false positive for its new keys, whatever its size.
     package final class IdentityFilter {
         // Unchecked: read for every key a batch mentions; the filter belongs to its context's thread.
         @exclusivity(unchecked) private var layers: [(words: [UInt64], capacity: Int, count: Int)] = []
-        /// The bitmap: bit `i` of word `w` is the integer `base + 64 * w + i`. Used while `layers` is empty.
-        @exclusivity(unchecked) private var bitmap: [UInt64] = []
+        /// The bitmap, used while `layers` is empty: chunk `c` holds the integers from `base + c * chunkBits` on (bit `i`
+        /// of its word `w`: `base + c * chunkBits + 64 * w + i`), nil while no key fell in it. `base` is a multiple of
+        /// `chunkBits`.
+        @exclusivity(unchecked) private var chunks: [[UInt64]?] = []
         @exclusivity(unchecked) private var base: Int64 = 0
+        /// The chunks made.
+        @exclusivity(unchecked) private var chunksMade = 0
+        private static let chunkShift: Int64 = 12
+        private static let chunkBits: Int64 = 1 << chunkShift
+        private static let chunkWords = Int(chunkBits / 64)
+        /// What a chunk takes: its words, and its place in the list.
+        private static let chunkBytes = chunkWords * 8 + 8
         /// The smallest and the largest single integer key inserted (`lowest > highest` while there is none).
         @exclusivity(unchecked) private var lowest = Int64.max
         @exclusivity(unchecked) private var highest = Int64.min
@@ -184,7 +196,7 @@ extension Context {
         private static let wordsPerBlock = 8
         /// The most bytes the bitmap, and then the filter's layers, take.
         package let maximumBytes: Int
-        /// The default of ``maximumBytes``: 2 MiB, 16.7 million integers in the bitmap or 1.7 million keys at about 1%
+        /// The default of ``maximumBytes``: 2 MiB, 16.5 million integers in the bitmap or 1.7 million keys at about 1%
         /// false positives in the filter.
         package static let defaultMaximumBytes = 2 << 20
 
@@ -193,8 +205,10 @@ extension Context {
             self.maximumBytes = max(maximumBytes, Self.wordsPerBlock * 8)
         }
 
-        /// The bytes the bitmap or the layers take.
-        package var byteCount: Int { bitmap.count * 8 + layers.reduce(0) { $0 + $1.words.count * 8 } }
+        /// The bytes the bitmap (its chunks, and their list) or the layers take.
+        package var byteCount: Int {
+            chunksMade * Self.chunkWords * 8 + chunks.count * 8 + layers.reduce(0) { $0 + $1.words.count * 8 }
+        }
 
         /// Whether the keys are in a bitmap (exact) rather than a Bloom filter.
         package var isExact: Bool { layers.isEmpty }
@@ -256,51 +270,53 @@ extension Context {
         /// Sets the bit of `integer` (within `lowest...highest` already), widening the bitmap to reach it; false when
         /// that range would take more bits than the layers would for the keys expected (or than ``maximumBytes``).
         private func setBit(_ integer: Int64) -> Bool {
-            if integer < base || integer &- base >= Int64(bitmap.count) * 64 {
+            if chunks.isEmpty || integer < base || (integer &- base) >> Self.chunkShift >= Int64(chunks.count) {
                 guard widenBitmap() else { return false }
             }
             let offset = integer &- base
-            bitmap[Int(offset >> 6)] |= 1 << UInt64(offset & 63)
+            let chunk = Int(offset >> Self.chunkShift)
+            let bit = Int(offset & (Self.chunkBits - 1))
+            if chunks[chunk] == nil {
+                chunks[chunk] = Array(repeating: 0, count: Self.chunkWords)
+                chunksMade += 1
+            }
+            chunks[chunk]![bit >> 6] |= 1 << UInt64(bit & 63)
             return true
         }
 
-        /// Makes the bitmap cover `lowest...highest`, with as many words again as it had on the side it grows (within
-        /// the limit), so that a dump in either order widens it a few times, not at every key; false, changing nothing,
+        /// Makes the list of chunks cover `lowest...highest` (the chunks made keep their bits); false, changing nothing,
         /// when that range is too large.
         private func widenBitmap() -> Bool {
-            let limit = min(maximumBytes * 8, 10 * max(expectedCount, count, 1 << 16))
-            let (span, overflow) = highest.subtractingReportingOverflow(lowest)
-            guard !overflow, span < limit else { return false }
-            // Word numbers (an arithmetic shift rounds down): every bit set is of a key within `first...last`.
-            let first = lowest >> 6
-            let last = highest >> 6
-            guard (last - first + 1) * 64 <= limit else { return false }
-            let oldFirst = base >> 6
-            let spare = max(0, min(Int64(bitmap.count), Int64(limit / 64) - (last - first + 1)))
-            var newFirst = first
-            var newLast = last
-            if !bitmap.isEmpty {
-                if first < oldFirst { newFirst = max(first - spare, Int64.min >> 6) }
-                if last > oldFirst + Int64(bitmap.count) - 1 { newLast = min(last + spare, Int64.max >> 6) }
-            }
-            var widened = [UInt64](repeating: 0, count: Int(newLast - newFirst + 1))
-            for (index, word) in bitmap.enumerated() where word != 0 { widened[Int(oldFirst - newFirst) + index] = word }
-            bitmap = widened
-            base = newFirst << 6
+            let limit = min(maximumBytes / Self.chunkBytes, 10 * max(expectedCount, count, 1 << 16) / Int(Self.chunkBits))
+            // Chunk numbers (an arithmetic shift rounds down): every bit set is of a key within `first...last`.
+            let first = lowest >> Self.chunkShift
+            let last = highest >> Self.chunkShift
+            let (span, overflow) = last.subtractingReportingOverflow(first)
+            guard !overflow, span < Int64(limit) else { return false }
+            let shift = chunks.isEmpty ? 0 : Int((base >> Self.chunkShift) - first)
+            var widened = [[UInt64]?](repeating: nil, count: Int(span + 1))
+            for index in chunks.indices where chunks[index] != nil { swap(&widened[shift + index], &chunks[index]) }
+            chunks = widened
+            base = first << Self.chunkShift
             return true
         }
 
         /// Turns the bitmap into the Bloom filter: layers for the keys expected, within ``maximumBytes``, holding
         /// every key the bitmap held.
         private func makeLayers() {
-            let bits = bitmap
-            bitmap = []
+            let bits = chunks
+            chunks = []
+            chunksMade = 0
             addLayer(capacity: min(max(expectedCount, count, 1 << 16), Self.capacity(bytes: maximumBytes)))
-            for (index, word) in bits.enumerated() where word != 0 {
-                var word = word
-                while word != 0 {
-                    insertInLayers(IdentityKey(single: .integer(base &+ Int64(index * 64 + word.trailingZeroBitCount))))
-                    word &= word - 1
+            for (chunk, words) in bits.enumerated() {
+                guard let words else { continue }
+                let start = base &+ Int64(chunk) << Self.chunkShift
+                for (index, word) in words.enumerated() where word != 0 {
+                    var word = word
+                    while word != 0 {
+                        insertInLayers(IdentityKey(single: .integer(start &+ Int64(index * 64 + word.trailingZeroBitCount))))
+                        word &= word - 1
+                    }
                 }
             }
         }
@@ -326,7 +342,9 @@ extension Context {
                 if integer < lowest || integer > highest { return false }
                 if layers.isEmpty {
                     let offset = integer &- base
-                    return bitmap[Int(offset >> 6)] & (1 << UInt64(offset & 63)) != 0
+                    let bit = Int(offset & (Self.chunkBits - 1))
+                    guard let word = chunks[Int(offset >> Self.chunkShift)]?[bit >> 6] else { return false }
+                    return word & (1 << UInt64(bit & 63)) != 0
                 }
             } else if layers.isEmpty {
                 return false  // only integers were inserted

@@ -61,6 +61,20 @@ import CodableStore
         #expect(!(0...200_001).contains { $0 % 10 == 0 && filter.mayContain(key($0)) })
     }
 
+    @Test func onlyTheRangesWithKeysTakeMemory() {
+        let filter = Context.IdentityFilter(expectedCount: 1_000_000)
+        for value in 0..<100 {
+            filter.insert(key(1_000_000 + value))
+            filter.insert(key(value))
+        }
+        #expect(filter.isExact)
+        // Two chunks of 512 bytes and a list of 245 places (0...1,000,099 in chunks of 4,096), where one array over
+        // the range would take 125 KB.
+        #expect(filter.byteCount == 2 * 512 + 245 * 8)
+        #expect((0..<100).allSatisfy { filter.mayContain(key($0)) && filter.mayContain(key(1_000_000 + $0)) })
+        #expect(![100, 4_096, 500_000, 999_999, 1_000_100].contains { filter.mayContain(key($0)) })
+    }
+
     @Test func integersInEitherOrderWidenTheBitmapWithinItsBudget() {
         let ascending = Context.IdentityFilter(expectedCount: 0, maximumBytes: 64 << 10)
         let descending = Context.IdentityFilter(expectedCount: 0, maximumBytes: 64 << 10)
@@ -73,7 +87,8 @@ import CodableStore
             #expect(filter.byteCount <= 64 << 10, "\(filter.byteCount) bytes")
         }
         #expect((0..<500_000).allSatisfy { ascending.mayContain(key($0)) && descending.mayContain(key(-$0)) })
-        // 64 KiB holds 524,288 integers: the next ones make the filter (which its budget then bounds).
+        // 64 KiB holds 126 chunks of 4,096 integers (516,096): the next ones make the filter (which its budget then
+        // bounds).
         for value in 500_000..<600_000 { ascending.insert(key(value)) }
         #expect(!ascending.isExact)
         #expect(ascending.byteCount <= 64 << 10, "\(ascending.byteCount) bytes")
