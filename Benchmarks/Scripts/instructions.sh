@@ -14,8 +14,13 @@ shift || true
 extra=("$@")
 here=$(cd "$(dirname "$0")/.." && pwd)
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install -y valgrind)" >&2; exit 1; }
-(cd "$here" && swift build -c release --product CodecBenchmarks >/dev/null)
-bin="$here/.build/release/CodecBenchmarks"
+# BIN=PATH counts another build (a CodecBenchmarks binary copied aside) instead of this checkout's.
+if [ -n "${BIN:-}" ]; then
+    bin=$BIN
+else
+    (cd "$here" && swift build -c release --product CodecBenchmarks >/dev/null)
+    bin="$here/.build/release/CodecBenchmarks"
+fi
 dump="${TMPDIR:-/tmp}/codec-bench-$count.json"
 # The benchmark writes its dump (IssueDumpGenerator, seed 42, 10% repeated ids) when it is missing.
 [ -f "$dump" ] || "$bin" --count "$count" --rounds 1 >/dev/null
@@ -29,7 +34,10 @@ collect() {  # contender, function
     valgrind --tool=callgrind ${extra[@]+"${extra[@]}"} --callgrind-out-file="$out/$1.out" "--toggle-collect=$2" "$bin" \
         --contender "$1" --dump "$dump" 2>&1 >/dev/null | sed -n 's/.*Collected : //p'
 }
-store=$(collect storedecoder-1thread '$s12CodableStore0B7DecoderC6decode_4from4intoxxm_20FoundationEssentials4DataVAA7ContextCtKSeRzlF')
+# StoreDecoder's module is CodableStoreCore since the split (CodableStore before): its name is read from the binary.
+decode=$(nm "$bin" | sed -n 's/^[0-9a-f]* T \(\$s[0-9]*CodableStore[A-Za-z]*0B7DecoderC6decode_4from4intoxxm_20FoundationEssentials4DataVAA7ContextCtKSeRzlF\)$/\1/p' | head -1)
+[ -n "$decode" ] || { echo "StoreDecoder.decode(_:from:into:) not found in $bin" >&2; exit 1; }
+store=$(collect storedecoder-1thread "$decode")
 json=$(collect jsondecoder '$s20FoundationEssentials11JSONDecoderC6decode_4fromxxm_AA4DataVtKSeRzlF')
 printf 'decode %s records, instructions: StoreDecoder %s, JSONDecoder %s, ratio %s\n' "$count" "$store" "$json" \
     "$(awk -v a="$store" -v b="$json" 'BEGIN { printf "%.3f", a / b }')"
