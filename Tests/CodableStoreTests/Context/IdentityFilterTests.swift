@@ -75,6 +75,48 @@ import CodableStore
         #expect(![100, 4_096, 500_000, 999_999, 1_000_100].contains { filter.mayContain(key($0)) })
     }
 
+    /// A deterministic generator (SplitMix64), so that a failing sequence can be replayed.
+    private struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    @Test(arguments: 0..<24)
+    func answersAsASetOfTheKeysInsertedWould(seed: UInt64) {
+        // Runs of keys of several shapes, in random order: dense around a random start (either side of zero), sparse,
+        // now and then a text key; small budgets, so that the bitmap widens, fills and turns into the filter.
+        var random = SplitMix(state: seed)
+        let filter = Context.IdentityFilter(
+            expectedCount: Int.random(in: 0...50_000, using: &random), maximumBytes: 1 << Int.random(in: 10...16, using: &random))
+        var inserted = Set<Context.IdentityKey>()
+        let start = Int64.random(in: -100_000...100_000, using: &random)
+        for _ in 0..<Int.random(in: 1...8, using: &random) {
+            let spread: Int64 = Bool.random(using: &random) ? 20_000 : 5_000_000
+            for _ in 0..<Int.random(in: 1...5_000, using: &random) {
+                let key = Int.random(in: 0..<50, using: &random) == 0
+                    ? Context.IdentityKey(single: .text("k\(Int.random(in: 0..<1_000, using: &random))"))
+                    : Context.IdentityKey(single: .integer(start &+ Int64.random(in: -spread...spread, using: &random)))
+                filter.insert(key)
+                inserted.insert(key)
+            }
+            #expect(filter.byteCount <= filter.maximumBytes, "seed \(seed): \(filter.byteCount) bytes")
+        }
+        #expect(inserted.allSatisfy { filter.mayContain($0) }, "seed \(seed): a key inserted is ruled out")
+        let probes = (0..<20_000).map { _ in
+            Context.IdentityKey(single: .integer(start &+ Int64.random(in: -6_000_000...6_000_000, using: &random)))
+        }
+        let wrong = probes.filter { !inserted.contains($0) && filter.mayContain($0) }.count
+        if filter.isExact {
+            #expect(wrong == 0, "seed \(seed): the bitmap said maybe for \(wrong) keys never inserted")
+        }
+    }
+
     @Test func integersInEitherOrderWidenTheBitmapWithinItsBudget() {
         let ascending = Context.IdentityFilter(expectedCount: 0, maximumBytes: 64 << 10)
         let descending = Context.IdentityFilter(expectedCount: 0, maximumBytes: 64 << 10)
