@@ -48,11 +48,8 @@ enum PostgresSchema {
             if !incompatible.isEmpty {
                 switch policy {
                 case .fail:
-                    throw StoreError(
-                        .schemaMismatch,
-                        "the store's model differs from the declared entities: " + incompatible.joined(separator: "; ")
-                            + ". Open the store with schemaChangePolicy: .reset to drop and recreate it",
-                        differences: incompatible)
+                    throw SchemaSnapshot.incompatibleModel(
+                        incompatible, remedy: "Open the store with schemaChangePolicy: .reset to drop and recreate it")
                 case .reset(let onReset):
                     logger.info("store reset", metadata: ["differences": "\(incompatible)"])
                     for table in stored.joinTables + stored.entities.map(\.name) {

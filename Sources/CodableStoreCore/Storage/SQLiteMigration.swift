@@ -142,12 +142,10 @@ enum SQLiteMigration {
         if !incompatible.isEmpty {
             switch policy {
             case .fail:
-                throw StoreError(
-                    .schemaMismatch,
-                    "the store's model differs from the declared entities: " + incompatible.joined(separator: "; ")
-                        + ". Add a Migration with a step for each (Store.Options.migrations), or open the store with "
-                        + "schemaChangePolicy: .reset to drop and recreate it",
-                    differences: incompatible)
+                throw SchemaSnapshot.incompatibleModel(
+                    incompatible,
+                    remedy: "Add a Migration with a step for each (Store.Options.migrations), or open the store with "
+                        + "schemaChangePolicy: .reset to drop and recreate it")
             case .reset(let onReset):
                 logger.info("store reset", metadata: ["differences": "\(incompatible)"])
                 try dropAll(stored: stored, on: connection)

@@ -87,6 +87,15 @@ package struct SchemaSnapshot: Codable, Equatable, Sendable {
             differences: existing.map { "unexpected table \($0)" })
     }
 
+    /// The declared model differs from the stored one in ways no table or column added can follow; `remedy` says
+    /// what the backend offers (a migration, a reset).
+    package static func incompatibleModel(_ incompatible: [String], remedy: String) -> StoreError {
+        StoreError(
+            .schemaMismatch,
+            "the store's model differs from the declared entities: " + incompatible.joined(separator: "; ") + ". " + remedy,
+            differences: incompatible)
+    }
+
     /// The differences from `stored` (what is on disk) to `self` (what is declared), split into those that
     /// can be applied by adding tables and columns and those that cannot.
     package func differences(from stored: SchemaSnapshot) -> (additive: [String], incompatible: [String]) {

@@ -75,23 +75,12 @@ import CodableStore
         #expect(![100, 4_096, 500_000, 999_999, 1_000_100].contains { filter.mayContain(key($0)) })
     }
 
-    /// A deterministic generator (SplitMix64), so that a failing sequence can be replayed.
-    private struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test(arguments: 0..<24)
     func answersAsASetOfTheKeysInsertedWould(seed: UInt64) {
         // Runs of keys of several shapes, in random order: dense around a random start (either side of zero), sparse,
         // now and then a text key; small budgets, so that the bitmap widens, fills and turns into the filter.
-        var random = SplitMix(state: seed)
+        // Deterministic (SplitMix64), so that a failing seed can be replayed.
+        var random = SyncOracleTests.SeededGenerator(seed: seed)
         let filter = Context.IdentityFilter(
             expectedCount: Int.random(in: 0...50_000, using: &random), maximumBytes: 1 << Int.random(in: 10...16, using: &random))
         var inserted = Set<Context.IdentityKey>()
