@@ -50,10 +50,12 @@ let package = Package(
                 .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
             ]
         ),
+        // A column's value and a row's columns as every backend gives them (DatabaseValue, DatabaseColumns).
+        .target(name: "CodableStoreValues"),
         // Storage: the SQLite connection, cached statements, transactions and errors. Knows nothing of entities.
         .target(
             name: "CodableStoreSQLite",
-            dependencies: ["CSQLite"]
+            dependencies: ["CSQLite", "CodableStoreValues"]
         ),
         // JSON: the strict reader on yajl, the tape of one record or document, record streams and syntax errors.
         .target(

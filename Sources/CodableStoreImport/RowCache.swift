@@ -104,7 +104,7 @@ final class RowCache {
 
     /// Appends the cached row of `key` (its ``Table/width`` values) to `values`; false when it is not cached, or
     /// changed since.
-    func appendRow(entity: Int, key: Context.IdentityKey, to values: inout [SQLiteValue]) -> Bool {
+    func appendRow(entity: Int, key: Context.IdentityKey, to values: inout [DatabaseValue]) -> Bool {
         guard let table = tables[entity], let offset = table.offset(of: key) else {
             misses += 1
             return false
@@ -123,7 +123,7 @@ final class RowCache {
     }
 
     /// Caches rows a lookup read (each ``Table/width`` values: the row id, then the insert columns).
-    func store(entity: Int, rows: ArraySlice<SQLiteValue>) {
+    func store(entity: Int, rows: ArraySlice<DatabaseValue>) {
         guard let table = tables[entity], !rows.isEmpty else { return }
         let entryCost = table.identityColumns.count == 1 ? Self.entryCost : Self.compositeEntryCost
         var start = rows.startIndex
@@ -205,7 +205,7 @@ final class RowCache {
 
     /// Appends a value: a tag byte, then a zigzag varint (integers), 8 bytes (reals) or a varint length and the bytes
     /// (text, blobs).
-    static func pack(_ value: SQLiteValue, into bytes: inout [UInt8]) {
+    static func pack(_ value: DatabaseValue, into bytes: inout [UInt8]) {
         switch value {
         case .null:
             bytes.append(0)
@@ -242,7 +242,7 @@ final class RowCache {
         let bytes: UnsafeBufferPointer<UInt8>
         var position: Int
 
-        mutating func value() -> SQLiteValue {
+        mutating func value() -> DatabaseValue {
             let tag = bytes[position]
             position += 1
             switch tag {

@@ -104,7 +104,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     ///
     /// Arguments go in text format with no declared type: the server gives each parameter the type its place in the
     /// statement needs (`bigint` next to a bigint column, `numeric` for a Decimal), as SQLite's affinity would.
-    func run(_ sql: String, postgresSQL: String, arguments: [SQLiteValue]) throws -> [[SQLiteValue]] {
+    func run(_ sql: String, postgresSQL: String, arguments: [DatabaseValue]) throws -> [[DatabaseValue]] {
         observer?(sql)
         if logger.logLevel <= .trace { logger.trace("statement", metadata: ["sql": "\(sql)"]) }
         if isAborted {
@@ -135,10 +135,10 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         let columnCount = PQnfields(result)
         guard rowCount > 0, columnCount > 0 else { return [] }
         let types = (0..<columnCount).map { PQftype(result, $0) }
-        var rows: [[SQLiteValue]] = []
+        var rows: [[DatabaseValue]] = []
         rows.reserveCapacity(Int(rowCount))
         for row in 0..<rowCount {
-            var values: [SQLiteValue] = []
+            var values: [DatabaseValue] = []
             values.reserveCapacity(Int(columnCount))
             for column in 0..<columnCount {
                 if PQgetisnull(result, row, column) != 0 {
@@ -155,7 +155,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     }
 
     /// An argument's text form, as the server reads it for any type; nil for NULL.
-    static func text(of value: SQLiteValue, sql: String?) throws -> String? {
+    static func text(of value: DatabaseValue, sql: String?) throws -> String? {
         switch value {
         case .null: return nil
         case .integer(let integer): return String(integer)
@@ -202,7 +202,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     }
 
     /// A result column's text, as the storage shape of attribute values.
-    static func value(of bytes: UnsafeRawBufferPointer, type: Oid, sql: String?) throws -> SQLiteValue {
+    static func value(of bytes: UnsafeRawBufferPointer, type: Oid, sql: String?) throws -> DatabaseValue {
         func failure() -> PostgresError {
             PostgresError(
                 sqlState: nil, message: "the server sent '\(String(decoding: bytes.prefix(64), as: UTF8.self))' for a value of type \(type)",
@@ -405,8 +405,8 @@ final class PostgresStatement: DatabaseStatement {
     private let postgresSQL: String
     private let parameterCount: Int
     private unowned let connection: PostgresDatabaseConnection
-    private var arguments: [SQLiteValue]
-    private var rows: [[SQLiteValue]]?
+    private var arguments: [DatabaseValue]
+    private var rows: [[DatabaseValue]]?
     private var current = -1
 
     init(sql: String, connection: PostgresDatabaseConnection) {
@@ -441,7 +441,7 @@ final class PostgresStatement: DatabaseStatement {
 
     var columnCount: Int32 { Int32(rows?.first?.count ?? 0) }
 
-    func bind(_ value: SQLiteValue, at index: Int32) throws {
+    func bind(_ value: DatabaseValue, at index: Int32) throws {
         guard index >= 1, Int(index) <= parameterCount else {
             throw PostgresError(sqlState: nil, message: "parameter \(index) is out of range (1…\(parameterCount))", sql: postgresSQL)
         }
@@ -486,7 +486,7 @@ final class PostgresStatement: DatabaseStatement {
         }
     }
 
-    func value(at column: Int32) -> SQLiteValue {
+    func value(at column: Int32) -> DatabaseValue {
         guard let rows, current >= 0, current < rows.count, Int(column) < rows[current].count else { return .null }
         return rows[current][Int(column)]
     }

@@ -19,7 +19,7 @@ struct PostgresDialect: SQLDialect {
     var suffix: String { "right(%c, %n)" }
     var isDistinctFrom: String { "IS DISTINCT FROM" }
     var falseCondition: String { "FALSE" }
-    var noLimit: SQLiteValue { .null }
+    var noLimit: DatabaseValue { .null }
     /// A batch costs a few round trips per table: larger batches carry more rows per trip.
     var importBatchSize: Int { 1_000 }
 

@@ -156,7 +156,7 @@ enum PostgresSchema {
     }
 
     /// A DEFAULT literal for a stored value.
-    private static func literal(_ value: SQLiteValue) -> String? {
+    private static func literal(_ value: DatabaseValue) -> String? {
         switch value {
         case .null: "NULL"
         case .integer(let integer): "\(integer)"

@@ -13,10 +13,10 @@ final class PostgresStepGatherer: StepGatherer {
     private let statements: (String) throws -> any DatabaseStatement
     private var key: Key?
     /// The gathered rows, each the values of one row in the statement's column order.
-    private var rows: [ArraySlice<SQLiteValue>] = []
+    private var rows: [ArraySlice<DatabaseValue>] = []
     /// Consecutive updates, by entity and fields: objects change different fields, and each row is updated once per
     /// plan, so updates of other fields in between need not split a group.
-    private var updates: [Key: [ArraySlice<SQLiteValue>]] = [:]
+    private var updates: [Key: [ArraySlice<DatabaseValue>]] = [:]
     private var updateOrder: [Key] = []
     private var updateRows = 0
     /// Rows gathered before they are written, whatever comes next.
@@ -87,7 +87,7 @@ final class PostgresStepGatherer: StepGatherer {
     }
 
     /// The key and rows of a step that can be gathered, nil for one that runs alone.
-    private func keyAndRows(of step: WritePlan.Step) -> (Key, [ArraySlice<SQLiteValue>])? {
+    private func keyAndRows(of step: WritePlan.Step) -> (Key, [ArraySlice<DatabaseValue>])? {
         switch step {
         case .insert(let entity, let count, let values):
             let width = storage.insertWidth(entity)
@@ -180,8 +180,8 @@ final class PostgresStepGatherer: StepGatherer {
     }
 
     /// The rows, keeping for each key only its last row, in the order of those last rows.
-    private func lastOfEach<K: Hashable>(_ rows: [ArraySlice<SQLiteValue>], key: (ArraySlice<SQLiteValue>) -> K)
-        -> [ArraySlice<SQLiteValue>]
+    private func lastOfEach<K: Hashable>(_ rows: [ArraySlice<DatabaseValue>], key: (ArraySlice<DatabaseValue>) -> K)
+        -> [ArraySlice<DatabaseValue>]
     {
         var last: [K: Int] = [:]
         for (index, row) in rows.enumerated() { last[key(row)] = index }
@@ -190,7 +190,7 @@ final class PostgresStepGatherer: StepGatherer {
     }
 
     /// Binds each column of `rows` as one array and runs the statement.
-    private func execute(_ sql: String, _ rows: [ArraySlice<SQLiteValue>], _ width: Int) throws {
+    private func execute(_ sql: String, _ rows: [ArraySlice<DatabaseValue>], _ width: Int) throws {
         let statement = try statements(sql)
         for column in 0..<width {
             let literal = Self.arrayLiteral(rows.lazy.map { $0[$0.startIndex + column] })
@@ -200,7 +200,7 @@ final class PostgresStepGatherer: StepGatherer {
     }
 
     /// A PostgreSQL array literal: `{1,NULL,"text with \"quotes\""}`; bytes in bytea's hex form.
-    static func arrayLiteral(_ values: some Sequence<SQLiteValue>) -> String {
+    static func arrayLiteral(_ values: some Sequence<DatabaseValue>) -> String {
         var text = "{"
         var first = true
         for value in values {

@@ -1,110 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+@_exported import CodableStoreValues
 
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-
-/// A value as SQLite stores it: one of its five storage classes.
-///
-/// Two texts are equal when their UTF-8 bytes are, as SQLite compares them (`BINARY` collation, `UNIQUE`
-/// indexes): `"café"` precomposed and `"cafe\u{301}"` decomposed are different values, where `String`'s `==`
-/// (canonical equivalence) calls them equal. So a decoded text that differs from the stored one only in its
-/// normalization is written, and two such identities are two objects, as they are two rows.
+/// A value as SQLite stores it: one of its five storage classes, which are exactly the kinds of a
+/// `DatabaseValue` (from `CodableStoreValues`, the name the rest of CodableStore uses).
 ///
 /// Related SQLite documentation: <https://www.sqlite.org/datatype3.html>
-public enum SQLiteValue: Hashable, Sendable, CustomStringConvertible {
-    case null
-    case integer(Int64)
-    case real(Double)
-    case text(String)
-    case blob(Data)
+public typealias SQLiteValue = DatabaseValue
 
-    // Inlinable: the context compares and hashes values (identity keys, stored values) on every decoded field.
-    @inlinable
-    public static func == (lhs: SQLiteValue, rhs: SQLiteValue) -> Bool {
-        switch (lhs, rhs) {
-        case (.null, .null): return true
-        case (.integer(let a), .integer(let b)): return a == b
-        case (.real(let a), .real(let b)): return a == b
-        case (.text(let a), .text(let b)): return sameUTF8(a, b)
-        case (.blob(let a), .blob(let b)): return a == b
-        default: return false
-        }
-    }
-
-    @inlinable
-    public func hash(into hasher: inout Hasher) {
-        switch self {
-        case .null:
-            hasher.combine(0 as UInt8)
-        case .integer(let value):
-            hasher.combine(1 as UInt8)
-            hasher.combine(value)
-        case .real(let value):
-            hasher.combine(2 as UInt8)
-            hasher.combine(value)
-        case .text(var value):
-            hasher.combine(3 as UInt8)
-            value.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-        case .blob(let value):
-            hasher.combine(4 as UInt8)
-            hasher.combine(value)
-        }
-    }
-
-    /// Whether two strings have the same UTF-8 bytes (not canonical equivalence, which `==` tests, and which
-    /// costs a normalization for every non-ASCII string).
-    @usableFromInline
-    static func sameUTF8(_ a: String, _ b: String) -> Bool {
-        if a.utf8.count != b.utf8.count { return false }
-        if let equal = a.utf8.withContiguousStorageIfAvailable({ a in
-            b.utf8.withContiguousStorageIfAvailable { b in
-                a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
-            }
-        }), let equal {
-            return equal
-        }
-        return a.utf8.elementsEqual(b.utf8)
-    }
-
-    public var isNull: Bool {
-        if case .null = self { return true }
-        return false
-    }
-
-    /// A SQL literal for messages (never used to build SQL that is executed).
-    public var description: String {
-        switch self {
-        case .null: "NULL"
-        case .integer(let value): String(value)
-        case .real(let value): String(value)
-        case .text(let value): "'" + value.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''") + "'"
-        case .blob(let value): "x'" + value.map { String($0, radix: 16).leftPadded(to: 2) }.joined() + "'"
-        }
-    }
-
-    /// The storage class name, as `typeof()` reports it.
-    public var storageClass: String {
-        switch self {
-        case .null: "null"
-        case .integer: "integer"
-        case .real: "real"
-        case .text: "text"
-        case .blob: "blob"
-        }
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to length: Int) -> String {
-        count >= length ? self : String(repeating: "0", count: length - count) + self
-    }
+extension DatabaseValue {
+    /// The storage class name, as SQLite's `typeof()` reports it.
+    public var storageClass: String { kind.description }
 }

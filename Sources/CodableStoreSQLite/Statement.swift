@@ -222,11 +222,24 @@ public final class Statement {
         sqlite3_column_type(sqliteStatement, column)
     }
 
+    /// The kind of the column's value (its storage class).
+    public func kind(at column: Int32) -> DatabaseValue.Kind {
+        switch sqlite3_column_type(sqliteStatement, column) {
+        case SQLITE_INTEGER: .integer
+        case SQLITE_FLOAT: .real
+        case SQLITE_TEXT: .text
+        case SQLITE_BLOB: .blob
+        default: .null
+        }
+    }
+
     /// All columns of the current row.
     public func row() -> [SQLiteValue] {
         (0..<columnCount).map { value(at: $0) }
     }
 }
+
+extension Statement: DatabaseColumns {}
 
 @available(*, unavailable)
 extension Statement: Sendable {}

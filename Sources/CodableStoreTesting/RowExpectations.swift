@@ -31,7 +31,7 @@ extension Store {
                 .invalidExpectation, message: "row \(row + 1) of the expected \(entity) rows has \(expected[row].count) values for \(fields.count) fields")
         }
         let actual = stored.map { snapshot in fields.map { snapshot[field: $0] ?? .null } }
-        let wanted = expected.map { row in row.map { $0?.sqliteValue ?? .null } }
+        let wanted = expected.map { row in row.map { $0?.databaseValue ?? .null } }
         guard actual != wanted else { return }
         func table() -> String {
             "the store's rows (\(fields.joined(separator: ", "))):\n" + actual.map { "  [" + $0.map(Self.render).joined(separator: ", ") + "]" }.joined(separator: "\n")
@@ -45,7 +45,7 @@ extension Store {
         throw FixtureError(.rowsMismatch, message: "\(entity): expected \(wanted.count) rows, the store has \(actual.count); \(table())")
     }
 
-    private static func render(_ value: SQLiteValue) -> String {
+    private static func render(_ value: DatabaseValue) -> String {
         switch value {
         case .null: "nil"
         case .integer(let value): "\(value)"

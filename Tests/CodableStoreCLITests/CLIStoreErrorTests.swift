@@ -79,7 +79,7 @@ import Glibc
         let ids = try Connection(path: store).rows(sql: "SELECT id FROM Issue").map { $0[0] }
         #expect(Set(ids).count == ids.count)
         let expected = try Set(identities(first) + identities(second) + identities(CLI.fixture))
-        #expect(Set(ids) == Set(expected.map { SQLiteValue.integer($0) }))
+        #expect(Set(ids) == Set(expected.map { DatabaseValue.integer($0) }))
     }
 
     private func identities(_ path: String) throws -> [Int64] {

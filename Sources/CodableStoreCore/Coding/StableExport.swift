@@ -124,11 +124,11 @@ extension Context {
     }
 }
 
-extension SQLiteValue {
+extension DatabaseValue {
     /// An order of values for sorting exports: nulls, then numbers (integers and reals by value), then texts (by
     /// their UTF-8 bytes, as SQLite's `BINARY` collation), then blobs (by their bytes).
-    func precedes(_ other: SQLiteValue) -> Bool {
-        func rank(_ value: SQLiteValue) -> Int {
+    func precedes(_ other: DatabaseValue) -> Bool {
+        func rank(_ value: DatabaseValue) -> Int {
             switch value {
             case .null: 0
             case .integer, .real: 1

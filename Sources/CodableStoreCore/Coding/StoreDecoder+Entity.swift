@@ -187,11 +187,11 @@ extension StoreDecoderImpl {
     /// through their `Decodable` conformance.
     func decodeAttributeValue(
         _ attribute: AttributeDescription, _ value: FieldValue, in objectPath: CodingPathNode, _ mapping: EntitySchema
-    ) throws -> SQLiteValue {
+    ) throws -> DatabaseValue {
         let node = value.node
         let fastKind = attribute.fastKind
         if fastKind == .other {
-            return try with(node: node, path: value.path(in: objectPath, mapping)) { try attribute.decodeSQLiteValue(self) }
+            return try with(node: node, path: value.path(in: objectPath, mapping)) { try attribute.decodeDatabaseValue(self) }
         }
         let kind = tape.kind(of: node)
         // The common case first, without forming the path (an autoclosure capturing it costs two reference
@@ -214,7 +214,7 @@ extension StoreDecoderImpl {
         case .string: return .text(try unwrapString(node, value.path(in: objectPath, mapping)))
         case .bool: return .integer(try unwrapBool(node, value.path(in: objectPath, mapping)) ? 1 : 0)
         case .date: return .real(try unwrapDate(node, value.path(in: objectPath, mapping)).timeIntervalSince1970)
-        case .other: return try with(node: node, path: value.path(in: objectPath, mapping)) { try attribute.decodeSQLiteValue(self) }
+        case .other: return try with(node: node, path: value.path(in: objectPath, mapping)) { try attribute.decodeDatabaseValue(self) }
         }
     }
 
@@ -236,7 +236,7 @@ extension StoreDecoderImpl {
             }
             return Context.IdentityKey(single: try decodeAttributeValue(attribute, value, in: path, mapping))
         }
-        var values: [SQLiteValue] = []
+        var values: [DatabaseValue] = []
         values.reserveCapacity(description.identity.count)
         for index in description.identity {
             guard case .attribute(let attribute) = description.fields[index] else { continue }
@@ -595,7 +595,7 @@ extension StoreDecoderImpl {
                         codingPath: path.path,
                         debugDescription: "A reference to \(mapping.name) needs \(attributes.count) identity values (\(attributes.map(\.name).joined(separator: ", "))) but has \(elements.count)."))
             }
-            var values: [SQLiteValue] = []
+            var values: [DatabaseValue] = []
             for (offset, (attribute, element)) in zip(attributes, elements).enumerated() {
                 values.append(try decodeAttributeValue(attribute, FieldValue(node: element, path: path.appending(index: offset)), in: path, mapping))
             }

@@ -356,10 +356,10 @@ package final class DecodingSession {
 
     /// The field values of the last object created, kept for the next one: creating an object then allocates no
     /// array (see ``takeFieldValues(count:)``).
-    @exclusivity(unchecked) private var spareFieldValues: [SQLiteValue] = []
+    @exclusivity(unchecked) private var spareFieldValues: [DatabaseValue] = []
 
     /// `count` nulls, in the array the last ``giveBack(_:)`` returned when there is one.
-    func takeFieldValues(count: Int) -> [SQLiteValue] {
+    func takeFieldValues(count: Int) -> [DatabaseValue] {
         var values = spareFieldValues
         spareFieldValues = []
         // Element by element: appending `repeatElement(.null, count:)` went through the generic path, about 90
@@ -375,7 +375,7 @@ package final class DecodingSession {
     }
 
     /// Keeps an array of ``takeFieldValues(count:)`` for the next object.
-    func giveBack(_ values: consuming [SQLiteValue]) { spareFieldValues = values }
+    func giveBack(_ values: consuming [DatabaseValue]) { spareFieldValues = values }
 
     /// Whether JSON keys are used as they are (no key strategy): field lookups then use precomputed keys.
     let usesDefaultKeys: Bool

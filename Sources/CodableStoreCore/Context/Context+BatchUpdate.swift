@@ -8,14 +8,14 @@ public struct Assignment<Entity: EntityObject>: Sendable {
     /// The attribute's field index, nil when the key path is not a stored attribute (the update throws).
     let field: Int?
     let keyPath: String
-    let value: SQLiteValue
+    let value: DatabaseValue
 
     /// Sets an attribute to `value`.
     public static func set<V: AttributeValue>(_ keyPath: KeyPath<Entity, V>, to value: V) -> Assignment {
         let field = Entity.entityDescription.fieldIndex(for: keyPath).flatMap { field -> Int? in
             if case .attribute = Entity.entityDescription.fields[field] { field } else { nil }
         }
-        return Assignment(field: field, keyPath: "\(keyPath)", value: value.sqliteValue)
+        return Assignment(field: field, keyPath: "\(keyPath)", value: value.databaseValue)
     }
 }
 

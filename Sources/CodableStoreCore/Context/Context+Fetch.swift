@@ -54,7 +54,7 @@ extension Context {
     /// - Throws: ``StoreError`` with ``StoreError/Code/invalidObject`` if the entity has no identity or a
     ///   composite one.
     public func object<T: EntityObject, V: AttributeValue>(_ type: T.Type, identity value: V) throws -> T? {
-        try object(type, identityValues: [value.sqliteValue])
+        try object(type, identityValues: [value.databaseValue])
     }
 
     /// The object with this composite identity, values in the order of the identity's key paths.
@@ -63,10 +63,10 @@ extension Context {
     /// let membership = try context.object(Membership.self, identity: ["team-a", 42])
     /// ```
     public func object<T: EntityObject>(_ type: T.Type, identity values: [any AttributeValue]) throws -> T? {
-        try object(type, identityValues: values.map(\.sqliteValue))
+        try object(type, identityValues: values.map(\.databaseValue))
     }
 
-    func object<T: EntityObject>(_ type: T.Type, identityValues values: [SQLiteValue]) throws -> T? {
+    func object<T: EntityObject>(_ type: T.Type, identityValues values: [DatabaseValue]) throws -> T? {
         let mapping = try model.mapping(for: T.self)
         guard !mapping.identityColumns.isEmpty else {
             throw StoreError(.invalidObject, "\(mapping.name) has no identity; fetch it with a predicate", entity: mapping.name)

@@ -6,15 +6,15 @@ extension Context {
     /// The identity values of one object: one value for a single identity, several for a composite one.
     package struct IdentityKey: Hashable, Sendable {
         // A single identity value is stored inline: no array to allocate, hash or compare per lookup.
-        private let first: SQLiteValue
-        private let rest: [SQLiteValue]?
+        private let first: DatabaseValue
+        private let rest: [DatabaseValue]?
 
-        package init(_ values: [SQLiteValue]) {
+        package init(_ values: [DatabaseValue]) {
             self.first = values.first ?? .null
             self.rest = values.count > 1 ? Array(values.dropFirst()) : nil
         }
 
-        package init(single value: SQLiteValue) {
+        package init(single value: DatabaseValue) {
             self.first = value
             self.rest = nil
         }
@@ -43,10 +43,10 @@ extension Context {
             return nil
         }
 
-        var values: [SQLiteValue] { [first] + (rest ?? []) }
+        var values: [DatabaseValue] { [first] + (rest ?? []) }
 
         /// The value at `position` of ``values``, without making the array.
-        func value(at position: Int) -> SQLiteValue { position == 0 ? first : rest.unsafelyUnwrapped[position - 1] }
+        func value(at position: Int) -> DatabaseValue { position == 0 ? first : rest.unsafelyUnwrapped[position - 1] }
 
         // The hashing entry point of `Set` and `Dictionary` (see IntegerKey): a single integer, the common
         // identity, is hashed as IntegerKey hashes it, not through SipHash; equal keys take the same branch.
@@ -59,7 +59,7 @@ extension Context {
         }
 
         /// Calls `body` with each value, in identity order, without building an array.
-        func forEach(_ body: (SQLiteValue) throws -> Void) rethrows {
+        func forEach(_ body: (DatabaseValue) throws -> Void) rethrows {
             try body(first)
             if let rest { for value in rest { try body(value) } }
         }
@@ -604,7 +604,7 @@ extension Context {
     }
 
     /// Creates and inserts a new object from values by field index (relationship slots are ignored).
-    func makeObject(entity: Int, values: [SQLiteValue], identity: IdentityKey?) throws -> any EntityObject {
+    func makeObject(entity: Int, values: [DatabaseValue], identity: IdentityKey?) throws -> any EntityObject {
         let mapping = model.mappings[entity]
         let object = try mapping.description.type.init(row: EntityRow(values: values, mapping: mapping))
         try insertCreated(object, mapping, identity: identity)

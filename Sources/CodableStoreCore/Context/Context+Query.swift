@@ -19,7 +19,7 @@ extension Context {
     /// ```
     public func aggregate<T: EntityObject, V: AttributeValue>(
         _ function: Aggregate, of keyPath: KeyPath<T, V>, where predicate: EntityPredicate<T>? = nil
-    ) throws -> SQLiteValue {
+    ) throws -> DatabaseValue {
         let mapping = try prepare(T.self)
         return try scalar(storage.aggregate(function, of: keyPath, mapping, where: predicate)) ?? .null
     }
@@ -91,8 +91,8 @@ extension Context {
         if value.isNull { return nil }
         do {
             // SQLite's avg of integers and sum of reals are reals; min and max keep the column's storage.
-            if Result.self == Double.self, case .integer(let integer) = value { return try Result(sqliteValue: .real(Double(integer))) }
-            return try Result(sqliteValue: value)
+            if Result.self == Double.self, case .integer(let integer) = value { return try Result(databaseValue: .real(Double(integer))) }
+            return try Result(databaseValue: value)
         } catch {
             throw StoreError.valueMismatch(entity: "\(T.self)", field: "\(keyPath)", error)
         }
@@ -105,16 +105,16 @@ extension Context {
     /// ```
     public func aggregate<T: EntityObject, V: AttributeValue, G: AttributeValue>(
         _ function: Aggregate, of keyPath: KeyPath<T, V>, groupedBy group: KeyPath<T, G>, where predicate: EntityPredicate<T>? = nil
-    ) throws -> [(group: G, value: SQLiteValue)] {
+    ) throws -> [(group: G, value: DatabaseValue)] {
         let mapping = try prepare(T.self)
         let query = try storage.aggregate(function, of: keyPath, mapping, where: predicate, groupedBy: group)
         let statement = try connection.cached(query.sql)
         defer { statement.reset() }
         try statement.bind(query.arguments)
-        var result: [(group: G, value: SQLiteValue)] = []
+        var result: [(group: G, value: DatabaseValue)] = []
         while try statement.step() {
             do {
-                result.append((try G(sqliteValue: statement.value(at: 0)), statement.value(at: 1)))
+                result.append((try G(databaseValue: statement.value(at: 0)), statement.value(at: 1)))
             } catch {
                 throw StoreError.valueMismatch(entity: mapping.name, field: "\(group)", error)
             }
@@ -188,7 +188,7 @@ extension Context {
         return try model.mapping(for: T.self)
     }
 
-    private func scalar(_ query: SQLStorage.Query) throws -> SQLiteValue? {
+    private func scalar(_ query: SQLStorage.Query) throws -> DatabaseValue? {
         let statement = try connection.cached(query.sql)
         defer { statement.reset() }
         try statement.bind(query.arguments)
@@ -210,7 +210,7 @@ extension Context {
         try statement.bind(query.arguments)
         var rows: [Snapshot<T>] = []
         while try statement.step() {
-            let values: [SQLiteValue?] = mapping.columnOfField.map { column in column > 0 ? statement.value(at: column) : nil }
+            let values: [DatabaseValue?] = mapping.columnOfField.map { column in column > 0 ? statement.value(at: column) : nil }
             rows.append(Snapshot(rowID: statement.int64(at: 0), values: values))
         }
         return rows

@@ -125,16 +125,16 @@ extension Context {
     }
 
     /// The stored rows of `objects`, by row id: values by field index (attributes, and to-one foreign keys).
-    private func storedRows(of objects: [any EntityObject], _ mapping: EntitySchema) throws -> [Int64: [SQLiteValue]] {
+    private func storedRows(of objects: [any EntityObject], _ mapping: EntitySchema) throws -> [Int64: [DatabaseValue]] {
         var seen = Set<Int64>()
         let rowIDs = objects.compactMap { object -> Int64? in
             let rowID = object.entityState.rowID
             return rowID != 0 && seen.insert(rowID).inserted ? rowID : nil
         }
-        var rows: [Int64: [SQLiteValue]] = [:]
+        var rows: [Int64: [DatabaseValue]] = [:]
         let fields = mapping.description.fields.count
         try forEachStoredRow(of: mapping, rowIDs: rowIDs) { statement in
-            var values = Array(repeating: SQLiteValue.null, count: fields)
+            var values = Array(repeating: DatabaseValue.null, count: fields)
             for field in 0..<fields where mapping.columnOfField[field] > 0 {
                 values[field] = statement.value(at: mapping.columnOfField[field])
             }
@@ -145,7 +145,7 @@ extension Context {
 
     /// Gives `object` the values of its stored row, as if just read: persistent, unchanged, its relationships
     /// unloaded (a to-one keeps its stored foreign key).
-    private func restore(_ object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema, from values: [SQLiteValue]) throws {
+    private func restore(_ object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema, from values: [DatabaseValue]) throws {
         state.context = self
         state.entityIndex = mapping.index
         state.status = .persistent

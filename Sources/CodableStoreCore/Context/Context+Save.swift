@@ -210,7 +210,7 @@ extension Context {
             var start = 0
             while start < positions.count {
                 let rows = positions.count - start >= rowsPerStatement ? rowsPerStatement : 1
-                var values: [SQLiteValue] = []
+                var values: [DatabaseValue] = []
                 values.reserveCapacity(rows * width)
                 // Nothing throws inside: an error thrown out of `withUnsafeBufferPointer` in a `rethrows` function
                 // crashed debug builds (Swift 6.3).
@@ -227,7 +227,7 @@ extension Context {
                                     values.append(relationship._withUnsafeGuaranteedRef { foreignKey($0, of: object, state) })
                                 }
                             }
-                            if storesDigests { values.append(state.digestToWrite.map(SQLiteValue.integer) ?? .null) }
+                            if storesDigests { values.append(state.digestToWrite.map(DatabaseValue.integer) ?? .null) }
                         }
                     }
                 }
@@ -239,7 +239,7 @@ extension Context {
 
     /// The stored value of a to-one relationship's foreign key: the destination's row id, or NULL.
     @inline(__always)
-    private func foreignKey(_ relationship: RelationshipDescription, of object: any EntityObject, _ state: EntityState) -> SQLiteValue {
+    private func foreignKey(_ relationship: RelationshipDescription, of object: any EntityObject, _ state: EntityState) -> DatabaseValue {
         if state.unloadedRelationships.contains(relationship.index), let rowID = state.foreignKeys[relationship.index] {
             return .integer(rowID)
         } else if let destination = relationship.getOne(object) {
@@ -253,7 +253,7 @@ extension Context {
 
     /// The stored value of a column of `object`: an attribute, a foreign key as the destination's row id, or
     /// NULL for a position (written afterwards).
-    private func value(of column: EntitySchema.Column, of object: any EntityObject, _ state: EntityState) -> SQLiteValue {
+    private func value(of column: EntitySchema.Column, of object: any EntityObject, _ state: EntityState) -> DatabaseValue {
         switch column.kind {
         case .attribute(let attribute):
             return attribute.value(of: object)
@@ -307,13 +307,13 @@ extension Context {
             let writesDigest = digest != nil && (!state.storedDigestIsKnown || state.storedDigest != digest)
             if columns.isEmpty && !writesDigest { continue }
             let fields = columns.indexes
-            var values: [SQLiteValue] = []
+            var values: [DatabaseValue] = []
             values.reserveCapacity(fields.count + 2)
             for field in fields {
                 values.append(value(of: mapping.columns[Int(mapping.columnOfField[field]) - 1], of: object, state))
             }
             if storage.storesDigests {
-                values.append(digest.map(SQLiteValue.integer) ?? .null)
+                values.append(digest.map(DatabaseValue.integer) ?? .null)
                 updatedDigests.append((state, digest))
             }
             values.append(.integer(state.rowID))
@@ -436,7 +436,7 @@ extension Context {
             var start = 0
             while start < rowsToWrite.count {
                 let rows = rowsToWrite.count - start >= JoinTable.linkBatchRows ? JoinTable.linkBatchRows : 1
-                var values: [SQLiteValue] = []
+                var values: [DatabaseValue] = []
                 values.reserveCapacity(rows * join.linkWidth)
                 for row in rowsToWrite[start..<(start + rows)] {
                     let change = linkChanges[row.change]

@@ -95,7 +95,7 @@ extension Context {
         let made = try make()
         let mapping = try model.mapping(for: T.self)
         let identity = identityValues(of: made, mapping)
-        let asked = values.map(\.sqliteValue)
+        let asked = values.map(\.databaseValue)
         guard identity == asked else {
             throw StoreError(
                 .invalidObject,

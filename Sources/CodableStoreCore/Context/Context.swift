@@ -614,7 +614,7 @@ public final class Context {
     }
 
     /// The values of an object's identity attributes, in identity order (empty for an entity without identity).
-    func identityValues(of object: any EntityObject, _ mapping: EntitySchema) -> [SQLiteValue] {
+    func identityValues(of object: any EntityObject, _ mapping: EntitySchema) -> [DatabaseValue] {
         mapping.description.identity.compactMap { field in
             if case .attribute(let attribute) = mapping.description.fields[field] { attribute.value(of: object) } else { nil }
         }
@@ -709,7 +709,7 @@ public final class Context {
             // SQLite: `init(row:)` reads the columns it needs straight from the statement.
             row = EntityRow(statement: statement, mapping: mapping, columnOffset: columnOffset)
         } else {
-            var values = Array(repeating: SQLiteValue.null, count: mapping.description.fields.count)
+            var values = Array(repeating: DatabaseValue.null, count: mapping.description.fields.count)
             for field in values.indices where mapping.columnOfField[field] > 0 {
                 values[field] = statement.value(at: mapping.columnOfField[field] + columnOffset)
             }
@@ -724,7 +724,7 @@ public final class Context {
 
     /// The registered object for a stored row given as values (the row id, then the columns of
     /// ``SQLStorage/selectSQL(_:)``), making it from them if it is not in memory.
-    func object(for mapping: EntitySchema, row: ArraySlice<SQLiteValue>) throws -> any EntityObject {
+    func object(for mapping: EntitySchema, row: ArraySlice<DatabaseValue>) throws -> any EntityObject {
         guard case .integer(let rowID) = row.first else {
             throw StoreError(.invalidObject, "a stored row of \(mapping.name) without its row id", entity: mapping.name)
         }
@@ -737,7 +737,7 @@ public final class Context {
 
     /// Makes and registers the object of a stored row given as values (see ``object(for:row:)``), which the
     /// caller knows is not in memory.
-    func makeStoredObject(for mapping: EntitySchema, rowID: Int64, row: ArraySlice<SQLiteValue>) throws -> any EntityObject {
+    func makeStoredObject(for mapping: EntitySchema, rowID: Int64, row: ArraySlice<DatabaseValue>) throws -> any EntityObject {
         let object = try mapping.description.type.init(row: EntityRow(row: row, mapping: mapping))
         registerStored(object, mapping, rowID: rowID) { column in
             if case .integer(let value) = row[row.startIndex + Int(column)] { return value }

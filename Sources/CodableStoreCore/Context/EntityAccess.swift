@@ -21,7 +21,7 @@ public enum _$EntityAccess {
     ) {
         if old == new { return }
         store(owner, new)
-        owner.entityState.didChange(owner, field, from: old.sqliteValue)
+        owner.entityState.didChange(owner, field, from: old.databaseValue)
     }
 
     // MARK: To-one

@@ -11,8 +11,8 @@
 /// Values are always bound, never spliced into the SQL.
 public struct EntityPredicate<Root: EntityObject>: Sendable {
     indirect enum Node: Sendable {
-        case comparison(KeyPathBox, ComparisonOperator, SQLiteValue)
-        case membership(KeyPathBox, [SQLiteValue])
+        case comparison(KeyPathBox, ComparisonOperator, DatabaseValue)
+        case membership(KeyPathBox, [DatabaseValue])
         case text(KeyPathBox, TextMatch, String, caseInsensitive: Bool)
         /// A condition on the destination of a to-one relationship: `relationship IN (SELECT …)`.
         case through(KeyPathBox, destination: any EntityObject.Type, SubqueryBox)
@@ -23,7 +23,7 @@ public struct EntityPredicate<Root: EntityObject>: Sendable {
         case and(Node, Node)
         case or(Node, Node)
         case not(Node)
-        case sql(String, [SQLiteValue])
+        case sql(String, [DatabaseValue])
     }
 
     enum ComparisonOperator: String, Sendable {
@@ -143,13 +143,13 @@ public struct EntityPredicate<Root: EntityObject>: Sendable {
 
     /// A raw SQL condition with bound arguments, for what key paths cannot say. Column names are the field
     /// names (quote them); the table is the entity name.
-    public static func sql(_ sql: String, _ arguments: [SQLiteValue] = []) -> EntityPredicate {
+    public static func sql(_ sql: String, _ arguments: [DatabaseValue] = []) -> EntityPredicate {
         EntityPredicate(.sql(sql, arguments))
     }
 
     /// Rows whose field is one of `values`.
     public static func isIn<V: AttributeValue>(_ keyPath: KeyPath<Root, V>, _ values: some Sequence<V>) -> EntityPredicate {
-        EntityPredicate(.membership(KeyPathBox(keyPath), values.map(\.sqliteValue)))
+        EntityPredicate(.membership(KeyPathBox(keyPath), values.map(\.databaseValue)))
     }
 
     /// The entities the condition reads besides the root one (destinations of ``through(_:_:)``).
@@ -170,7 +170,7 @@ public struct EntityPredicate<Root: EntityObject>: Sendable {
 
 /// A destination's predicate, type-erased, for ``EntityPredicate/through(_:_:)``.
 struct SubqueryBox: Sendable {
-    let render: @Sendable (EntitySchema, Schema, any SQLDialect) throws -> (String, [SQLiteValue])
+    let render: @Sendable (EntitySchema, Schema, any SQLDialect) throws -> (String, [DatabaseValue])
     init<Destination: EntityObject>(_ predicate: EntityPredicate<Destination>) {
         render = { mapping, model, dialect in try predicate.sql(for: mapping, model: model, dialect: dialect) }
     }
@@ -183,39 +183,39 @@ struct KeyPathBox: @unchecked Sendable {
 }
 
 public func == <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> EntityPredicate<Root> {
-    EntityPredicate(.comparison(KeyPathBox(lhs), .equal, rhs.sqliteValue))
+    EntityPredicate(.comparison(KeyPathBox(lhs), .equal, rhs.databaseValue))
 }
 
 public func != <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> EntityPredicate<Root> {
-    EntityPredicate(.comparison(KeyPathBox(lhs), .notEqual, rhs.sqliteValue))
+    EntityPredicate(.comparison(KeyPathBox(lhs), .notEqual, rhs.databaseValue))
 }
 
 public func < <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> EntityPredicate<Root> {
-    EntityPredicate(.comparison(KeyPathBox(lhs), .less, rhs.sqliteValue))
+    EntityPredicate(.comparison(KeyPathBox(lhs), .less, rhs.databaseValue))
 }
 
 public func <= <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> EntityPredicate<Root> {
-    EntityPredicate(.comparison(KeyPathBox(lhs), .lessOrEqual, rhs.sqliteValue))
+    EntityPredicate(.comparison(KeyPathBox(lhs), .lessOrEqual, rhs.databaseValue))
 }
 
 public func > <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> EntityPredicate<Root> {
-    EntityPredicate(.comparison(KeyPathBox(lhs), .greater, rhs.sqliteValue))
+    EntityPredicate(.comparison(KeyPathBox(lhs), .greater, rhs.databaseValue))
 }
 
 public func >= <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> EntityPredicate<Root> {
-    EntityPredicate(.comparison(KeyPathBox(lhs), .greaterOrEqual, rhs.sqliteValue))
+    EntityPredicate(.comparison(KeyPathBox(lhs), .greaterOrEqual, rhs.databaseValue))
 }
 
 /// Objects whose to-one relationship is `object` (`nil`: is not set). `object` must be inserted or stored.
 public func == <Root, D: EntityObject>(lhs: KeyPath<Root, D?>, rhs: D?) -> EntityPredicate<Root> {
-    let value: SQLiteValue = rhs.map { .integer($0.entityState.rowID) } ?? .null
+    let value: DatabaseValue = rhs.map { .integer($0.entityState.rowID) } ?? .null
     return EntityPredicate(.comparison(KeyPathBox(lhs), .equal, value))
 }
 
 /// Objects whose to-one relationship is not `object` (including those where it is not set, as Swift's `!=`
 /// says); `!= nil`: is set.
 public func != <Root, D: EntityObject>(lhs: KeyPath<Root, D?>, rhs: D?) -> EntityPredicate<Root> {
-    let value: SQLiteValue = rhs.map { .integer($0.entityState.rowID) } ?? .null
+    let value: DatabaseValue = rhs.map { .integer($0.entityState.rowID) } ?? .null
     return EntityPredicate(.comparison(KeyPathBox(lhs), .notEqual, value))
 }
 

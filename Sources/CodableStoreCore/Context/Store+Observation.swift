@@ -19,7 +19,7 @@ public struct Snapshot<Entity: EntityObject>: Sendable, Hashable {
     /// The row id (`_pk`).
     public let rowID: Int64
     /// Stored values by field index (attributes, and to-one relationships as row ids).
-    let values: [SQLiteValue?]
+    let values: [DatabaseValue?]
 
     /// An attribute's value. A value that does not fit its type (impossible unless the file was edited
     /// by hand) reads as the attribute's default conversion failure: this traps, as reading a corrupt
@@ -29,7 +29,7 @@ public struct Snapshot<Entity: EntityObject>: Sendable, Hashable {
             preconditionFailure("\(keyPath) is not a stored attribute of \(Entity.self)")
         }
         do {
-            return try V(sqliteValue: value)
+            return try V(databaseValue: value)
         } catch {
             preconditionFailure("\(Entity.self): stored value \(value) does not fit \(V.self): \(error)")
         }
@@ -44,7 +44,7 @@ public struct Snapshot<Entity: EntityObject>: Sendable, Hashable {
     }
 
     /// A field's stored value by name, or nil if the entity has no such stored field.
-    public subscript(field name: String) -> SQLiteValue? {
+    public subscript(field name: String) -> DatabaseValue? {
         guard let field = Entity.entityDescription.fields.firstIndex(where: { $0.name == name }) else { return nil }
         return values[field]
     }
@@ -332,7 +332,7 @@ extension Store {
                 "\(mapping.name)'s identity is [\(mapping.identityColumns.joined(separator: ", "))], not one attribute: observe it with a predicate",
                 entity: mapping.name)
         }
-        return .sql("\(quoteIdentifier(mapping.identityColumns[0])) = ?", [value.sqliteValue])
+        return .sql("\(quoteIdentifier(mapping.identityColumns[0])) = ?", [value.databaseValue])
     }
 
     /// Registers an observation and sends its first results. `send` sends a change; `fail` reports a failed

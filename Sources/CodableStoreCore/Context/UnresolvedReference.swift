@@ -33,10 +33,10 @@ public struct UnresolvedReference: Sendable, Hashable, Codable, CustomStringConv
         /// The identity attributes' names, in the order of the entity's ``Identity``.
         public var names: [String]
         /// Their values as stored, in the same order.
-        public var values: [SQLiteValue]
+        public var values: [DatabaseValue]
 
         /// An identity of attributes `names` with stored values `values` (of the same count).
-        public init(names: [String], values: [SQLiteValue]) {
+        public init(names: [String], values: [DatabaseValue]) {
             self.names = names
             self.values = values
         }
@@ -47,7 +47,7 @@ public struct UnresolvedReference: Sendable, Hashable, Codable, CustomStringConv
         }
 
         /// A value as it would appear in the JSON that names it: text quoted and escaped, numbers as they are.
-        static func render(_ value: SQLiteValue) -> String {
+        static func render(_ value: DatabaseValue) -> String {
             switch value {
             case .null: return "null"
             case .integer(let value): return String(value)
@@ -121,9 +121,9 @@ extension UnresolvedReference.Identity: Codable {
     /// A stored value in JSON: integers, text and null as themselves; a real or a blob in an object that says which
     /// (a real such as 7.0 would otherwise come back as the integer 7, and a blob as text).
     private struct StoredValue: Codable {
-        let value: SQLiteValue
+        let value: DatabaseValue
 
-        init(_ value: SQLiteValue) { self.value = value }
+        init(_ value: DatabaseValue) { self.value = value }
 
         private enum Tag: String, CodingKey { case real, blob }
 

@@ -14,11 +14,11 @@ package struct WritePlan: Sendable {
         /// Inserts `rows` rows (1 or ``EntitySchema/insertBatchRows``): per row, the row id, then the
         /// insert columns (``EntitySchema/insertColumnCount`` values), then where the dialect stores them the digest
         /// (``SQLStorage/insertWidth(_:)`` values a row).
-        case insert(entity: Int, rows: Int, values: [SQLiteValue])
+        case insert(entity: Int, rows: Int, values: [DatabaseValue])
         /// Updates the changed columns of one stored row: `values` are the new values of `fields`, in order,
         /// then where the dialect stores them the digest, then the row id. `fields` may be empty when only the digest
         /// changes.
-        case update(entity: Int, fields: [Int], values: [SQLiteValue])
+        case update(entity: Int, fields: [Int], values: [DatabaseValue])
         /// Clears the digest of a row whose links changed without an update of it.
         case clearDigest(entity: Int, rowID: Int64)
         /// Clears the digests of the rows of `entity` that refer to the row `rowID` of `destination`, by a foreign key
@@ -29,7 +29,7 @@ package struct WritePlan: Sendable {
         case setOrder(entity: Int, orderColumn: String, rowID: Int64, position: Int64?)
         /// Links `rows` pairs (1 or ``JoinTable/linkBatchRows``): source and target per row, and in a table with
         /// positions the position (``JoinTable/linkWidth`` values a row); a link that exists takes the new position.
-        case link(table: Int, rows: Int, values: [SQLiteValue])
+        case link(table: Int, rows: Int, values: [DatabaseValue])
         /// Links a pair after the source's last link, when its place in the owner's list is unknown; a link that
         /// exists keeps its position.
         case appendLink(table: Int, source: Int64, target: Int64)
@@ -69,15 +69,15 @@ package protocol DeferredWriter: AnyObject {
 /// Rows of a query, in one array (one allocation per query rather than per row: they are made on the writer
 /// thread and let go on the context's, and many small blocks freed across threads fragment the heap).
 package struct StoredRows: Sendable {
-    package var values: [SQLiteValue] = []
+    package var values: [DatabaseValue] = []
     package var width: Int
 
-    package init(values: [SQLiteValue] = [], width: Int) {
+    package init(values: [DatabaseValue] = [], width: Int) {
         self.values = values
         self.width = width
     }
     package var count: Int { width == 0 ? 0 : values.count / width }
-    package subscript(row: Int) -> ArraySlice<SQLiteValue> { values[(row * width)..<((row + 1) * width)] }
+    package subscript(row: Int) -> ArraySlice<DatabaseValue> { values[(row * width)..<((row + 1) * width)] }
 }
 
 /// Identity lookups run for a context ahead of time, by its ``DeferredWriter`` between two plans: per entity, the

@@ -32,12 +32,13 @@ public protocol AttributeValue: Equatable, Sendable, SendableMetatype {
     static var attributeType: AttributeType { get }
     /// Whether `NULL` is a valid value. Only `Optional` says yes.
     static var isOptional: Bool { get }
-    /// The value as SQLite stores it.
-    var sqliteValue: SQLiteValue { get }
-    /// Creates a value from what SQLite stored, or throws ``AttributeValueError`` when it does not fit.
-    init(sqliteValue: SQLiteValue) throws(AttributeValueError)
-    /// Reads a value from a result column. The default goes through ``init(sqliteValue:)``.
-    static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self
+    /// The value as a column stores it, on every backend (the table above).
+    var databaseValue: DatabaseValue { get }
+    /// Creates a value from what a column stored, or throws ``AttributeValueError`` when it does not fit.
+    init(databaseValue: DatabaseValue) throws(AttributeValueError)
+    /// Reads a value from a column of a query's current row. The default goes through ``init(databaseValue:)``;
+    /// a type can read the column in place instead (the integers, `Double` and `String` do).
+    static func read(from columns: some DatabaseColumns, at column: Int32) throws(AttributeValueError) -> Self
     /// Decodes a value from a decoder's single value: how an attribute appears in JSON. `Decodable` types use
     /// their own `init(from:)`; enums with raw values decode the raw value.
     static func decodeAttribute(from decoder: any Decoder) throws -> Self
@@ -49,16 +50,25 @@ extension AttributeValue {
     public static var isOptional: Bool { false }
 
     @inlinable
-    public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self {
-        try Self(sqliteValue: statement.value(at: column))
+    public static func read(from columns: some DatabaseColumns, at column: Int32) throws(AttributeValueError) -> Self {
+        try Self(databaseValue: columns.value(at: column))
     }
+
+    /// The value as a column stores it.
+    @available(*, deprecated, renamed: "databaseValue")
+    public var sqliteValue: DatabaseValue { databaseValue }
+
+    /// Creates a value from what a column stored.
+    @available(*, deprecated, renamed: "init(databaseValue:)")
+    public init(sqliteValue: DatabaseValue) throws(AttributeValueError) { try self.init(databaseValue: sqliteValue) }
 }
 
 /// The declared type of an attribute and the column affinity it is stored with.
 public struct AttributeType: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The Swift type name recorded in the model (`"Int"`, `"Date"`, `"JSON"`).
     public var name: String
-    /// The SQLite column affinity: INTEGER, REAL, TEXT, BLOB or NUMERIC.
+    /// The column's affinity, in SQLite's words: INTEGER, REAL, TEXT, BLOB or NUMERIC. Another backend maps it to a
+    /// column type of its own that holds the same `DatabaseValue`s (PostgreSQL: `bigint`, `double precision`, …).
     public var affinity: String
 
     public init(name: String, affinity: String) {
@@ -85,14 +95,14 @@ public struct AttributeValueError: Error, Sendable, CustomStringConvertible {
     /// The Swift type that was expected.
     public var expected: String
     /// The value found in the store.
-    public var found: SQLiteValue
+    public var found: DatabaseValue
     /// Why it does not fit.
     public var reason: String
 
-    public init(expected: String, found: SQLiteValue, reason: String? = nil) {
+    public init(expected: String, found: DatabaseValue, reason: String? = nil) {
         self.expected = expected
         self.found = found
-        self.reason = reason ?? "found \(found.storageClass) value \(found) instead"
+        self.reason = reason ?? "found \(found.kind) value \(found) instead"
     }
 
     public var description: String { "expected \(expected), \(reason)" }
@@ -108,21 +118,22 @@ extension AttributeValue where Self: FixedWidthInteger {
         return .integer
     }
 
-    public var sqliteValue: SQLiteValue {
+    public var databaseValue: DatabaseValue {
         if Self.isSigned || bitWidth < 64 { return .integer(Int64(self)) }
         if let value = Int64(exactly: self) { return .integer(value) }
         // Above Int64.max: 8 bytes big-endian, which SQLite orders after every integer and among themselves by value.
         return .blob(Data(withUnsafeBytes(of: UInt64(truncatingIfNeeded: self).bigEndian) { Array($0) }))
     }
 
-    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
-        switch sqliteValue {
+    public init(databaseValue: DatabaseValue) throws(AttributeValueError) {
+        switch databaseValue {
         case .integer(let value): try self.init(storedInteger: value)
         case .blob(let bytes) where !Self.isSigned && Self.bitWidth == 64: try self.init(storedBytes: bytes)
-        default: throw AttributeValueError(expected: "\(Self.self)", found: sqliteValue)
+        default: throw AttributeValueError(expected: "\(Self.self)", found: databaseValue)
         }
     }
 
+    @usableFromInline
     init(storedInteger value: Int64) throws(AttributeValueError) {
         if let exact = Self(exactly: value) {
             self = exact
@@ -133,6 +144,7 @@ extension AttributeValue where Self: FixedWidthInteger {
     }
 
     /// An unsigned 64-bit value above Int64.max, from its 8 big-endian bytes.
+    @usableFromInline
     init(storedBytes bytes: Data) throws(AttributeValueError) {
         guard bytes.count == 8 else {
             throw AttributeValueError(
@@ -146,11 +158,13 @@ extension AttributeValue where Self: FixedWidthInteger {
         self.init(truncatingIfNeeded: value)
     }
 
-    public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self {
-        switch statement.storageClass(at: column) {
-        case 1 /* SQLITE_INTEGER */: return try Self(storedInteger: statement.int64(at: column))
-        case 4 /* SQLITE_BLOB */ where !Self.isSigned && Self.bitWidth == 64: return try Self(storedBytes: statement.data(at: column))
-        default: throw AttributeValueError(expected: "\(Self.self)", found: statement.value(at: column))
+    // Inlinable: specialized for the backend's row type where an entity's `init(row:)` reads its columns.
+    @inlinable
+    public static func read(from columns: some DatabaseColumns, at column: Int32) throws(AttributeValueError) -> Self {
+        switch columns.kind(at: column) {
+        case .integer: return try Self(storedInteger: columns.int64(at: column))
+        case .blob where !Self.isSigned && Self.bitWidth == 64: return try Self(storedBytes: columns.data(at: column))
+        default: throw AttributeValueError(expected: "\(Self.self)", found: columns.value(at: column))
         }
     }
 }
@@ -168,10 +182,10 @@ extension UInt64: AttributeValue {}
 
 extension Bool: AttributeValue {
     public static var attributeType: AttributeType { .bool }
-    public var sqliteValue: SQLiteValue { .integer(self ? 1 : 0) }
-    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
-        guard case .integer(let value) = sqliteValue, value == 0 || value == 1 else {
-            throw AttributeValueError(expected: "Bool", found: sqliteValue)
+    public var databaseValue: DatabaseValue { .integer(self ? 1 : 0) }
+    public init(databaseValue: DatabaseValue) throws(AttributeValueError) {
+        guard case .integer(let value) = databaseValue, value == 0 || value == 1 else {
+            throw AttributeValueError(expected: "Bool", found: databaseValue)
         }
         self = value == 1
     }
@@ -181,46 +195,47 @@ extension Bool: AttributeValue {
 
 extension Double: AttributeValue {
     public static var attributeType: AttributeType { .double }
-    public var sqliteValue: SQLiteValue { .real(self) }
-    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
-        switch sqliteValue {
+    public var databaseValue: DatabaseValue { .real(self) }
+    public init(databaseValue: DatabaseValue) throws(AttributeValueError) {
+        switch databaseValue {
         case .real(let value): self = value
         // SQLite stores a REAL that is a whole number as an integer in REAL-affinity columns only on disk;
         // values written through other paths may come back as integers.
         case .integer(let value): self = Double(value)
-        default: throw AttributeValueError(expected: "Double", found: sqliteValue)
+        default: throw AttributeValueError(expected: "Double", found: databaseValue)
         }
     }
-    public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Double {
-        let storageClass = statement.storageClass(at: column)
-        guard storageClass == 2 /* FLOAT */ || storageClass == 1 /* INTEGER */ else {
-            throw AttributeValueError(expected: "Double", found: statement.value(at: column))
+    @inlinable
+    public static func read(from columns: some DatabaseColumns, at column: Int32) throws(AttributeValueError) -> Double {
+        let kind = columns.kind(at: column)
+        guard kind == .real || kind == .integer else {
+            throw AttributeValueError(expected: "Double", found: columns.value(at: column))
         }
-        return statement.double(at: column)
+        return columns.double(at: column)
     }
 }
 
 extension Float: AttributeValue {
     public static var attributeType: AttributeType { AttributeType(name: "Float", affinity: "REAL") }
-    public var sqliteValue: SQLiteValue { .real(Double(self)) }
-    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
-        self = Float(try Double(sqliteValue: sqliteValue))
+    public var databaseValue: DatabaseValue { .real(Double(self)) }
+    public init(databaseValue: DatabaseValue) throws(AttributeValueError) {
+        self = Float(try Double(databaseValue: databaseValue))
     }
 }
 
 extension Decimal: AttributeValue {
     public static var attributeType: AttributeType { .decimal }
-    public var sqliteValue: SQLiteValue { .text(description) }
-    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
-        switch sqliteValue {
+    public var databaseValue: DatabaseValue { .text(description) }
+    public init(databaseValue: DatabaseValue) throws(AttributeValueError) {
+        switch databaseValue {
         case .text(let text):
             guard let value = Decimal(string: text, locale: nil) else {
-                throw AttributeValueError(expected: "Decimal", found: sqliteValue, reason: "'\(text)' is not a decimal number")
+                throw AttributeValueError(expected: "Decimal", found: databaseValue, reason: "'\(text)' is not a decimal number")
             }
             self = value
         case .integer(let value): self = Decimal(value)
         case .real(let value): self = Decimal(value)
-        default: throw AttributeValueError(expected: "Decimal", found: sqliteValue)
+        default: throw AttributeValueError(expected: "Decimal", found: databaseValue)
         }
     }
 }
@@ -229,46 +244,47 @@ extension Decimal: AttributeValue {
 
 extension String: AttributeValue {
     public static var attributeType: AttributeType { .string }
-    public var sqliteValue: SQLiteValue { .text(self) }
-    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
-        guard case .text(let value) = sqliteValue else { throw AttributeValueError(expected: "String", found: sqliteValue) }
+    public var databaseValue: DatabaseValue { .text(self) }
+    public init(databaseValue: DatabaseValue) throws(AttributeValueError) {
+        guard case .text(let value) = databaseValue else { throw AttributeValueError(expected: "String", found: databaseValue) }
         self = value
     }
-    public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> String {
-        guard statement.storageClass(at: column) == 3 /* SQLITE_TEXT */ else {
-            throw AttributeValueError(expected: "String", found: statement.value(at: column))
+    @inlinable
+    public static func read(from columns: some DatabaseColumns, at column: Int32) throws(AttributeValueError) -> String {
+        guard columns.kind(at: column) == .text else {
+            throw AttributeValueError(expected: "String", found: columns.value(at: column))
         }
-        return statement.text(at: column)
+        return columns.text(at: column)
     }
 }
 
 extension Data: AttributeValue {
     public static var attributeType: AttributeType { .data }
-    public var sqliteValue: SQLiteValue { .blob(self) }
-    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
-        guard case .blob(let value) = sqliteValue else { throw AttributeValueError(expected: "Data", found: sqliteValue) }
+    public var databaseValue: DatabaseValue { .blob(self) }
+    public init(databaseValue: DatabaseValue) throws(AttributeValueError) {
+        guard case .blob(let value) = databaseValue else { throw AttributeValueError(expected: "Data", found: databaseValue) }
         self = value
     }
 }
 
 extension Date: AttributeValue {
     public static var attributeType: AttributeType { .date }
-    public var sqliteValue: SQLiteValue { .real(timeIntervalSince1970) }
-    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
-        switch sqliteValue {
+    public var databaseValue: DatabaseValue { .real(timeIntervalSince1970) }
+    public init(databaseValue: DatabaseValue) throws(AttributeValueError) {
+        switch databaseValue {
         case .real(let value): self = Date(timeIntervalSince1970: value)
         case .integer(let value): self = Date(timeIntervalSince1970: Double(value))
-        default: throw AttributeValueError(expected: "Date", found: sqliteValue)
+        default: throw AttributeValueError(expected: "Date", found: databaseValue)
         }
     }
 }
 
 extension UUID: AttributeValue {
     public static var attributeType: AttributeType { .uuid }
-    public var sqliteValue: SQLiteValue { .text(uuidString) }
-    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
-        guard case .text(let text) = sqliteValue, let value = UUID(uuidString: text) else {
-            throw AttributeValueError(expected: "UUID", found: sqliteValue)
+    public var databaseValue: DatabaseValue { .text(uuidString) }
+    public init(databaseValue: DatabaseValue) throws(AttributeValueError) {
+        guard case .text(let text) = databaseValue, let value = UUID(uuidString: text) else {
+            throw AttributeValueError(expected: "UUID", found: databaseValue)
         }
         self = value
     }
@@ -276,10 +292,10 @@ extension UUID: AttributeValue {
 
 extension URL: AttributeValue {
     public static var attributeType: AttributeType { .url }
-    public var sqliteValue: SQLiteValue { .text(absoluteString) }
-    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
-        guard case .text(let text) = sqliteValue, let value = URL(string: text) else {
-            throw AttributeValueError(expected: "URL", found: sqliteValue)
+    public var databaseValue: DatabaseValue { .text(absoluteString) }
+    public init(databaseValue: DatabaseValue) throws(AttributeValueError) {
+        guard case .text(let text) = databaseValue, let value = URL(string: text) else {
+            throw AttributeValueError(expected: "URL", found: databaseValue)
         }
         self = value
     }
@@ -291,12 +307,12 @@ extension URL: AttributeValue {
 extension Optional: AttributeValue where Wrapped: AttributeValue {
     public static var attributeType: AttributeType { Wrapped.attributeType }
     public static var isOptional: Bool { true }
-    @inlinable public var sqliteValue: SQLiteValue { self?.sqliteValue ?? .null }
-    @inlinable public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
-        self = sqliteValue.isNull ? nil : try Wrapped(sqliteValue: sqliteValue)
+    @inlinable public var databaseValue: DatabaseValue { self?.databaseValue ?? .null }
+    @inlinable public init(databaseValue: DatabaseValue) throws(AttributeValueError) {
+        self = databaseValue.isNull ? nil : try Wrapped(databaseValue: databaseValue)
     }
-    @inlinable public static func read(from statement: Statement, at column: Int32) throws(AttributeValueError) -> Self {
-        statement.isNull(at: column) ? nil : try Wrapped.read(from: statement, at: column)
+    @inlinable public static func read(from columns: some DatabaseColumns, at column: Int32) throws(AttributeValueError) -> Self {
+        columns.isNull(at: column) ? nil : try Wrapped.read(from: columns, at: column)
     }
 }
 
@@ -304,12 +320,12 @@ extension Optional: AttributeValue where Wrapped: AttributeValue {
 
 extension AttributeValue where Self: RawRepresentable, RawValue: AttributeValue {
     public static var attributeType: AttributeType { RawValue.attributeType }
-    public var sqliteValue: SQLiteValue { rawValue.sqliteValue }
-    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
-        let raw = try RawValue(sqliteValue: sqliteValue)
+    public var databaseValue: DatabaseValue { rawValue.databaseValue }
+    public init(databaseValue: DatabaseValue) throws(AttributeValueError) {
+        let raw = try RawValue(databaseValue: databaseValue)
         guard let value = Self(rawValue: raw) else {
             throw AttributeValueError(
-                expected: "\(Self.self)", found: sqliteValue, reason: "\(sqliteValue) is not a raw value of \(Self.self)")
+                expected: "\(Self.self)", found: databaseValue, reason: "\(databaseValue) is not a raw value of \(Self.self)")
         }
         self = value
     }
@@ -329,7 +345,7 @@ public protocol JSONAttributeValue: AttributeValue, Codable {}
 extension JSONAttributeValue {
     public static var attributeType: AttributeType { .json }
 
-    public var sqliteValue: SQLiteValue {
+    public var databaseValue: DatabaseValue {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Encoding a Codable & Equatable value of attribute types cannot fail except for non-finite floats,
@@ -338,12 +354,12 @@ extension JSONAttributeValue {
         return .text(String(decoding: data, as: UTF8.self))
     }
 
-    public init(sqliteValue: SQLiteValue) throws(AttributeValueError) {
-        guard case .text(let text) = sqliteValue else { throw AttributeValueError(expected: "\(Self.self)", found: sqliteValue) }
+    public init(databaseValue: DatabaseValue) throws(AttributeValueError) {
+        guard case .text(let text) = databaseValue else { throw AttributeValueError(expected: "\(Self.self)", found: databaseValue) }
         do {
             self = try JSONDecoder().decode(Self.self, from: Data(text.utf8))
         } catch {
-            throw AttributeValueError(expected: "\(Self.self)", found: sqliteValue, reason: "invalid JSON: \(error)")
+            throw AttributeValueError(expected: "\(Self.self)", found: databaseValue, reason: "invalid JSON: \(error)")
         }
     }
 }

@@ -152,12 +152,12 @@ public final class AttributeDescription: Sendable {
     public let type: AttributeType
     public let isOptional: Bool
     /// The declared default value, as stored. It becomes the column's DEFAULT.
-    public let defaultValue: SQLiteValue?
+    public let defaultValue: DatabaseValue?
     let valueType: any AttributeValue.Type
-    let readValue: @Sendable (AnyObject) -> SQLiteValue
-    let writeValue: @Sendable (AnyObject, SQLiteValue) throws(AttributeValueError) -> Void
+    let readValue: @Sendable (AnyObject) -> DatabaseValue
+    let writeValue: @Sendable (AnyObject, DatabaseValue) throws(AttributeValueError) -> Void
     /// Decodes the attribute from a decoder positioned on its JSON value, as stored.
-    let decodeSQLiteValue: @Sendable (any Decoder) throws -> SQLiteValue
+    let decodeDatabaseValue: @Sendable (any Decoder) throws -> DatabaseValue
     /// Decodes the attribute from a decoder positioned on its JSON value and assigns it to the object,
     /// marking the field changed only if the value differs.
     let decodeAndAssign: @Sendable (AnyObject, any Decoder) throws -> Void
@@ -186,10 +186,10 @@ public final class AttributeDescription: Sendable {
         name: String,
         index: Int,
         valueType: any AttributeValue.Type,
-        defaultValue: SQLiteValue?,
-        readValue: @escaping @Sendable (AnyObject) -> SQLiteValue,
-        writeValue: @escaping @Sendable (AnyObject, SQLiteValue) throws(AttributeValueError) -> Void,
-        decodeSQLiteValue: @escaping @Sendable (any Decoder) throws -> SQLiteValue,
+        defaultValue: DatabaseValue?,
+        readValue: @escaping @Sendable (AnyObject) -> DatabaseValue,
+        writeValue: @escaping @Sendable (AnyObject, DatabaseValue) throws(AttributeValueError) -> Void,
+        decodeDatabaseValue: @escaping @Sendable (any Decoder) throws -> DatabaseValue,
         decodeAndAssign: @escaping @Sendable (AnyObject, any Decoder) throws -> Void,
         encodeValue: @escaping @Sendable (AnyObject, any Encoder) throws -> Void
     ) {
@@ -202,7 +202,7 @@ public final class AttributeDescription: Sendable {
         self.fastKind = Self.fastKind(of: valueType)
         self.readValue = readValue
         self.writeValue = writeValue
-        self.decodeSQLiteValue = decodeSQLiteValue
+        self.decodeDatabaseValue = decodeDatabaseValue
         self.decodeAndAssign = decodeAndAssign
         self.encodeValue = encodeValue
     }
@@ -223,26 +223,26 @@ public final class AttributeDescription: Sendable {
             name: name,
             index: index,
             valueType: V.self,
-            defaultValue: defaultValue?.sqliteValue,
-            readValue: { object in get(unsafeDowncast(object, to: Root.self)).sqliteValue },
+            defaultValue: defaultValue?.databaseValue,
+            readValue: { object in get(unsafeDowncast(object, to: Root.self)).databaseValue },
             writeValue: { object, value throws(AttributeValueError) in
-                set(unsafeDowncast(object, to: Root.self), try V(sqliteValue: value))
+                set(unsafeDowncast(object, to: Root.self), try V(databaseValue: value))
             },
-            decodeSQLiteValue: { decoder in try V.decodeAttribute(from: decoder).sqliteValue },
+            decodeDatabaseValue: { decoder in try V.decodeAttribute(from: decoder).databaseValue },
             decodeAndAssign: { object, decoder in
                 let root = unsafeDowncast(object, to: Root.self)
                 let value = try V.decodeAttribute(from: decoder)
                 let old = get(root)
                 if old != value {
                     set(root, value)
-                    root.entityState.didChange(root, index, from: old.sqliteValue)
+                    root.entityState.didChange(root, index, from: old.databaseValue)
                 }
             },
             encodeValue: { object, encoder in try get(unsafeDowncast(object, to: Root.self)).encodeAttribute(to: encoder) })
     }
 
     /// The current value of this attribute of `object`, as stored.
-    public func value(of object: AnyObject) -> SQLiteValue { readValue(object) }
+    public func value(of object: AnyObject) -> DatabaseValue { readValue(object) }
 }
 
 /// A relationship to another entity: to-one (`Country?`), ordered to-many (`[Tag]`) or unordered to-many

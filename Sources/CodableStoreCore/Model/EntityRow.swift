@@ -7,8 +7,8 @@ public struct EntityRow {
     /// The current row of a statement; or (when nil) a stored row read ahead, its values in column order (the row id
     /// first); or (when both are nil) values by field index: the decoder creating an object.
     @usableFromInline let statement: Statement?
-    @usableFromInline let row: ArraySlice<SQLiteValue>?
-    @usableFromInline let values: [SQLiteValue]
+    @usableFromInline let row: ArraySlice<DatabaseValue>?
+    @usableFromInline let values: [DatabaseValue]
     let mapping: EntitySchema
     /// Where the entity's columns start in the statement's result (after extra leading columns).
     private let columnOffset: Int32
@@ -22,7 +22,7 @@ public struct EntityRow {
     }
 
     /// A stored row read ahead (an import's identity lookups): read in place, without copying it by field first.
-    init(row: ArraySlice<SQLiteValue>, mapping: EntitySchema) {
+    init(row: ArraySlice<DatabaseValue>, mapping: EntitySchema) {
         self.statement = nil
         self.row = row
         self.values = []
@@ -30,7 +30,7 @@ public struct EntityRow {
         self.columnOffset = 0
     }
 
-    init(values: [SQLiteValue], mapping: EntitySchema) {
+    init(values: [DatabaseValue], mapping: EntitySchema) {
         self.statement = nil
         self.row = nil
         self.values = values
@@ -47,9 +47,9 @@ public struct EntityRow {
                 return try V.read(from: statement, at: column(of: field))
             }
             if let row {
-                return try V(sqliteValue: row[row.startIndex + Int(column(of: field))])
+                return try V(databaseValue: row[row.startIndex + Int(column(of: field))])
             }
-            return try V(sqliteValue: values[field])
+            return try V(databaseValue: values[field])
         } catch {
             throw mismatch(field, error)
         }

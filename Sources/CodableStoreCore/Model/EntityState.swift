@@ -65,7 +65,7 @@ public final class EntityState {
     /// The stored values of a stored object's attributes, recorded when each first changed after the last
     /// write: a save compares with them, so that a value set back to what is stored (page A, then page B
     /// again) writes nothing.
-    @usableFromInline @exclusivity(unchecked) var storedValues: [Int: SQLiteValue]?
+    @usableFromInline @exclusivity(unchecked) var storedValues: [Int: DatabaseValue]?
     /// The stored members (row ids, in order) of a stored object's to-many relationships, recorded when each first
     /// changed after the last write: a list set back to them (in the same order, for an ordered one) writes no links
     /// and no positions, and does not count as a change.
@@ -105,7 +105,7 @@ public final class EntityState {
 extension EntityState {
     /// Records an attribute change from `old`, the value before it (see ``storedValues``).
     @inlinable
-    func didChange(_ object: some EntityObject, _ field: Int, from old: @autoclosure () -> SQLiteValue) {
+    func didChange(_ object: some EntityObject, _ field: Int, from old: @autoclosure () -> DatabaseValue) {
         recordStoredValue(field, old())
         didChange(object, field)
     }
@@ -113,7 +113,7 @@ extension EntityState {
     /// Keeps `stored` as the stored value of `field` when the field is about to change for the first time since
     /// the last write of a stored object (see ``storedValues``).
     @inlinable
-    func recordStoredValue(_ field: Int, _ stored: @autoclosure () -> SQLiteValue) {
+    func recordStoredValue(_ field: Int, _ stored: @autoclosure () -> DatabaseValue) {
         guard status == .persistent, !changedFields.contains(field) else { return }
         // Room for a record's worth of changes at once: an update changes several fields.
         if storedValues == nil { storedValues = Dictionary(minimumCapacity: 8) }

@@ -68,7 +68,7 @@ public struct Migration: Sendable {
         enum Kind: Sendable {
             case renameEntity(from: String, to: any EntityObject.Type)
             case renameAttribute(from: String, to: KeyPathBox, root: any EntityObject.Type)
-            case changeType(of: KeyPathBox, root: any EntityObject.Type, transform: @Sendable (SQLiteValue) throws -> SQLiteValue)
+            case changeType(of: KeyPathBox, root: any EntityObject.Type, transform: @Sendable (DatabaseValue) throws -> DatabaseValue)
             case changeIdentity(of: any EntityObject.Type)
             case sql(String)
             case custom(@Sendable (Connection) throws -> Void)
@@ -93,12 +93,12 @@ public struct Migration: Sendable {
             Step(
                 kind: .changeType(
                     of: KeyPathBox(keyPath), root: Root.self,
-                    transform: { value in try transform(try Old(sqliteValue: value)).sqliteValue }))
+                    transform: { value in try transform(try Old(databaseValue: value)).databaseValue }))
         }
 
         /// The attribute at `keyPath` has a new type: each stored value becomes `transform`'s result, as SQLite values.
         public static func changeType<Root: EntityObject, Value>(
-            of keyPath: KeyPath<Root, Value>, _ transform: @escaping @Sendable (SQLiteValue) throws -> SQLiteValue
+            of keyPath: KeyPath<Root, Value>, _ transform: @escaping @Sendable (DatabaseValue) throws -> DatabaseValue
         ) -> Step {
             Step(kind: .changeType(of: KeyPathBox(keyPath), root: Root.self, transform: transform))
         }

@@ -9,7 +9,7 @@ import Foundation
 // own that implements these protocols and `SQLDialect`. The SQL text itself is built by `SQLStorage` in the
 // backend's `SQLDialect`; the context decides what to write and read, never how a database says it.
 //
-// Values cross the seam as `SQLiteValue` (integer, real, text, blob, null): the storage shape of every attribute
+// Values cross the seam as `DatabaseValue` (integer, real, text, blob, null): the storage shape of every attribute
 // type (``AttributeValue``). A backend converts them to and from its own column types.
 
 /// A prepared statement: bind values, step through rows, read columns of the current row.
@@ -17,10 +17,10 @@ package protocol DatabaseStatement: AnyObject {
     /// The SQL it was prepared from, with `?` placeholders.
     var sql: String { get }
     var columnCount: Int32 { get }
-    func bind(_ value: SQLiteValue, at index: Int32) throws
+    func bind(_ value: DatabaseValue, at index: Int32) throws
     func bind(_ value: Int64, at index: Int32) throws
     /// Binds values to parameters `first`, `first + 1`, … in order.
-    func bind(_ values: ArraySlice<SQLiteValue>, from first: Int32) throws
+    func bind(_ values: ArraySlice<DatabaseValue>, from first: Int32) throws
     /// Advances to the next row; false when the statement is done.
     @discardableResult func step() throws -> Bool
     /// Runs the statement to completion and resets it.
@@ -29,17 +29,17 @@ package protocol DatabaseStatement: AnyObject {
     func reset()
     func isNull(at column: Int32) -> Bool
     func int64(at column: Int32) -> Int64
-    func value(at column: Int32) -> SQLiteValue
+    func value(at column: Int32) -> DatabaseValue
 }
 
 extension DatabaseStatement {
     /// Binds values to parameters 1, 2, … in order.
-    package func bind(_ values: [SQLiteValue]) throws {
+    package func bind(_ values: [DatabaseValue]) throws {
         try bind(values[...], from: 1)
     }
 
     /// One value at a time (SQLite's statement binds a row in one call).
-    package func bind(_ values: ArraySlice<SQLiteValue>, from first: Int32) throws {
+    package func bind(_ values: ArraySlice<DatabaseValue>, from first: Int32) throws {
         var index = first
         for value in values {
             try bind(value, at: index)
@@ -48,7 +48,7 @@ extension DatabaseStatement {
     }
 
     /// Runs the statement with these arguments to completion, then resets it.
-    package func execute(_ arguments: [SQLiteValue]) throws {
+    package func execute(_ arguments: [DatabaseValue]) throws {
         try bind(arguments)
         try execute()
     }
@@ -177,16 +177,16 @@ extension DatabaseConnection {
 
 extension DatabaseConnection {
     /// Runs a query and returns all its rows.
-    package func rows(sql: String, arguments: [SQLiteValue] = []) throws -> [[SQLiteValue]] {
+    package func rows(sql: String, arguments: [DatabaseValue] = []) throws -> [[DatabaseValue]] {
         let statement = try prepare(sql)
         try statement.bind(arguments)
-        var rows: [[SQLiteValue]] = []
+        var rows: [[DatabaseValue]] = []
         while try statement.step() { rows.append((0..<statement.columnCount).map(statement.value(at:))) }
         return rows
     }
 
     /// Runs a query and returns the first column of its first row, if any.
-    package func scalar(sql: String, arguments: [SQLiteValue] = []) throws -> SQLiteValue? {
+    package func scalar(sql: String, arguments: [DatabaseValue] = []) throws -> DatabaseValue? {
         let statement = try prepare(sql)
         try statement.bind(arguments)
         guard try statement.step() else { return nil }
@@ -280,7 +280,7 @@ extension Connection: DatabaseConnection {
         // open, unless the busy handler makes it wait (for a connection that may stay open all along).
         let timeout = busyTimeout
         setBusyTimeout(0)
-        let mode: SQLiteValue?
+        let mode: DatabaseValue?
         do {
             defer { setBusyTimeout(timeout) }
             mode = try scalar(sql: "PRAGMA journal_mode = DELETE")

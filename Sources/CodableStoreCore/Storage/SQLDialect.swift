@@ -31,7 +31,7 @@ package protocol SQLDialect: Sendable {
     /// A condition that is never true.
     var falseCondition: String { get }
     /// What `LIMIT` binds for "no limit".
-    var noLimit: SQLiteValue { get }
+    var noLimit: DatabaseValue { get }
     /// Records per import batch where ``ImportOptions/batchSize`` leaves it to the backend.
     var importBatchSize: Int { get }
     /// Whether entity tables have the `_digest` column: which record last wrote each row, so that an import can skip

@@ -2,8 +2,8 @@
 /// Values are always bound, never spliced into the SQL; names are always quoted.
 extension EntityPredicate {
     /// The SQL and arguments of the condition.
-    func sql(for mapping: EntitySchema, model: Schema, dialect: any SQLDialect) throws -> (String, [SQLiteValue]) {
-        var arguments: [SQLiteValue] = []
+    func sql(for mapping: EntitySchema, model: Schema, dialect: any SQLDialect) throws -> (String, [DatabaseValue]) {
+        var arguments: [DatabaseValue] = []
         let text = try Self.render(node, mapping, model, dialect, &arguments)
         return (text, arguments)
     }
@@ -13,7 +13,7 @@ extension EntityPredicate {
     }
 
     private static func render(
-        _ node: Node, _ mapping: EntitySchema, _ model: Schema, _ dialect: any SQLDialect, _ arguments: inout [SQLiteValue]
+        _ node: Node, _ mapping: EntitySchema, _ model: Schema, _ dialect: any SQLDialect, _ arguments: inout [DatabaseValue]
     ) throws -> String {
         switch node {
         case .comparison(let keyPath, let op, let value):
@@ -84,7 +84,7 @@ extension EntityPredicate {
     /// relationship that matches the condition (one row per membership; never NULL).
     private static func ownersOfMembers(
         _ keyPath: KeyPathBox, _ destinationType: any EntityObject.Type, _ subquery: SubqueryBox?, _ mapping: EntitySchema,
-        _ model: Schema, _ dialect: any SQLDialect, _ arguments: inout [SQLiteValue]
+        _ model: Schema, _ dialect: any SQLDialect, _ arguments: inout [DatabaseValue]
     ) throws -> String {
         guard let field = mapping.description.fieldIndex(for: keyPath.keyPath), let relationship = mapping.relationships[field],
             relationship.description.isToMany
@@ -153,7 +153,7 @@ extension SQLStorage {
     /// A statement over an entity's rows: its SQL and the values it binds.
     struct Query {
         var sql: String
-        var arguments: [SQLiteValue]
+        var arguments: [DatabaseValue]
     }
 
     /// `prefix`, then ` WHERE …` for `predicate` (nothing without one), then `suffix`, with the predicate's arguments.
@@ -218,7 +218,7 @@ extension SQLStorage {
     /// id to read, then `arguments` (the predicate's), then the page's size.
     func rowIDPage<T>(_ mapping: EntitySchema, where predicate: EntityPredicate<T>?) throws -> Query {
         var sql = "SELECT \"_pk\" FROM \(quoteIdentifier(mapping.name)) WHERE \"_pk\" > ? AND \"_pk\" <= ?"
-        var arguments: [SQLiteValue] = []
+        var arguments: [DatabaseValue] = []
         if let predicate {
             let (condition, predicateArguments) = try predicate.sql(for: mapping, model: model, dialect: dialect)
             sql += " AND (\(condition))"

@@ -198,7 +198,7 @@ package final class SQLStorage: Sendable {
             }
         case .setOrder(let entity, let orderColumn, let rowID, let position):
             let sql = "UPDATE \(quoteIdentifier(model.mappings[entity].name)) SET \(quoteIdentifier(orderColumn)) = ? WHERE \"_pk\" = ?"
-            try execute(statements(sql), position.map(SQLiteValue.integer) ?? .null, .integer(rowID))
+            try execute(statements(sql), position.map(DatabaseValue.integer) ?? .null, .integer(rowID))
         case .link(let table, let rows, let values):
             let statement = try statements(rows == 1 ? joinTables[table].link : joinTables[table].linkBatch)
             try statement.bind(values[...], from: 1)
@@ -277,7 +277,7 @@ package final class SQLStorage: Sendable {
     }
 
     /// Binds and runs a statement of the rare steps (positions).
-    private func execute(_ statement: any DatabaseStatement, _ values: SQLiteValue...) throws {
+    private func execute(_ statement: any DatabaseStatement, _ values: DatabaseValue...) throws {
         try statement.bind(values[...], from: 1)
         try statement.execute()
     }
@@ -379,7 +379,7 @@ package final class SQLStorage: Sendable {
     /// FAIL kept the rows before the failing one: those fail again on their row id (ours, so only they can),
     /// and are skipped.
     private func insertConflict(
-        _ mapping: EntitySchema, rows: Int, values: [SQLiteValue], _ error: any Error,
+        _ mapping: EntitySchema, rows: Int, values: [DatabaseValue], _ error: any Error,
         statements: (String) throws -> any DatabaseStatement
     ) throws -> StoreError {
         guard dialect.continuesAfterError else { return identityConflict(mapping, error, values: dialect.conflictingValues(error)) }
@@ -402,7 +402,7 @@ package final class SQLStorage: Sendable {
     /// The identity conflict of an UPDATE: the identity is the new value of each identity attribute the update
     /// changes, and the stored value of the others (the failed statement changed nothing).
     private func updateConflict(
-        _ mapping: EntitySchema, fields: [Int], values: [SQLiteValue], _ error: any Error,
+        _ mapping: EntitySchema, fields: [Int], values: [DatabaseValue], _ error: any Error,
         statements: (String) throws -> any DatabaseStatement
     ) throws -> StoreError {
         guard dialect.continuesAfterError else { return identityConflict(mapping, error, values: dialect.conflictingValues(error)) }
@@ -418,7 +418,7 @@ package final class SQLStorage: Sendable {
     }
 
     private func identityConflict(
-        _ mapping: EntitySchema, _ error: any Error, value: (Int) -> SQLiteValue
+        _ mapping: EntitySchema, _ error: any Error, value: (Int) -> DatabaseValue
     ) -> StoreError {
         let values = mapping.description.identity.map { field -> String in
             guard case .attribute(let attribute) = mapping.description.fields[field] else { return "?" }

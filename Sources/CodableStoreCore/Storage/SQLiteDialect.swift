@@ -18,7 +18,7 @@ package struct SQLiteDialect: SQLDialect {
     package var suffix: String { "substr(%c, -%n)" }
     package var isDistinctFrom: String { "IS NOT" }
     package var falseCondition: String { "0" }
-    package var noLimit: SQLiteValue { .integer(-1) }
+    package var noLimit: DatabaseValue { .integer(-1) }
     package var storesDigests: Bool { true }
 
     /// SQLite sorts NULL first in ascending order by itself.

@@ -214,7 +214,7 @@ enum SQLiteMigration {
     /// A column of a table to rebuild: how its values are transformed, and by which steps.
     struct ColumnRebuild {
         /// Nil: the values are copied as they are.
-        var transform: (@Sendable (SQLiteValue) throws -> SQLiteValue)?
+        var transform: (@Sendable (DatabaseValue) throws -> DatabaseValue)?
         /// The steps whose transforms make `transform`, in the order they apply; empty for the storage upgrade's.
         var origins: [StepOrigin] = []
 
@@ -249,8 +249,8 @@ enum SQLiteMigration {
         return "\(error)"
     }
 
-    /// A text column's value as it is (an SQLiteValue's description quotes text).
-    private static func text(_ value: SQLiteValue) -> String {
+    /// A text column's value as it is (an DatabaseValue's description quotes text).
+    private static func text(_ value: DatabaseValue) -> String {
         if case .text(let text) = value { return text }
         return value.description
     }
@@ -351,7 +351,7 @@ enum SQLiteMigration {
             stored.entities[index].attributes[attribute].type = declared.type.name
             stored.entities[index].attributes[attribute].optional = declared.isOptional
             // The transforms run when the table is rebuilt, after the steps: their errors carry the step.
-            let transform: @Sendable (SQLiteValue) throws -> SQLiteValue = { value in
+            let transform: @Sendable (DatabaseValue) throws -> DatabaseValue = { value in
                 do {
                     return try transform(value)
                 } catch {
@@ -396,7 +396,7 @@ enum SQLiteMigration {
                     stored.entities[entity].attributes[attribute].type = new.type
                     plan.rebuilds[name, default: [:]][old.name] = ColumnRebuild(transform: { value in
                         guard case .integer(let bits) = value, bits < 0 else { return value }
-                        return UInt64(bitPattern: bits).sqliteValue
+                        return UInt64(bitPattern: bits).databaseValue
                     })
                 }
             }
@@ -425,7 +425,7 @@ enum SQLiteMigration {
         let insert = try connection.makeStatement(
             sql: "INSERT INTO \(temporary) (\(columns)) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))")
         while try select.step() {
-            var values: [SQLiteValue] = []
+            var values: [DatabaseValue] = []
             values.reserveCapacity(names.count)
             for (column, transform) in steps.enumerated() {
                 let value = select.value(at: Int32(column))
@@ -433,7 +433,7 @@ enum SQLiteMigration {
                     values.append(value)
                     continue
                 }
-                let result: SQLiteValue
+                let result: DatabaseValue
                 do {
                     result = try transform(value)
                 } catch {
@@ -742,7 +742,7 @@ extension StoreError {
     }
 }
 
-extension SQLiteValue {
+extension DatabaseValue {
     /// Whether the value can be written as a DEFAULT literal (non-finite reals cannot).
     fileprivate var isLiteralSafe: Bool {
         if case .real(let value) = self { return value.isFinite }

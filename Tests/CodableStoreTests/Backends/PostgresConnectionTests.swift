@@ -59,7 +59,7 @@ struct PostgresConnectionTests {
 
     @Test func argumentsReachTheServerAsTheyAre() throws {
         let connection = try connect()
-        let arguments: [SQLiteValue] = [
+        let arguments: [DatabaseValue] = [
             .real(0.1), .real(-.infinity), .real(.nan), .real(1e300), .integer(.min), .blob(Data([0, 1, 0xAB, 0xFF])),
             .text("it's \"quoted\" \\ 日本"), .null,
         ]

@@ -175,7 +175,7 @@ extension LooseNote: EntityReferencePolicies {
             }
         }
         #expect(error.count == 5)
-        #expect(error.references.map(\.ownerIdentity?.values) == (1...5).map { Optional([SQLiteValue.integer(Int64($0))]) })
+        #expect(error.references.map(\.ownerIdentity?.values) == (1...5).map { Optional([DatabaseValue.integer(Int64($0))]) })
         #expect(
             error.description == "5 unresolved references: IssueComment id = 1: issue → GitIssue id = 101 never arrived; "
                 + "IssueComment id = 2: issue → GitIssue id = 102 never arrived; IssueComment id = 3: issue → GitIssue id = 103 never arrived; "

@@ -80,11 +80,11 @@ import Testing
     }
 
     @Test func aBlobThatIsNotAnUnsignedValueIsAClearError() throws {
-        #expect(throws: AttributeValueError.self) { try UInt64(sqliteValue: .blob(Data([1, 2, 3]))) }
+        #expect(throws: AttributeValueError.self) { try UInt64(databaseValue: .blob(Data([1, 2, 3]))) }
         // A small value stored as a blob is not what the store writes.
-        let error = try #require(throws: AttributeValueError.self) { try UInt64(sqliteValue: .blob(Data([0, 0, 0, 0, 0, 0, 0, 1]))) }
+        let error = try #require(throws: AttributeValueError.self) { try UInt64(databaseValue: .blob(Data([0, 0, 0, 0, 0, 0, 0, 1]))) }
         #expect(error.reason == "1 is stored as an integer, not as a blob")
-        #expect(throws: AttributeValueError.self) { try Int64(sqliteValue: .blob(Data(repeating: 255, count: 8))) }
+        #expect(throws: AttributeValueError.self) { try Int64(databaseValue: .blob(Data(repeating: 255, count: 8))) }
     }
 
     /// A store as the previous storage version wrote it: decimal text without a collation, unsigned values above

@@ -8,7 +8,7 @@ import Testing
 /// import's transaction begins until it ends, and its own size again afterwards, whatever the import's outcome.
 @Suite struct ImportPageCacheTests {
     /// The writer connection's page cache, as SQLite states it (negative: KiB).
-    static func writerCacheSize(_ store: Store) throws -> SQLiteValue? {
+    static func writerCacheSize(_ store: Store) throws -> DatabaseValue? {
         try store.withWriterConnection { try $0.scalar(sql: "PRAGMA cache_size") }
     }
 

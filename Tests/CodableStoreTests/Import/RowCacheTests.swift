@@ -11,7 +11,7 @@ import CodableStore
 @Suite struct RowCacheTests {
     @Test func packedValuesReadBackAsTheyWere() {
         var random = SyncOracleTests.SeededGenerator(seed: 5)
-        var values: [SQLiteValue] = [
+        var values: [DatabaseValue] = [
             .null, .integer(0), .integer(-1), .integer(.min), .integer(.max), .integer(63), .integer(-64), .integer(64),
             .real(0), .real(-0.0), .real(.infinity), .real(-.greatestFiniteMagnitude), .real(.nan),
             .text(""), .text("é😀\u{0}x"), .text(String(repeating: "long ", count: 100)), .blob(Data()), .blob(Data([0, 255, 128])),
@@ -51,11 +51,11 @@ import CodableStore
             try model.mapping(for: Country.self).index, person)
     }
 
-    static func tagRow(_ rowID: Int64, _ id: Int64, _ label: String) -> [SQLiteValue] { [.integer(rowID), .integer(id), .text(label)] }
+    static func tagRow(_ rowID: Int64, _ id: Int64, _ label: String) -> [DatabaseValue] { [.integer(rowID), .integer(id), .text(label)] }
     static func key(_ id: Int64) -> Context.IdentityKey { Context.IdentityKey(single: .integer(id)) }
 
-    static func cached(_ cache: RowCache, _ entity: Int, _ key: Context.IdentityKey) -> [SQLiteValue]? {
-        var values: [SQLiteValue] = [.null]  // appended after what is there
+    static func cached(_ cache: RowCache, _ entity: Int, _ key: Context.IdentityKey) -> [DatabaseValue]? {
+        var values: [DatabaseValue] = [.null]  // appended after what is there
         guard cache.appendRow(entity: entity, key: key, to: &values) else {
             #expect(values == [.null])
             return nil
@@ -211,7 +211,7 @@ import CodableStore
             let writer = WriteBehind(connection: context.storeConnection, storage: context.storage, rowCache: cache)
             try writer.start()
             defer { writer.finish() }
-            func lookUp(_ id: Int64) throws -> [SQLiteValue] {
+            func lookUp(_ id: Int64) throws -> [DatabaseValue] {
                 let lookup = Lookahead(keys: [(tag, [Self.key(id)])], memberships: [])
                 try writer.requestLookup(lookup)
                 try writer.waitForLookup(lookup)

@@ -113,14 +113,14 @@ struct Money: Codable, Equatable, JSONAttributeValue {
     /// values (String's `==` calls them equal), so a decode that changes only the normalization writes it, and
     /// two such identities are two objects, as they are two rows under the UNIQUE index.
     @Test func textsAreEqualWhenTheirBytesAre() throws {
-        let composed = SQLiteValue.text("caf\u{E9}")
-        let decomposed = SQLiteValue.text("cafe\u{301}")
+        let composed = DatabaseValue.text("caf\u{E9}")
+        let decomposed = DatabaseValue.text("cafe\u{301}")
         #expect("caf\u{E9}" == "cafe\u{301}")  // String: canonical equivalence
         #expect(composed != decomposed)
         #expect(Set([composed, decomposed, .text("caf\u{E9}")]).count == 2)
         #expect(composed == .text(String(decoding: Array("caf\u{E9}".utf8), as: UTF8.self)))
-        #expect(SQLiteValue.text("") == .text(""))
-        #expect(SQLiteValue.text("a") != .integer(1))
+        #expect(DatabaseValue.text("") == .text(""))
+        #expect(DatabaseValue.text("a") != .integer(1))
 
         let path = TestStore.temporaryPath()
         let store = try Store(path: path, entities: TestStore.entities)

@@ -52,7 +52,7 @@ import CodableStore
     }
 
     /// The values of an insert step for one row: its row id, then each insert column by name.
-    private func row(_ type: any EntityObject.Type, _ rowID: Int64, _ values: [String: SQLiteValue]) throws -> [SQLiteValue] {
+    private func row(_ type: any EntityObject.Type, _ rowID: Int64, _ values: [String: DatabaseValue]) throws -> [DatabaseValue] {
         let mapping = try entity(type)
         // The row id, the insert columns, and the digest (none: written outside an import).
         return [.integer(rowID)] + mapping.columns[..<mapping.insertColumnCount].map { values[$0.name] ?? .null } + [.null]
@@ -62,7 +62,7 @@ import CodableStore
         for step in steps { try storage.run(step) { try connection.cachedStatement(sql: $0) } }
     }
 
-    private func rows(_ sql: String) throws -> [[SQLiteValue]] { try connection.rows(sql: sql) }
+    private func rows(_ sql: String) throws -> [[DatabaseValue]] { try connection.rows(sql: sql) }
 
     @Test func eachStepWritesWhatItSays() throws {
         let songs = try entity(StorageSong.self).index
@@ -71,7 +71,7 @@ import CodableStore
         let join = try #require(schema.joinTables.first { $0.source == playlists && $0.target == songs })
         #expect(join.hasPosition)
         // A full multi-row insert, then single rows.
-        var batch: [SQLiteValue] = []
+        var batch: [DatabaseValue] = []
         for id in 1...EntitySchema.insertBatchRows {
             batch += try row(StorageSong.self, Int64(id), ["id": .integer(Int64(id)), "title": .text("s\(id)")])
         }
@@ -162,7 +162,7 @@ import CodableStore
     @Test func identityConflictsNameTheEntityAndTheIdentity() throws {
         let songs = try entity(StorageSong.self).index
         try run([.insert(entity: songs, rows: 1, values: try row(StorageSong.self, 1, ["id": .integer(1), "title": .text("a")]))])
-        var batch: [SQLiteValue] = []
+        var batch: [DatabaseValue] = []
         for (rowID, id) in zip(2...(EntitySchema.insertBatchRows + 1), [5, 6, 1] + Array(100..<(100 + EntitySchema.insertBatchRows - 3))) {
             batch += try row(StorageSong.self, Int64(rowID), ["id": .integer(Int64(id)), "title": .text("b")])
         }
