@@ -162,7 +162,13 @@ extension AttributeValue where Self: FixedWidthInteger {
     @inlinable
     public static func read(from columns: some DatabaseColumns, at column: Int32) throws(AttributeValueError) -> Self {
         switch columns.kind(at: column) {
-        case .integer: return try Self(storedInteger: columns.int64(at: column))
+        case .integer:
+            // Not through `init(storedInteger:)`: called from here, it is not specialized for `Self` (a generic call,
+            // three times the instructions of the whole read, callgrind).
+            let value = columns.int64(at: column)
+            if let exact = Self(exactly: value) { return exact }
+            throw AttributeValueError(
+                expected: "\(Self.self)", found: .integer(value), reason: "\(value) does not fit in \(Self.self)")
         case .blob where !Self.isSigned && Self.bitWidth == 64: return try Self(storedBytes: columns.data(at: column))
         default: throw AttributeValueError(expected: "\(Self.self)", found: columns.value(at: column))
         }
