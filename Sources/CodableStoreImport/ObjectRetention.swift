@@ -41,6 +41,8 @@ final class ObjectRetention {
     /// Retained objects in the order they were retained, each with its ticket: an entry whose state no longer has
     /// that ticket is stale (the object was let go, or retained again later).
     @exclusivity(unchecked) private var queue: [(state: EntityState, ticket: UInt32)] = []
+    /// The ticket of each object with one, by its state (see ``retainedCount``). The queue holds every state here.
+    @exclusivity(unchecked) private var tickets = Tickets()
     @exclusivity(unchecked) private var queueStart = 0
     @exclusivity(unchecked) private var nextTicket: UInt32 = 1
     /// The number of objects with a ticket: retained, or retained once and used again since (an object stays retained
@@ -155,7 +157,7 @@ final class ObjectRetention {
         guard !given.isEmpty else { return [] }
         var evicted: [any EntityObject] = []
         for (state, ticket) in queue[queueStart...]
-        where state.retention == ticket && given.contains(state.entityOfObject) && !used.contains(state) && !kept.contains(state) {
+        where tickets[state] == ticket && given.contains(state.entityOfObject) && !used.contains(state) && !kept.contains(state) {
             // (Those kept at the last eviction and not used since are let go by `evict` itself.)
             release(state)
             if let object = context.heldObject(state) { evicted.append(object) }
@@ -171,9 +173,9 @@ final class ObjectRetention {
             object.withEntityState { state in
                 guard !used.contains(state), state.isLive(in: context) else { return }
                 if mayRetain(state.entityOfObject), context.prepareForRetention(object, state) {
-                    if state.retention == 0 { retain(state) }
+                    if ticket(of: state) == 0 { retain(state) }
                 } else {
-                    if state.retention != 0 { release(state) }
+                    if ticket(of: state) != 0 { release(state) }
                     evicted.append(object)
                 }
             }
@@ -185,7 +187,7 @@ final class ObjectRetention {
             let (state, ticket) = queue[queueStart]
             queueStart += 1
             looked += 1
-            guard state.retention == ticket else { continue }
+            guard tickets[state] == ticket else { continue }
             if used.contains(state) {
                 release(state)
                 retain(state)
@@ -201,14 +203,14 @@ final class ObjectRetention {
         for object in usedObjects {
             object.withEntityState { state in
                 if state.isLive(in: context) {
-                    if state.retention == 0 {
+                    if ticket(of: state) == 0 {
                         expected += 1
                         countReturn(state, retained: false)
                     } else if !kept.contains(state) {
                         count(state.entityOfObject, hit: true)  // retained, and used again
                         countReturn(state, retained: true)
                     }
-                } else if state.retention != 0 {
+                } else if ticket(of: state) != 0 {
                     release(state)
                     expected -= 1
                 }
@@ -219,7 +221,8 @@ final class ObjectRetention {
             // An object registered without being noted as used (which no path does): let go of everything neither
             // used nor retained by looking at every object, as the context did before it retained any.
             let used = self.used
-            context.evictObjects { used.contains($0) || $0.retention != 0 }
+            let tickets = self.tickets
+            context.evictObjects { used.contains($0) || tickets[$0] != 0 }
         }
         kept = used
         keptObjects = usedObjects
@@ -229,15 +232,22 @@ final class ObjectRetention {
         usedObjects.reserveCapacity(keptObjects.count)
     }
 
+    /// The ticket of the object of `state` (0: none), without a lookup for the objects that never have one: those of
+    /// the excluded entity (the records' own, about half of what a batch uses), and all while none is retained.
+    @inline(__always)
+    private func ticket(of state: EntityState) -> UInt32 {
+        retainedCount == 0 || state.entityOfObject == excludedEntity ? 0 : tickets[state]
+    }
+
     private func retain(_ state: EntityState) {
-        state.retention = nextTicket
+        tickets[state] = nextTicket
         queue.append((state, nextTicket))
         nextTicket = nextTicket == .max ? 1 : nextTicket + 1
         retainedCount += 1
     }
 
     private func release(_ state: EntityState) {
-        state.retention = 0
+        tickets[state] = 0
         retainedCount -= 1
     }
 
@@ -248,8 +258,93 @@ final class ObjectRetention {
             queueStart = 0
         }
         if queue.count > 2 * retainedCount + 1_024 {
-            queue = queue.filter { $0.state.retention == $0.ticket }
+            queue = queue.filter { tickets[$0.state] == $0.ticket }
             queueStart = 0
+        }
+    }
+}
+
+extension ObjectRetention {
+    /// Retention tickets by object state, kept here rather than in the state (which does change tracking only): a
+    /// table of addresses with linear probing, hashed by one multiplication as ``ObjectSet`` is, read for every object
+    /// an eviction looks at. 0 is "no ticket". It does not retain the states: the queue does, for every one here.
+    struct Tickets {
+        private var addresses: [UInt]
+        private var values: [UInt32]
+        private var shift: UInt64
+        private var count = 0
+
+        init() {
+            addresses = Array(repeating: 0, count: 16)
+            values = Array(repeating: 0, count: 16)
+            shift = 60
+        }
+
+        @inline(__always)
+        private func home(of address: UInt) -> Int {
+            Int(truncatingIfNeeded: (UInt64(address) &* 0x9E37_79B9_7F4A_7C15) >> shift)
+        }
+
+        /// The slot of `address`, or of the empty slot where it would go.
+        @inline(__always)
+        private func slot(of address: UInt) -> Int {
+            let mask = addresses.count - 1
+            var slot = home(of: address)
+            while addresses[slot] != 0 && addresses[slot] != address { slot = (slot + 1) & mask }
+            return slot
+        }
+
+        subscript(state: EntityState) -> UInt32 {
+            get {
+                let slot = slot(of: UInt(bitPattern: ObjectIdentifier(state)))
+                return addresses[slot] == 0 ? 0 : values[slot]
+            }
+            set {
+                let address = UInt(bitPattern: ObjectIdentifier(state))
+                let slot = slot(of: address)
+                if newValue == 0 {
+                    if addresses[slot] != 0 { remove(at: slot) }
+                } else if addresses[slot] == address {
+                    values[slot] = newValue
+                } else {
+                    addresses[slot] = address
+                    values[slot] = newValue
+                    count += 1
+                    if count > addresses.count / 4 * 3 { grow() }
+                }
+            }
+        }
+
+        /// Empties `slot` and moves back the entries after it that probed past it (no tombstones).
+        private mutating func remove(at slot: Int) {
+            let mask = addresses.count - 1
+            var hole = slot
+            var next = (slot + 1) & mask
+            while addresses[next] != 0 {
+                let home = home(of: addresses[next])
+                // The entry at `next` may fill the hole when its home is not in (hole, next], cyclically.
+                if (next > hole && (home <= hole || home > next)) || (next < hole && home <= hole && home > next) {
+                    addresses[hole] = addresses[next]
+                    values[hole] = values[next]
+                    hole = next
+                }
+                next = (next + 1) & mask
+            }
+            addresses[hole] = 0
+            values[hole] = 0
+            count -= 1
+        }
+
+        private mutating func grow() {
+            let (oldAddresses, oldValues) = (addresses, values)
+            addresses = Array(repeating: 0, count: oldAddresses.count * 2)
+            values = Array(repeating: 0, count: oldAddresses.count * 2)
+            shift -= 1
+            for index in oldAddresses.indices where oldAddresses[index] != 0 {
+                let slot = slot(of: oldAddresses[index])
+                addresses[slot] = oldAddresses[index]
+                values[slot] = oldValues[index]
+            }
         }
     }
 }

@@ -80,9 +80,6 @@ public final class EntityState {
     /// Whether an identity attribute was ever assigned a new value: until then, the identity the context
     /// indexed the object under is still its identity, and lookups need not recompute it.
     @exclusivity(unchecked) var identityMayHaveChanged = false
-    /// While an import keeps the object beyond the batches that used it, the ticket it was kept under (see
-    /// `ObjectRetention`); 0 otherwise.
-    @exclusivity(unchecked) var retentionTicket: UInt32 = 0
     /// Changes made to the object in memory (attributes, relationships, links from either side), counted so that a
     /// digest stays the object's only while nothing changed it after the record it came from (see `RecordDigests`).
     @exclusivity(unchecked) var changeCount: UInt32 = 0
@@ -177,11 +174,6 @@ extension EntityState {
     // core: a stored property's opt-out of run-time exclusivity checks covers its own module's accesses only, and
     // the import's direct accesses cost 130 M instructions of the decoding thread's 3.8 G (callgrind, 100k import).
 
-    /// The object's retention ticket (see `ObjectRetention`; 0 when not retained).
-    package var retention: UInt32 {
-        get { retentionTicket }
-        set { retentionTicket = newValue }
-    }
     /// The index of the object's entity in the model.
     package var entityOfObject: Int { entityIndex }
     /// Whether `context` holds the object, not deleted.

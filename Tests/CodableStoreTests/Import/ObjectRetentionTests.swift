@@ -226,3 +226,47 @@ import CodableStore
         #expect(result.heldInUse > 1_000)
     }
 }
+
+/// The retention's table of tickets by state (a hash table of its own, with deletion by moving entries back) against a
+/// dictionary, over seeded random sequences of sets, overwrites and removals that make it grow and wrap around.
+@Suite struct RetentionTicketsTests {
+    @Test(arguments: 0..<16 as Range<UInt64>)
+    func answersAsADictionaryWould(seed: UInt64) {
+        var random = SyncOracleTests.SeededGenerator(seed: seed)
+        // Few states, so that sets, overwrites and removals meet the same keys; up to all of them at once (growth).
+        let states = (0..<Int.random(in: 8...300, using: &random)).map { _ in EntityState() }
+        var tickets = ObjectRetention.Tickets()
+        var expected: [ObjectIdentifier: UInt32] = [:]
+        for step in 0..<4_000 {
+            let state = states.randomElement(using: &random)!
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<5:
+                let ticket = UInt32.random(in: 1...UInt32.max, using: &random)
+                tickets[state] = ticket
+                expected[ObjectIdentifier(state)] = ticket
+            case 5..<8:
+                tickets[state] = 0
+                expected[ObjectIdentifier(state)] = nil
+            default:
+                break
+            }
+            if step % 97 == 0 || step == 3_999 {
+                for state in states where tickets[state] != expected[ObjectIdentifier(state)] ?? 0 {
+                    Issue.record("seed \(seed), step \(step): \(tickets[state]) for a state whose ticket is \(expected[ObjectIdentifier(state)] ?? 0)")
+                    return
+                }
+            }
+        }
+    }
+
+    @Test func removingEveryEntryLeavesNone() {
+        let states = (0..<1_000).map { _ in EntityState() }
+        var tickets = ObjectRetention.Tickets()
+        for (index, state) in states.enumerated() { tickets[state] = UInt32(index + 1) }
+        #expect(states.enumerated().allSatisfy { tickets[$1] == UInt32($0 + 1) })
+        for state in states.reversed() where Int(tickets[state]) % 2 == 0 { tickets[state] = 0 }
+        #expect(states.enumerated().allSatisfy { tickets[$1] == ($0 % 2 == 0 ? UInt32($0 + 1) : 0) })
+        for state in states { tickets[state] = 0 }
+        #expect(states.allSatisfy { tickets[$0] == 0 })
+    }
+}
