@@ -487,7 +487,7 @@ final class Importer {
             // The objects of the previous batch may go once its plans are written (see ObjectRetention).
             try writer.waitUntilWritten(plansBeforeThisBatch)
             plansBeforeThisBatch = writer.enqueued
-            writer.retention.evict(from: context)
+            writer.evict(from: context)
         } else {
             context.reset()
         }

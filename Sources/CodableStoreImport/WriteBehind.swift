@@ -45,6 +45,9 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     private(set) var secondsWaitedForWriting = 0.0
     /// The objects the context keeps between batches (used by the context's thread only).
     let retention: ObjectRetention
+    /// The join rows of the plans handed over since the last eviction, which the writer may not have written yet
+    /// (see ``didHandOver(links:)``; used by the context's thread only).
+    private var linksHandedOver: [[Context.LinkChange]] = []
     /// Rows the writer's lookups read, which answer later lookups of the same keys (used by the writer thread only).
     let rowCache: RowCache?
     /// Set when the context used the connection itself (``waitUntilIdle()``): the writer forgets its cached rows
@@ -96,6 +99,25 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
 
     func mayHaveUnwrittenLinks(_ state: EntityState) -> Bool {
         retention.wasKept(state)
+    }
+
+    func didHandOver(links: [Context.LinkChange]) {
+        linksHandedOver.append(links)
+    }
+
+    func mayHaveUnwrittenLinks(table: Int, owners: () -> [Int64], ownerIsSource: Bool) -> Bool {
+        if linksHandedOver.isEmpty { return false }
+        let rowIDs = Set(owners())
+        return linksHandedOver.contains { changes in
+            changes.contains { $0.table == table && rowIDs.contains(ownerIsSource ? $0.source : $0.target) }
+        }
+    }
+
+    /// Ends a batch: the context keeps what ``retention`` says, and the links handed over so far concern only objects
+    /// it kept, which ``mayHaveUnwrittenLinks(_:)`` answers for.
+    func evict(from context: Context) {
+        linksHandedOver.removeAll()
+        retention.evict(from: context)
     }
 
     /// Hands a plan to the writer, waiting while ``capacity`` plans wait already.

@@ -393,9 +393,8 @@ extension Context {
 
 extension Context {
     /// Runs a membership load of `owners`. While a writer thread runs, a plan it has not written yet may change
-    /// the join rows of an object the context kept across its last eviction (see
-    /// ``DeferredWriter/mayHaveUnwrittenLinks(_:)``), or one a save of the current batch handed over
-    /// (``linksHandedToWriter``), so those loads wait for the writer. So do loads of memberships stored as the
+    /// the join rows of an object the context kept across its last eviction, or one a save of the current batch
+    /// handed over (see ``DeferredWriter/mayHaveUnwrittenLinks(_:)``), so those loads wait for the writer. So do loads of memberships stored as the
     /// members' foreign keys: a member moved from an owner the context does not hold changes that owner's memberships.
     private func withMembershipConnection(
         _ relationship: ResolvedRelationship, owners: some Sequence<any EntityObject>, _ body: (any DatabaseConnection) throws -> Void
@@ -403,13 +402,8 @@ extension Context {
         guard let deferredWriter else { return try withSharedConnection(body) }
         guard case .joinTable(let table, let ownerIsSource) = relationship.storage else { return try body(connection) }
         // Links a save in the middle of this batch handed over (a hook's load saves first) may not be written yet.
-        var handedOver = false
-        if !linksHandedToWriter.isEmpty {
-            let rowIDs = Set(owners.map(\.entityState.rowID))
-            handedOver = linksHandedToWriter.contains { changes in
-                changes.contains { $0.table == table && rowIDs.contains(ownerIsSource ? $0.source : $0.target) }
-            }
-        }
+        let handedOver = deferredWriter.mayHaveUnwrittenLinks(
+            table: table, owners: { owners.map(\.entityState.rowID) }, ownerIsSource: ownerIsSource)
         if handedOver || owners.contains(where: { deferredWriter.mayHaveUnwrittenLinks($0.entityState) }) {
             try body(connection)
         } else {

@@ -99,7 +99,6 @@ extension Context {
         discardedInsertions = []
         detachedObjects = []
         linkChanges = []
-        linksHandedToWriter = []
         readyReferences = []
         unchangedLinkOwners = []
         updatedDigests = []

@@ -131,7 +131,7 @@ extension Context {
         updatedObjects.removeAll(keepingCapacity: true)
         deletedObjects.removeAll()
         discardedInsertions.removeAll()
-        if deferredWriter != nil, !linkChanges.isEmpty { linksHandedToWriter.append(linkChanges) }
+        if let deferredWriter, !linkChanges.isEmpty { deferredWriter.didHandOver(links: linkChanges) }
         linkChanges.removeAll()
         hasUnwrittenIdentityChanges = false
         if isSave { try didSave() }

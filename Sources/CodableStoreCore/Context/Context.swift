@@ -95,11 +95,6 @@ public final class Context {
     @exclusivity(unchecked) private var lastInsertedType: ObjectIdentifier?
     @exclusivity(unchecked) private var lastInsertedEntity = -1
     @exclusivity(unchecked) var linkChanges: [LinkChange] = []
-    /// While an import's writer thread runs: the link changes of the saves handed to it since the last eviction,
-    /// which it may not have written yet. A membership load of an object they concern waits for the writer (see
-    /// `withMembershipConnection`): objects first used in the current batch have no other unwritten links (those
-    /// of earlier batches are written before the objects they concern are evicted).
-    var linksHandedToWriter: [[LinkChange]] = []
     /// Owners whose ordered join-table list is back at its stored members: their link changes are not written
     /// (filled while a save plans its updates, used when it plans its links).
     var unchangedLinkOwners: Set<UnchangedLinkOwner> = []
@@ -142,10 +137,11 @@ public final class Context {
     /// replaces them.
     @exclusivity(unchecked) var materializedCounts: [Int]
 
-    struct LinkChange {
-        let table: Int
-        let source: Int64
-        let target: Int64
+    /// A join row a save adds or removes: of join table `table`, from the row `source` to the row `target`.
+    package struct LinkChange {
+        package let table: Int
+        package let source: Int64
+        package let target: Int64
         let isLink: Bool
     }
 
@@ -290,9 +286,6 @@ public final class Context {
     /// ``evictObjects(keeping:)`` does, and no other object is looked at. Identity lookups of evicted objects, and of
     /// keys marked missing since the last eviction, go to the store again.
     package func evict(_ evicted: [any EntityObject], keeping kept: [any EntityObject]) {
-        // Objects used since the last eviction are kept, and the writer answers for those
-        // (DeferredWriter.mayHaveUnwrittenLinks).
-        linksHandedToWriter.removeAll()
         var rebuilds: [Int] = []
         // The entities with an object gone: only relationships to them can reach one (an object evicted before
         // was unloaded then from every relationship of the objects kept, and retained objects reach nothing).
@@ -363,7 +356,6 @@ public final class Context {
             if let mapping = try? model.mapping(of: object) { detach(object, mapping) }
         }
         detachedObjects = []
-        linksHandedToWriter.removeAll()
         registries = Array(repeating: [:], count: model.mappings.count)
         identityIndexes = Array(repeating: nil, count: model.mappings.count)
         materializedCounts = Array(repeating: 0, count: model.mappings.count)

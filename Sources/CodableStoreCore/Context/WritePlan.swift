@@ -55,6 +55,15 @@ package protocol DeferredWriter: AnyObject {
     /// it then waits until every plan is written). Objects the context used only since the writer's last
     /// eviction have none: a link change holds both objects, see ``didUse(_:)``.
     func mayHaveUnwrittenLinks(_ state: EntityState) -> Bool
+    /// A save handed over a plan that adds or removes these join rows. Until the writer's next eviction, a membership
+    /// load of an owner of one of them waits for the writer (see ``mayHaveUnwrittenLinks(table:owners:ownerIsSource:)``):
+    /// objects first used in the current batch have no other unwritten links (those of earlier batches are written
+    /// before the objects they concern are evicted).
+    func didHandOver(links: [Context.LinkChange])
+    /// Whether a plan handed over since the last eviction adds or removes join rows of `table` whose owner (their
+    /// source when `ownerIsSource`, else their target) is one of the row ids `owners` gives (called only when some
+    /// were handed over).
+    func mayHaveUnwrittenLinks(table: Int, owners: () -> [Int64], ownerIsSource: Bool) -> Bool
     /// Hands a plan over. Throws the error of a plan that failed before.
     func enqueue(_ plan: WritePlan) throws
     /// Waits until every plan handed over is written, without throwing (the next ``enqueue(_:)`` throws).
