@@ -43,11 +43,13 @@ struct BatchLookup {
         var requested: [(entity: Int, keys: [Context.IdentityKey])] = []
         // Keys the filter of inserted identities rules out are not stored, nor held by a waiting plan. Keys of objects
         // the context retains are answered from memory (one it lets go before decoding this batch is looked up then).
-        func isLookedUp(_ key: Context.IdentityKey, entity: Int, _ filter: Context.IdentityFilter?, retains: Bool) -> Bool {
+        // The filter as the importer made it (see Importer.prepareIdentityFilter): its calls are direct, not through
+        // the protocol, for every key of the batch.
+        func isLookedUp(_ key: Context.IdentityKey, entity: Int, _ filter: IdentityFilter?, retains: Bool) -> Bool {
             filter?.mayContain(key) != false && !(retains && context.holdsObject(entity: entity, key: key))
         }
         for entity in [mapping.index] + keys.indices.filter({ $0 != mapping.index }) where !keys[entity].isEmpty {
-            let filter = context.insertedIdentities[entity]
+            let filter = context.storedKeys[entity] as? IdentityFilter
             let retains = writer.retention.mayRetain(entity)
             var distinct = identities.distinct[entity]
             if filter != nil || retains {
@@ -70,7 +72,7 @@ struct BatchLookup {
         }
         var digests: [Context.IdentityKey: Int64] = [:]
         if let recordDigests = identities.digests, recordDigests.count == items.count {
-            let filter = context.insertedIdentities[mapping.index]
+            let filter = context.storedKeys[mapping.index] as? IdentityFilter
             let retains = writer.retention.mayRetain(mapping.index)
             digests = Self.skippableDigests(
                 items, recordDigests, mapping: mapping, keys: keys[mapping.index],

@@ -137,7 +137,7 @@ final class Importer {
             // thread that allocated them), which the build takes again. Built on this thread, it took 11 MiB more
             // at 1M records (peak 72 MiB instead of 63). For the same reason the writer's cached rows go first, and
             // the filter of inserted identities: nothing needs them after the last batch.
-            context.insertedIdentities[mapping.index] = nil
+            context.storedKeys[mapping.index] = nil
             if let writer, let deferredIndexes {
                 try writer.withConnection {
                     writer.rowCache?.clear(keepingCapacity: false)
@@ -267,7 +267,7 @@ final class Importer {
     /// of those identities answers most lookups of new records without a query.
     private func prepareIdentityFilter() throws {
         guard !mapping.identityColumns.isEmpty, try context.isTableEmpty(mapping.index) else { return }
-        context.insertedIdentities[mapping.index] = Context.IdentityFilter(expectedCount: (totalBytes ?? 0) / 256)
+        context.storedKeys[mapping.index] = IdentityFilter(expectedCount: (totalBytes ?? 0) / 256)
     }
 
     /// Starts the reader thread on the input.

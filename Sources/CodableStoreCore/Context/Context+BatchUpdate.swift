@@ -84,7 +84,7 @@ extension Context {
         if fields.contains(where: mapping.description.identity.contains) {
             // Keys in the identity index (and the import's filter of inserted keys) may be stale: rebuilt on demand.
             identityIndexes[mapping.index] = nil
-            insertedIdentities[mapping.index] = nil
+            storedKeys[mapping.index] = nil
         }
         touchedEntities.insert(mapping.index)
         writeCounts[mapping.index, default: (0, 0)].updated += rowIDs.count

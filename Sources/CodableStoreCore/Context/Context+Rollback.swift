@@ -92,7 +92,7 @@ extension Context {
         registries = Array(repeating: [:], count: model.mappings.count)
         identityIndexes = Array(repeating: nil, count: model.mappings.count)
         nextRowIDs = Array(repeating: nil, count: model.mappings.count)
-        insertedIdentities = Array(repeating: nil, count: model.mappings.count)
+        storedKeys = Array(repeating: nil, count: model.mappings.count)
         insertedObjects = []
         updatedObjects = []
         deletedObjects = []

@@ -128,10 +128,9 @@ public final class Context {
     var deferredError: (any Error)?
     /// Identity indexes by entity, created on first use (see `Context+Identity.swift`).
     @exclusivity(unchecked) var identityIndexes: [IdentityIndex?]
-    /// Per entity, when set (by an import into a table that was empty), the identities of every object this
-    /// context inserted, as a bitmap or a Bloom filter (see ``IdentityFilter``): a key it rules out is not stored.
-    /// Survives ``reset()``.
-    @exclusivity(unchecked) package var insertedIdentities: [IdentityFilter?]
+    /// Per entity, when set (by an import into a table that was empty), the keys that may be stored (see
+    /// ``StoredKeys``): a key it rules out is not stored. Survives ``reset()``.
+    @exclusivity(unchecked) package var storedKeys: [(any StoredKeys)?]
     /// Per entity, how many objects were read from the store or written to it since the last reset: when
     /// none were, no object of the entity can have stored to-many memberships to load before a decode
     /// replaces them.
@@ -156,7 +155,7 @@ public final class Context {
         self.registries = Array(repeating: [:], count: model.mappings.count)
         self.nextRowIDs = Array(repeating: nil, count: model.mappings.count)
         self.identityIndexes = Array(repeating: nil, count: model.mappings.count)
-        self.insertedIdentities = Array(repeating: nil, count: model.mappings.count)
+        self.storedKeys = Array(repeating: nil, count: model.mappings.count)
         self.materializedCounts = Array(repeating: 0, count: model.mappings.count)
     }
 
@@ -370,7 +369,7 @@ public final class Context {
     /// optimistically and undo everything with ``inSavepoint(_:)`` (see ``ParallelArrayDecoding``).
     var isPristine: Bool {
         !isReadOnly && deferredWriter == nil && deferredError == nil && !hasChanges && detachedObjects.isEmpty
-            && registries.allSatisfy(\.isEmpty) && insertedIdentities.allSatisfy { $0 == nil }
+            && registries.allSatisfy(\.isEmpty) && storedKeys.allSatisfy { $0 == nil }
     }
 
     /// Runs `body` as a sub-transaction of the write: what it changes is kept when it returns, and undone when it
@@ -405,7 +404,7 @@ public final class Context {
         let writeCounts = self.writeCounts
         let touchedEntities = self.touchedEntities
         let materializedCounts = self.materializedCounts
-        let insertedIdentities = self.insertedIdentities
+        let storedKeys = self.storedKeys
         let deferred = deferredReferences
         let depth = savepointDepth
         savepointDepth += 1
@@ -425,7 +424,7 @@ public final class Context {
             self.writeCounts = writeCounts
             self.touchedEntities = touchedEntities
             self.materializedCounts = materializedCounts
-            self.insertedIdentities = insertedIdentities
+            self.storedKeys = storedKeys
             deferredReferences = deferred
             throw error
         }
@@ -504,7 +503,7 @@ public final class Context {
         registries[entity][rowID] = object
         insertedObjects.append(object)  // a writer thread is told of it when it is saved (see flush)
         let index = identityIndexes[entity]
-        let filter = insertedIdentities[entity]
+        let filter = storedKeys[entity]
         if index != nil || filter != nil, !mapping.identityColumns.isEmpty {
             let key = identity ?? identityKey(of: object, mapping)
             index?.entries[key] = .object(object)
@@ -678,7 +677,7 @@ public final class Context {
             // The index (and the filter of inserted identities) no longer know every identity in use: lookups
             // of unknown keys ask the store again.
             identityIndexes[state.entityIndex]?.isComplete = false
-            insertedIdentities[state.entityIndex] = nil
+            storedKeys[state.entityIndex] = nil
         }
         if state.status == .persistent, !state.isScheduledForUpdate {
             state.isScheduledForUpdate = true

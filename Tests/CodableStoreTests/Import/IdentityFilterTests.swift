@@ -9,7 +9,7 @@ import CodableStore
     private func key(_ value: Int) -> Context.IdentityKey { Context.IdentityKey(single: .integer(Int64(value))) }
 
     @Test func noFalseNegativesAndFewFalsePositivesAcrossGrowth() {
-        let filter = Context.IdentityFilter(expectedCount: 1 << 16)  // grows twice past its first layer
+        let filter = IdentityFilter(expectedCount: 1 << 16)  // grows twice past its first layer
         let inserted = 200_000
         // Integers too sparse for the bitmap (one in 7,919): the Bloom filter holds them.
         for value in 0..<inserted { filter.insert(key(value * 7_919)) }
@@ -23,7 +23,7 @@ import CodableStore
     @Test func staysWithinItsBudgetWithoutFalseNegatives() {
         // From 80 KiB it would double to 560 KiB for 300,000 keys; 256 KiB holds 210,000 at ~1%.
         let budget = 256 << 10
-        let filter = Context.IdentityFilter(expectedCount: 0, maximumBytes: budget)
+        let filter = IdentityFilter(expectedCount: 0, maximumBytes: budget)
         // In no order, over the range of 32-bit integers: keys the bits answer, not the range of those inserted.
         let inserted = (0..<300_000).map { ($0 &* 0x9E37_79B1) & 0xFFFF_FFFF }
         for value in inserted { filter.insert(key(value)) }
@@ -39,21 +39,21 @@ import CodableStore
 
     @Test func sizedFromTheExpectedCountWithinItsBudget() {
         // Made with the first key that is not an integer.
-        func bytes(expecting count: Int, maximumBytes: Int = Context.IdentityFilter.defaultMaximumBytes) -> Int {
-            let filter = Context.IdentityFilter(expectedCount: count, maximumBytes: maximumBytes)
+        func bytes(expecting count: Int, maximumBytes: Int = IdentityFilter.defaultMaximumBytes) -> Int {
+            let filter = IdentityFilter(expectedCount: count, maximumBytes: maximumBytes)
             #expect(filter.byteCount == 0)
             filter.insert(Context.IdentityKey(single: .text("a")))
             return filter.byteCount
         }
         #expect(bytes(expecting: 200_000) == 250_048)
-        #expect(bytes(expecting: 100_000_000) == Context.IdentityFilter.defaultMaximumBytes)
+        #expect(bytes(expecting: 100_000_000) == IdentityFilter.defaultMaximumBytes)
         #expect(bytes(expecting: 100_000_000, maximumBytes: 1 << 20) == 1 << 20)
     }
 
     @Test func denseIntegersInAnyOrderAreExactInABitmap() {
         // 1...200,000 without every tenth, in a scrambled order (7,919 is prime to 200,000).
         let values = (0..<200_000).map { 1 + ($0 * 7_919) % 200_000 }.filter { $0 % 10 != 0 }
-        let filter = Context.IdentityFilter(expectedCount: 0)
+        let filter = IdentityFilter(expectedCount: 0)
         for value in values { filter.insert(key(value)) }
         #expect(filter.isExact)
         #expect(filter.byteCount <= 10 * 65_536 / 8, "\(filter.byteCount) bytes")  // at most the smallest layer
@@ -62,7 +62,7 @@ import CodableStore
     }
 
     @Test func onlyTheRangesWithKeysTakeMemory() {
-        let filter = Context.IdentityFilter(expectedCount: 1_000_000)
+        let filter = IdentityFilter(expectedCount: 1_000_000)
         for value in 0..<100 {
             filter.insert(key(1_000_000 + value))
             filter.insert(key(value))
@@ -81,7 +81,7 @@ import CodableStore
         // now and then a text key; small budgets, so that the bitmap widens, fills and turns into the filter.
         // Deterministic (SplitMix64), so that a failing seed can be replayed.
         var random = SyncOracleTests.SeededGenerator(seed: seed)
-        let filter = Context.IdentityFilter(
+        let filter = IdentityFilter(
             expectedCount: Int.random(in: 0...50_000, using: &random), maximumBytes: 1 << Int.random(in: 10...16, using: &random))
         var inserted = Set<Context.IdentityKey>()
         let start = Int64.random(in: -100_000...100_000, using: &random)
@@ -107,8 +107,8 @@ import CodableStore
     }
 
     @Test func integersInEitherOrderWidenTheBitmapWithinItsBudget() {
-        let ascending = Context.IdentityFilter(expectedCount: 0, maximumBytes: 64 << 10)
-        let descending = Context.IdentityFilter(expectedCount: 0, maximumBytes: 64 << 10)
+        let ascending = IdentityFilter(expectedCount: 0, maximumBytes: 64 << 10)
+        let descending = IdentityFilter(expectedCount: 0, maximumBytes: 64 << 10)
         for value in 0..<500_000 {
             ascending.insert(key(value))
             descending.insert(key(-value))
@@ -127,9 +127,9 @@ import CodableStore
     }
 
     @Test func aKeyTheBitmapCannotHoldMakesTheFilterWithTheBitmapsKeys() {
-        let text = Context.IdentityFilter(expectedCount: 0)
-        let sparse = Context.IdentityFilter(expectedCount: 0)
-        let extremes = Context.IdentityFilter(expectedCount: 0)
+        let text = IdentityFilter(expectedCount: 0)
+        let sparse = IdentityFilter(expectedCount: 0)
+        let extremes = IdentityFilter(expectedCount: 0)
         for value in 1...1_000 {
             text.insert(key(value))
             sparse.insert(key(value))
@@ -151,7 +151,7 @@ import CodableStore
 
     @Test func integersOutsideTheRangeInsertedAreRuledOutWithoutBits() {
         // A filter of one block: its bits say "maybe" for nearly every key once a few hundred are in.
-        let filter = Context.IdentityFilter(expectedCount: 0, maximumBytes: 64)
+        let filter = IdentityFilter(expectedCount: 0, maximumBytes: 64)
         #expect(!filter.mayContain(key(5)))  // nothing inserted
         for value in 1_000...2_000 { filter.insert(key(value)) }
         #expect((1_000...2_000).allSatisfy { filter.mayContain(key($0)) })
@@ -163,14 +163,14 @@ import CodableStore
         filter.insert(Context.IdentityKey([.integer(1), .integer(2)]))
         #expect(filter.mayContain(Context.IdentityKey([.integer(1), .integer(2)])))
         #expect(!filter.mayContain(key(3_000)))
-        let text = Context.IdentityFilter(expectedCount: 0)
+        let text = IdentityFilter(expectedCount: 0)
         text.insert(Context.IdentityKey(single: .text("a")))
         #expect(text.mayContain(Context.IdentityKey(single: .text("a"))))
         #expect(!text.mayContain(key(0)))
     }
 
     @Test func compositeAndTextKeys() {
-        let filter = Context.IdentityFilter(expectedCount: 1_000)
+        let filter = IdentityFilter(expectedCount: 1_000)
         let keys = (0..<1_000).map { Context.IdentityKey([.text("team-\($0)"), .integer(Int64($0))]) }
         for key in keys { filter.insert(key) }
         #expect(keys.allSatisfy(filter.mayContain))
