@@ -27,6 +27,32 @@ import Foundation
 /// | JSON values | TEXT | compact JSON with sorted keys |
 ///
 /// Equality decides whether an assignment changes the object: assigning an equal value does not dirty it.
+///
+/// A type of your own is stored as one `DatabaseValue` (a 64-bit integer, a double, a text, bytes or null): say
+/// which, how to read it back, and how it appears in JSON.
+///
+/// ```swift
+/// struct Cents: Hashable, AttributeValue {           // "price": 1999 in JSON, 1999 in an INTEGER column
+///     var amount: Int64
+///     init(_ amount: Int64) { self.amount = amount }
+///
+///     static var attributeType: AttributeType { AttributeType(name: "Cents", affinity: "INTEGER") }
+///     var databaseValue: DatabaseValue { .integer(amount) }
+///     init(databaseValue: DatabaseValue) throws(AttributeValueError) {
+///         guard case .integer(let amount) = databaseValue else {
+///             throw AttributeValueError(expected: "Cents", found: databaseValue)
+///         }
+///         self.amount = amount
+///     }
+///     static func decodeAttribute(from decoder: any Decoder) throws -> Cents {
+///         Cents(try decoder.singleValueContainer().decode(Int64.self))
+///     }
+///     func encodeAttribute(to encoder: any Encoder) throws {
+///         var container = encoder.singleValueContainer()
+///         try container.encode(amount)
+///     }
+/// }
+/// ```
 public protocol AttributeValue: Equatable, Sendable, SendableMetatype {
     /// The declared type, as recorded in the store's model (`"Int"`, `"String"`, …).
     static var attributeType: AttributeType { get }
