@@ -20,14 +20,14 @@ struct BatchLookup {
     /// Prepares a batch and hands its lookahead to the writer.
     init(
         _ records: [JSONRecord], mapping: EntitySchema, context: Context, options: StoreDecoder.Options,
-        collected: BatchIdentities?, writer: WriteBehind, digester: SipHasher13? = nil
+        collected: BatchIdentities?, writer: WriteBehind, stamper: BatchIdentityCollector.Stamper? = nil
     ) throws {
         let model = context.model
         let session = DecodingSession(context: context, options: options)
         let items = records.map { StoreDecoderImpl.item(for: $0, session) }
         let identities =
             collected
-            ?? BatchIdentities(StoreDecoderImpl.collectKeys(mapping, items, model: model), digests: RecordDigests.digests(of: records, digester))
+            ?? BatchIdentities(StoreDecoderImpl.collectKeys(mapping, items, model: model), stamps: stamper?(records))
         if let known = identities.known, known.ends.count == items.count {
             // Decoding takes the identities the reader read instead of reading them again.
             var start = 0
@@ -71,7 +71,7 @@ struct BatchLookup {
             }
         }
         var digests: [Context.IdentityKey: Int64] = [:]
-        if let recordDigests = identities.digests, recordDigests.count == items.count {
+        if let recordDigests = identities.stamps, recordDigests.count == items.count {
             let filter = context.storedKeys[mapping.index] as? IdentityFilter
             let retains = writer.retention.mayRetain(mapping.index)
             digests = Self.skippableDigests(
@@ -79,7 +79,7 @@ struct BatchLookup {
                 lookingUp: requested.first?.entity == mapping.index,
                 isLookedUp: filter == nil && !retains ? nil : { isLookedUp($0, entity: mapping.index, filter, retains: retains) })
         }
-        let lookahead = Lookahead(keys: requested, memberships: memberships, digests: digests)
+        let lookahead = Lookahead(keys: requested, memberships: memberships, stamps: digests)
         try writer.requestLookup(lookahead)
         self.session = session
         self.items = items
@@ -99,7 +99,7 @@ struct BatchLookup {
     ) -> [Context.IdentityKey: Int64] {
         guard lookingUp else {
             for ((impl, root), digest) in zip(items, recordDigests) where impl.tape.kind(of: root) == .object {
-                impl.useRecordDigest(digest)
+                impl.useRecordStamp(digest)
             }
             return [:]
         }
@@ -115,7 +115,7 @@ struct BatchLookup {
         digests.reserveCapacity(candidates.count)
         for ((impl, root), digest) in zip(items, recordDigests) {
             guard let digest, impl.tape.kind(of: root) == .object else { continue }
-            impl.useRecordDigest(digest)
+            impl.useRecordStamp(digest)
             if candidates.isEmpty { continue }
             guard let key = impl.ownIdentity(mapping, root), isLookedUp?(key) != false else { continue }
             if let occurrences, occurrences[key] != 1 { continue }

@@ -27,8 +27,8 @@ final class Importer {
     /// For a sync import: the identities of stored objects that the dump has.
     var syncTracker: SyncTracker?
     /// While unchanged records are skipped: the hasher each record's digest starts from (see ``RecordDigests``).
-    var digester: SipHasher13?
-    /// In one transaction: whether the store has triggers besides its ``DigestGuards`` (asked once the write lock is
+    var stamper: BatchIdentityCollector.Stamper?
+    /// In one transaction: whether the store has triggers besides its ``StampGuards`` (asked once the write lock is
     /// held, so that nobody adds one meanwhile).
     var storeHasTriggers = true
 
@@ -172,7 +172,7 @@ final class Importer {
         report.cpu = ImportReport.CPUTime(
             reading: readingCPU, decoding: threadCPUSeconds() - decodingCPUStart, writing: writer?.cpuSeconds ?? 0)
         report.waits = waits
-        if digester != nil { report.unchangedRecordsSkipped = context.unchangedRecordsSkipped }
+        if stamper != nil { report.unchangedRecordsSkipped = context.unchangedRecordsSkipped }
         options.logger.info(
             "import finished",
             metadata: [
@@ -236,29 +236,29 @@ final class Importer {
     }
 
     /// Reads which entities have digests (every save of the import keeps them right), and, when this import may skip
-    /// unchanged records, marks the entity as one with digests, guards them (``DigestGuards``) and reads the store's
+    /// unchanged records, marks the entity as one with digests, guards them (``StampGuards``) and reads the store's
     /// key (see ``RecordDigests``). Digests of an entity that was not guarded may be stale: the key is then forgotten.
     /// On the connection before the reader starts: the writer thread has nothing to do yet.
     private func prepareDigests() throws {
-        guard storage.dialect.storesDigests else { return }
+        guard storage.dialect.storesStamps else { return }
         // A trigger of the user's could change a row after the import wrote its digest.
         let skips = writer != nil && options.skipsUnchangedRecords && !storeHasTriggers && RecordDigests.qualifies(mapping)
         let fingerprint = skips ? RecordDigests.fingerprint(model, options: options.decoder.options) : nil
         func prepare() throws {
-            let digested = try RecordDigests.digestedEntities(model, on: connection)
+            let digested = try RowStamps.stampedEntities(model, on: connection)
             guard let fingerprint else {
-                context.digestedEntityIndexes = digested
+                context.stampedEntityIndexes = digested
                 return
             }
-            var marked = try RecordDigests.markDigested(mapping.index, model, on: connection)
-            if try !DigestGuards.install(guarding: marked, previous: digested, storage: storage, on: connection) {
+            var marked = try RowStamps.markStamped(mapping.index, model, on: connection)
+            if try !StampGuards.install(guarding: marked, previous: digested, storage: storage, on: connection) {
                 options.logger.notice("import digests were not guarded: every record is decoded once more")
-                try RecordDigests.forgetAll(on: connection)
-                marked = try RecordDigests.markDigested(mapping.index, model, on: connection)
-                _ = try DigestGuards.install(guarding: marked, previous: [], storage: storage, on: connection)
+                try RowStamps.forgetAll(on: connection)
+                marked = try RowStamps.markStamped(mapping.index, model, on: connection)
+                _ = try StampGuards.install(guarding: marked, previous: [], storage: storage, on: connection)
             }
-            context.digestedEntityIndexes = marked
-            digester = RecordDigests.hasher(key: try RecordDigests.key(on: connection), fingerprint: fingerprint)
+            context.stampedEntityIndexes = marked
+            stamper = RecordDigests.stamper(key: try RowStamps.key(on: connection), fingerprint: fingerprint)
         }
         if let writer { try writer.withConnection(prepare) } else { try prepare() }
     }
@@ -278,7 +278,7 @@ final class Importer {
         batcher.skipsMalformedLines = options.failurePolicy == .skip && mode == .jsonLines
         // While writing behind, the reader also collects each batch's identities (see BatchIdentityCollector).
         let collector =
-            writer == nil ? nil : BatchIdentityCollector(mapping, model: model, options: options.decoder.options, digester: digester)
+            writer == nil ? nil : BatchIdentityCollector(mapping, model: model, options: options.decoder.options, stamper: stamper)
         let pipeline = RecordPipeline()
         do {
             try pipeline.start { [batcher] pipeline in
@@ -321,7 +321,7 @@ final class Importer {
                 if let writer {
                     let prepared = try BatchLookup(
                         arrived.records, mapping: mapping, context: context, options: options.decoder.options,
-                        collected: identities, writer: writer, digester: digester)
+                        collected: identities, writer: writer, stamper: stamper)
                     try decodeWaiting()
                     waiting = (arrived.records, arrived.bytesRead, prepared)
                 } else {
@@ -497,7 +497,7 @@ final class Importer {
             try connection.announceChanges(to: model.mappings.map(\.name))
             try connection.commit()
             // Another import may mark an entity as having digests between two batches: read them again.
-            context.digestedEntityIndexes = nil
+            context.stampedEntityIndexes = nil
         }
         options.logger.debug("batch saved", metadata: ["records": "\(report.recordsRead)", "bytes": "\(bytesRead)"])
         reportProgress()

@@ -168,7 +168,7 @@ final class RowCache {
             markStale(rowID, entity)
         case .delete:
             clear()
-        case .insert, .link, .appendLink, .setLinkPosition, .unlink, .clearDigest, .clearDigestsReferring:
+        case .insert, .link, .appendLink, .setLinkPosition, .unlink, .clearStamp, .clearStampsReferring:
             break
         }
     }

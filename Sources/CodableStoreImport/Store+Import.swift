@@ -74,6 +74,6 @@ extension Store {
     /// with triggers turned off (`SQLITE_DBCONFIG_ENABLE_TRIGGER`), after the triggers were dropped, or that set
     /// `_digest` itself.
     public func forgetImportDigests() throws {
-        try write { context in try RecordDigests.forgetAll(on: context.connection) }
+        try write { context in try RowStamps.forgetAll(on: context.connection) }
     }
 }

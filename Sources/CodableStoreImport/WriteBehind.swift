@@ -271,7 +271,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
                 serveRequest()
                 do {
                     lookup.rows = try lookup.keys.enumerated().map { position, entry in
-                        if position == 0, !lookup.digests.isEmpty { return try lookUpComparingDigests(lookup, entity: entry.entity) }
+                        if position == 0, !lookup.stamps.isEmpty { return try lookUpComparingStamps(lookup, entity: entry.entity) }
                         return try lookUp(entry.keys, entity: entry.entity)
                     }
                     if let found = lookup.rows.first, found.count > 0 {
@@ -330,17 +330,17 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
 
     /// The stored rows of the first keys of `lookup` (the batch's own entity, never cached), but for those whose
     /// `_digest` is the digest of the key's record: only their keys and row ids are kept (see `RecordDigests`).
-    private func lookUpComparingDigests(_ lookup: Lookahead, entity: Int) throws -> StoredRows {
+    private func lookUpComparingStamps(_ lookup: Lookahead, entity: Int) throws -> StoredRows {
         let mapping = model.mappings[entity]
         let width = Int32(mapping.insertColumnCount + 1)
         let identityColumns = mapping.description.identity.map { mapping.columnOfField[$0] }
         var rows = StoredRows(width: Int(width))
-        var rowDigests: [Int64?] = []
+        var rowStamps: [Int64?] = []
         var unchangedKeys: [Context.IdentityKey] = []
         var unchangedRowIDs: [Int64] = []
         let limit = connection.maximumVariableCount
         try storage.lookUp(
-            lookup.keys[0].keys, entity: entity, maximumVariableCount: limit, withDigest: true, statements: statement
+            lookup.keys[0].keys, entity: entity, maximumVariableCount: limit, withStamp: true, statements: statement
         ) { statement in
             let stored = statement.value(at: width)
             if case .integer(let digest) = stored, case .integer(let rowID) = statement.value(at: 0) {
@@ -348,16 +348,16 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
                     identityColumns.count == 1
                     ? Context.IdentityKey(single: statement.value(at: identityColumns[0]))
                     : Context.IdentityKey(identityColumns.map { statement.value(at: $0) })
-                if lookup.digests[key] == digest {
+                if lookup.stamps[key] == digest {
                     unchangedKeys.append(key)
                     unchangedRowIDs.append(rowID)
                     return
                 }
             }
             for column in 0..<width { rows.values.append(statement.value(at: column)) }
-            if case .integer(let digest) = stored { rowDigests.append(digest) } else { rowDigests.append(nil) }
+            if case .integer(let digest) = stored { rowStamps.append(digest) } else { rowStamps.append(nil) }
         }
-        lookup.rowDigests = rowDigests
+        lookup.rowStamps = rowStamps
         lookup.unchangedKeys = unchangedKeys
         lookup.unchangedRowIDs = unchangedRowIDs
         return rows

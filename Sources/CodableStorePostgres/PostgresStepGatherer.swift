@@ -109,7 +109,7 @@ final class PostgresStepGatherer: StepGatherer {
             return (.unlink(table: table), [[.integer(source), .integer(target)]])
         case .delete(let entity, let rowID):
             return (.delete(entity: entity), [[.integer(rowID)]])
-        case .setOrder, .appendLink, .setLinkPosition, .clearDigest, .clearDigestsReferring:
+        case .setOrder, .appendLink, .setLinkPosition, .clearStamp, .clearStampsReferring:
             return nil
         }
     }

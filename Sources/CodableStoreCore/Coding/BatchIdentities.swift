@@ -8,14 +8,14 @@ package struct BatchIdentities: Sendable {
     /// Every identity with the node it was read from, in record order, the entries of the `i`th record ending
     /// at `ends[i]` (for ``KnownIdentities``), when collected with them.
     package let known: (entries: [KnownIdentity], ends: [Int])?
-    /// Per record, its digest, when the import may skip unchanged records (see `RecordDigests`).
-    package let digests: [Int64?]?
+    /// Per record, its stamp (see ``RowStamps``), when the reader was given a ``BatchIdentityCollector/Stamper``.
+    package let stamps: [Int64?]?
 
-    package init(_ collected: StoreDecoderImpl.CollectedKeys, digests: [Int64?]? = nil) {
+    package init(_ collected: StoreDecoderImpl.CollectedKeys, stamps: [Int64?]? = nil) {
         all = collected.all
         known = collected.keepsNodes ? (collected.known, collected.ends) : nil
         distinct = collected.all.map(Self.distinct)
-        self.digests = digests
+        self.stamps = stamps
     }
 
     /// A random seed per process, so that identities taken from input cannot be chosen to collide.
@@ -70,9 +70,12 @@ package final class BatchIdentityCollector: @unchecked Sendable {
     // @unchecked: made by the importer, then used by the reader thread alone.
     private let mapping: EntitySchema
     private let session: DecodingSession
-    private let digester: SipHasher13?
+    private let stamper: Stamper?
 
-    package init?(_ mapping: EntitySchema, model: Schema, options: StoreDecoder.Options, digester: SipHasher13? = nil) {
+    /// What stamps each record of a batch (see ``RowStamps``), on the reader thread too: an import's record digests.
+    package typealias Stamper = @Sendable ([JSONRecord]) -> [Int64?]
+
+    package init?(_ mapping: EntitySchema, model: Schema, options: StoreDecoder.Options, stamper: Stamper? = nil) {
         var usesFormatter = false
         if case .formatted = options.dateDecodingStrategy { usesFormatter = true }
         for entity in model.mappings {
@@ -91,7 +94,7 @@ package final class BatchIdentityCollector: @unchecked Sendable {
         let own = (try? Schema(entities: model.mappings.map { $0.description.type }))
             .flatMap { $0.mappings.map(\.name) == model.mappings.map(\.name) ? $0 : nil }
         self.mapping = own?.mappings[mapping.index] ?? mapping
-        self.digester = digester
+        self.stamper = stamper
         session = DecodingSession(model: own ?? model, options: options)
     }
 
@@ -110,7 +113,7 @@ package final class BatchIdentityCollector: @unchecked Sendable {
             }
             keys.ends.append(keys.known.count)
         }
-        return BatchIdentities(keys, digests: RecordDigests.digests(of: records, digester))
+        return BatchIdentities(keys, stamps: stamper?(records))
     }
 
     /// Collects a record's identities from its tape alone (``TapeIdentityReader``, which reads keys as they are:

@@ -517,17 +517,17 @@ extension StoreDecoderImpl {
     func decodeElement(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode) throws -> (any EntityObject)? {
         switch tape.kind(of: node) {
         case .object:
-            if let digest = recordDigest, node == tape.root { return try decodeRecord(mapping, node, path, digest: digest) }
+            if let stamp = recordStamp, node == tape.root { return try decodeRecord(mapping, node, path, stamp: stamp) }
             return try decodeEntity(mapping, node, path)
         case .null: return try decodeEntity(mapping, node, path)
         default: return try bareReference(mapping, node, path)
         }
     }
 
-    /// An import's record that has a digest (see `RecordDigests`): skipped when the batch's lookahead found its row
-    /// stored as it would write it (nil: no object is made), else decoded and given the digest, unless it left a
+    /// An import's record that has a stamp (see ``RowStamps``): skipped when the batch's lookahead found its row
+    /// stored as it would write it (nil: no object is made), else decoded and given the stamp, unless it left a
     /// reference unresolved.
-    private func decodeRecord(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode, digest: Int64) throws
+    private func decodeRecord(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode, stamp: Int64) throws
         -> (any EntityObject)?
     {
         let key = try identityKey(mapping, node, path)
@@ -540,7 +540,7 @@ extension StoreDecoderImpl {
         }
         let unresolved = session.unresolvedReferences
         let object = try decodeEntity(mapping, node, path)
-        if session.unresolvedReferences == unresolved { context.stampDigest(object, digest) }
+        if session.unresolvedReferences == unresolved { context.applyStamp(object, stamp) }
         return object
     }
 

@@ -17,14 +17,14 @@ package final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
     /// Internal, set through ``useKnownIdentities(_:)``: a class property other modules may access is checked for
     /// exclusive access at run time at every read, and ``identityKey(_:_:_:)`` reads it for every identity.
     var known: KnownIdentities?
-    /// The digest of the record ``tape`` holds, when an import may skip it (see `RecordDigests`); set through
-    /// ``useRecordDigest(_:)``, internal as ``known`` is.
-    var recordDigest: Int64?
+    /// The stamp of the record ``tape`` holds, when an import may skip it (see ``RowStamps``); set through
+    /// ``useRecordStamp(_:)``, internal as ``known`` is.
+    var recordStamp: Int64?
 
     /// Makes the decoder take `known` identities instead of reading them from the tape again.
     package func useKnownIdentities(_ known: KnownIdentities) { self.known = known }
-    /// Gives the record its digest (see `RecordDigests`).
-    package func useRecordDigest(_ digest: Int64?) { recordDigest = digest }
+    /// Gives the record its stamp (see ``RowStamps``).
+    package func useRecordStamp(_ stamp: Int64?) { recordStamp = stamp }
 
     init(tape: JSONTape, node: Node, path: CodingPathNode, session: DecodingSession) {
         self.tape = tape

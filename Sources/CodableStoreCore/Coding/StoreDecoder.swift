@@ -146,12 +146,12 @@ public final class StoreDecoder: @unchecked Sendable {
     public init() {}
 
     package struct Options {
-        var keyDecodingStrategy: KeyDecodingStrategy
-        var dateDecodingStrategy: DateDecodingStrategy
-        var dataDecodingStrategy: DataDecodingStrategy
-        var nonConformingFloatDecodingStrategy: NonConformingFloatDecodingStrategy
-        var unknownReferencePolicy: UnknownReferencePolicy
-        var toManyPolicy: ToManyPolicy
+        package var keyDecodingStrategy: KeyDecodingStrategy
+        package var dateDecodingStrategy: DateDecodingStrategy
+        package var dataDecodingStrategy: DataDecodingStrategy
+        package var nonConformingFloatDecodingStrategy: NonConformingFloatDecodingStrategy
+        package var unknownReferencePolicy: UnknownReferencePolicy
+        package var toManyPolicy: ToManyPolicy
         var userInfo: [CodingUserInfoKey: any Sendable]
     }
 
@@ -341,7 +341,7 @@ package final class DecodingSession {
     }
 
     /// Counts a record skipped as unchanged (when ``isCounting``): it has no object, and its identity is the batch's
-    /// only occurrence (see `RecordDigests`).
+    /// only occurrence (see ``RowStamps``).
     func countUnchanged(entity: Int) {
         decodedCounts![entity] += 1
     }
@@ -351,7 +351,7 @@ package final class DecodingSession {
         if entity == syncEntity, rowID <= sync.unsafelyUnwrapped.existingUpTo { sync.unsafelyUnwrapped.seen.insert(rowID) }
     }
 
-    /// References the decoder left unresolved (ignored or deferred) so far: a record that leaves one gets no digest.
+    /// References the decoder left unresolved (ignored or deferred) so far: a record that leaves one gets no stamp.
     @exclusivity(unchecked) var unresolvedReferences = 0
 
     /// The field values of the last object created, kept for the next one: creating an object then allocates no

@@ -327,13 +327,13 @@ extension Context {
                         index.entries[identityKey(of: held, mapping)] = .object(held)
                     } else {
                         // Stored as the batch's record would write it: the record is skipped, and no object made
-                        // (see RecordDigests). Not marked missing below, nor looked up by the prefetch.
+                        // (see RowStamps). Not marked missing below, nor looked up by the prefetch.
                         unchangedRows[key] = rowID
                         unchangedRowsEntity = entry.entity
                     }
                 }
             }
-            let digests = position == 0 && !lookup.digests.isEmpty ? lookup.rowDigests : nil
+            let stamps = position == 0 && !lookup.stamps.isEmpty ? lookup.rowStamps : nil
             for row in 0..<rows.count {
                 let values = rows[row]
                 guard case .integer(let rowID) = values.first else { continue }
@@ -345,9 +345,9 @@ extension Context {
                 }
                 let object = try makeStoredObject(for: mapping, rowID: rowID, row: values)
                 index.entries[identityKey(of: object, mapping)] = .object(object)
-                if let digests {
-                    object.entityState.storedDigest = digests[row]
-                    object.entityState.storedDigestIsKnown = true
+                if let stamps {
+                    object.entityState.storedStamp = stamps[row]
+                    object.entityState.storedStampIsKnown = true
                 }
                 if position == 0 { made[rowID] = object }
             }
@@ -374,7 +374,7 @@ extension Context {
         }
     }
 
-    /// The row id of a record the batch's lookahead found stored as the record would write it (see `RecordDigests`),
+    /// The row id of a record the batch's lookahead found stored as the record would write it (see ``RowStamps``),
     /// taken once; nil when there is none, or an object of that row or identity is in memory since (it may have
     /// changed: the record is then decoded).
     func takeUnchangedRow(entity: Int, key: IdentityKey) -> Int64? {
@@ -384,15 +384,15 @@ extension Context {
         return rowID
     }
 
-    /// Gives `object`, just decoded from a record of digest `digest` (the import's, see `RecordDigests`), that
-    /// digest: written with its row unless something changes it before.
-    func stampDigest(_ object: any EntityObject, _ digest: Int64) {
+    /// Gives `object`, just decoded from a record of stamp `stamp` (the import's, see ``RowStamps``), that
+    /// stamp: written with its row unless something changes it before.
+    func applyStamp(_ object: any EntityObject, _ stamp: Int64) {
         let state = object.entityState
-        state.pendingDigest = digest
-        state.digestStamp = state.changeCount
+        state.pendingStamp = stamp
+        state.stampChangeCount = state.changeCount
         guard state.status == .persistent, !state.isScheduledForUpdate else { return }
-        if state.storedDigestIsKnown && state.storedDigest == digest { return }
-        // Nothing else changed: the row still needs the digest.
+        if state.storedStampIsKnown && state.storedStamp == stamp { return }
+        // Nothing else changed: the row still needs the stamp.
         state.isScheduledForUpdate = true
         updatedObjects.append(object)
     }

@@ -152,7 +152,7 @@ extension Context {
             if let object = registries[mapping.index][rowID] { try deleteObject(object) }
         }
         try flush()
-        try clearDigestsReferring(to: mapping.index, rowIDs: rowIDs)
+        try clearStampsReferring(to: mapping.index, rowIDs: rowIDs)
         if !enforcesForeignKeys {
             try storage.clearReferences(to: mapping.index, rowIDs: rowIDs) { try connection.cached($0) }
         }

@@ -101,7 +101,7 @@ extension Context {
         linkChanges = []
         readyReferences = []
         unchangedLinkOwners = []
-        updatedDigests = []
+        updatedStamps = []
         unchangedRows = [:]
         unchangedRowsEntity = -1
         deferredError = nil
@@ -179,7 +179,7 @@ extension Context {
         state.storedMembers = nil
         state.isScheduledForUpdate = false
         state.identityMayHaveChanged = false
-        state.pendingDigest = nil
-        state.storedDigestIsKnown = false
+        state.pendingStamp = nil
+        state.storedStampIsKnown = false
     }
 }

@@ -103,8 +103,8 @@ extension Context {
                 guard state.status == .inserted else { return }
                 state.status = .persistent
                 state.changedFields.removeAll()
-                state.storedDigest = state.digestToWrite
-                state.storedDigestIsKnown = true
+                state.storedStamp = state.stampToWrite
+                state.storedStampIsKnown = true
                 inserted[state.entityIndex] += 1
             }
         }
@@ -122,11 +122,11 @@ extension Context {
             state.storedValues = nil
             state.storedMembers = nil
         }
-        for (state, digest) in updatedDigests {
-            state.storedDigest = digest
-            state.storedDigestIsKnown = true
+        for (state, stamp) in updatedStamps {
+            state.storedStamp = stamp
+            state.storedStampIsKnown = true
         }
-        updatedDigests.removeAll(keepingCapacity: true)
+        updatedStamps.removeAll(keepingCapacity: true)
         insertedObjects.removeAll(keepingCapacity: true)
         updatedObjects.removeAll(keepingCapacity: true)
         deletedObjects.removeAll()
@@ -148,25 +148,25 @@ extension Context {
     /// The pending changes as SQL and values, step by step, in the order they must be written: deletes,
     /// inserts, updates, links, positions. Reads the objects; writes nothing itself.
     func writeSteps(_ emit: (WritePlan.Step) throws -> Void) throws {
-        let digested = storage.storesDigests && (!deletedObjects.isEmpty || !linkChanges.isEmpty) ? try digestedEntities() : []
-        updatedDigests.removeAll(keepingCapacity: true)
+        let stamped = storage.storesStamps && (!deletedObjects.isEmpty || !linkChanges.isEmpty) ? try stampedEntities() : []
+        updatedStamps.removeAll(keepingCapacity: true)
         for (entity, rowID) in deletedObjects {
-            for other in digested.sorted() where !storage.digestClearing(of: other, referringTo: entity).isEmpty {
-                try emit(.clearDigestsReferring(entity: other, destination: entity, rowID: rowID))
+            for other in stamped.sorted() where !storage.stampClearing(of: other, referringTo: entity).isEmpty {
+                try emit(.clearStampsReferring(entity: other, destination: entity, rowID: rowID))
             }
             try emit(.delete(entity: entity, rowID: rowID))
         }
         try planInserts(emit)
         try planUpdates(emit)
-        try planLinks(emit, digested: digested)
+        try planLinks(emit, stamped: stamped)
         try planPositions(emit)
     }
 
-    /// Clears the digests of the rows that refer to rows of `entity` deleted by SQL (see `RecordDigests`), before they go.
-    func clearDigestsReferring(to entity: Int, rowIDs: [Int64]) throws {
-        guard storage.storesDigests, !rowIDs.isEmpty else { return }
-        for other in try digestedEntities().sorted() {
-            for sql in storage.digestClearing(of: other, referringTo: entity) {
+    /// Clears the stamps of the rows that refer to rows of `entity` deleted by SQL (see ``RowStamps``), before they go.
+    func clearStampsReferring(to entity: Int, rowIDs: [Int64]) throws {
+        guard storage.storesStamps, !rowIDs.isEmpty else { return }
+        for other in try stampedEntities().sorted() {
+            for sql in storage.stampClearing(of: other, referringTo: entity) {
                 let statement = try connection.cached(sql)
                 for rowID in rowIDs {
                     try statement.bind(rowID, at: 1)
@@ -176,11 +176,11 @@ extension Context {
         }
     }
 
-    /// The entities whose rows imports gave digests (see `RecordDigests`), read from the store once per context.
-    func digestedEntities() throws -> Set<Int> {
-        if let digestedEntityIndexes { return digestedEntityIndexes }
-        let entities = try RecordDigests.digestedEntities(model, on: connection)
-        digestedEntityIndexes = entities
+    /// The entities whose rows imports gave stamps (see ``RowStamps``), read from the store once per context.
+    func stampedEntities() throws -> Set<Int> {
+        if let stampedEntityIndexes { return stampedEntityIndexes }
+        let entities = try RowStamps.stampedEntities(model, on: connection)
+        stampedEntityIndexes = entities
         return entities
     }
 
@@ -204,7 +204,7 @@ extension Context {
             let positions = byEntity[entity]
             let mapping = model.mappings[entity]
             let width = storage.insertWidth(entity)
-            let storesDigests = storage.storesDigests
+            let storesStamps = storage.storesStamps
             let fits = EntitySchema.insertBatchRows * width <= maximumVariableCount
             let rowsPerStatement = fits ? EntitySchema.insertBatchRows : 1
             var start = 0
@@ -227,7 +227,7 @@ extension Context {
                                     values.append(relationship._withUnsafeGuaranteedRef { foreignKey($0, of: object, state) })
                                 }
                             }
-                            if storesDigests { values.append(state.digestToWrite.map(DatabaseValue.integer) ?? .null) }
+                            if storesStamps { values.append(state.stampToWrite.map(DatabaseValue.integer) ?? .null) }
                         }
                     }
                 }
@@ -302,19 +302,19 @@ extension Context {
             state.changedFields.forEachIndex { field in
                 if mapping.columnNameOfField[field] != nil { columns.insert(field) }
             }
-            let digest = storage.storesDigests ? state.digestToWrite : nil
-            // A record that changed no column still leaves its digest, when the row does not have it yet.
-            let writesDigest = digest != nil && (!state.storedDigestIsKnown || state.storedDigest != digest)
-            if columns.isEmpty && !writesDigest { continue }
+            let stamp = storage.storesStamps ? state.stampToWrite : nil
+            // A record that changed no column still leaves its stamp, when the row does not have it yet.
+            let writesStamp = stamp != nil && (!state.storedStampIsKnown || state.storedStamp != stamp)
+            if columns.isEmpty && !writesStamp { continue }
             let fields = columns.indexes
             var values: [DatabaseValue] = []
             values.reserveCapacity(fields.count + 2)
             for field in fields {
                 values.append(value(of: mapping.columns[Int(mapping.columnOfField[field]) - 1], of: object, state))
             }
-            if storage.storesDigests {
-                values.append(digest.map(DatabaseValue.integer) ?? .null)
-                updatedDigests.append((state, digest))
+            if storage.storesStamps {
+                values.append(stamp.map(DatabaseValue.integer) ?? .null)
+                updatedStamps.append((state, stamp))
             }
             values.append(.integer(state.rowID))
             try emit(.update(entity: mapping.index, fields: fields, values: values))
@@ -332,24 +332,24 @@ extension Context {
     /// first and the links in multi-row INSERTs of ``JoinTable/linkBatchRows`` rows per table. In the order they were
     /// made, a decode that replaces memberships interleaves unlinks and links, and nearly every link was a one-row
     /// INSERT: at 1M reference records, 843k statements and a fifth of the writer thread's time.
-    private func planLinks(_ emit: (WritePlan.Step) throws -> Void, digested: Set<Int>) throws {
+    private func planLinks(_ emit: (WritePlan.Step) throws -> Void, stamped: Set<Int>) throws {
         let unchanged = unchangedLinkOwners
         unchangedLinkOwners = []
         if linkChanges.isEmpty { return }
-        // Rows whose links change while their digest stays: cleared once each (see RecordDigests). By entity index,
+        // Rows whose links change while their stamp stays: cleared once each (see RowStamps). By entity index,
         // not through the set: its two SipHash-hashed lookups per link change were about 1% of the decoding thread.
-        let isDigested = digested.isEmpty ? [] : model.mappings.indices.map(digested.contains)
-        var digestsCleared = Set<Row>()
-        func clearDigest(_ entity: Int, _ rowID: Int64) throws {
-            guard isDigested[entity] else { return }
+        let isStamped = stamped.isEmpty ? [] : model.mappings.indices.map(stamped.contains)
+        var stampsCleared = Set<Row>()
+        func clearStamp(_ entity: Int, _ rowID: Int64) throws {
+            guard isStamped[entity] else { return }
             if let object = registries[entity][rowID] {
                 let state = object.entityState
-                // Its insert or update writes its digest (or NULL), or the row has none.
-                if state.status == .inserted || state.digestToWrite != nil { return }
-                if state.storedDigestIsKnown && state.storedDigest == nil { return }
+                // Its insert or update writes its stamp (or NULL), or the row has none.
+                if state.status == .inserted || state.stampToWrite != nil { return }
+                if state.storedStampIsKnown && state.storedStamp == nil { return }
             }
-            guard digestsCleared.insert(Row(entity: entity, rowID: rowID)).inserted else { return }
-            try emit(.clearDigest(entity: entity, rowID: rowID))
+            guard stampsCleared.insert(Row(entity: entity, rowID: rowID)).inserted else { return }
+            try emit(.clearStamp(entity: entity, rowID: rowID))
         }
         struct Link: Hashable {
             let table: Int
@@ -402,10 +402,10 @@ extension Context {
             let change = linkChanges[position]
             if !unchanged.isEmpty, unchanged.contains(UnchangedLinkOwner(table: change.table, source: change.source)) { continue }
             if involvesGoneRow(change) { continue }
-            if !digested.isEmpty {
+            if !stamped.isEmpty {
                 let join = model.joinTables[change.table]
-                try clearDigest(join.source, change.source)
-                try clearDigest(join.target, change.target)
+                try clearStamp(join.source, change.source)
+                try clearStamp(join.target, change.target)
             }
             if change.isLink {
                 links[change.table].append(position)

@@ -98,10 +98,10 @@ public final class Context {
     /// Owners whose ordered join-table list is back at its stored members: their link changes are not written
     /// (filled while a save plans its updates, used when it plans its links).
     var unchangedLinkOwners: Set<UnchangedLinkOwner> = []
-    /// The digests the updates of the save being written set (NULL as nil), taken as stored once it is written.
-    @exclusivity(unchecked) var updatedDigests: [(EntityState, Int64?)] = []
-    /// The entities whose rows imports gave digests, once read (see `digestedEntities()`).
-    package var digestedEntityIndexes: Set<Int>?
+    /// The stamps the updates of the save being written set (NULL as nil), taken as stored once it is written.
+    @exclusivity(unchecked) var updatedStamps: [(EntityState, Int64?)] = []
+    /// The entities whose rows imports gave stamps, once read (see `stampedEntities()`).
+    package var stampedEntityIndexes: Set<Int>?
     /// Row ids by identity of the batch's records that are stored as they would write them (see `takeUnchangedRow`).
     @exclusivity(unchecked) var unchangedRows: [IdentityKey: Int64] = [:]
     /// Records an import skipped as unchanged (see `takeUnchangedRow`).

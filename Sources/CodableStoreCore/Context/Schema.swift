@@ -364,6 +364,11 @@ package final class EntitySchema: Sendable {
     package let identityColumns: [String]
     /// How the decoder and the encoder read and write the entity's JSON (made and read by Coding only).
     let coding: EntityCodingPlan
+    /// Whether decoding the entity's JSON runs only the model's own rules: no custom decoding and no
+    /// `prepareForDecoding` (what an object holds then depends on its JSON, the model and the options alone).
+    package var decodesPlainly: Bool { !coding.hasCustomDecoding && coding.jsonPreparing == nil }
+    /// The unknown-reference policies the entity declares, by field index.
+    package var referencePolicies: [Int: StoreDecoder.UnknownReferencePolicy] { coding.referencePolicies }
     /// The declared indexes, with their names and columns.
     package let indexes: [SchemaSnapshot.Index]
 

@@ -251,8 +251,8 @@ public final class Store: Sendable {
             throw StoreError(.unsupported, "withWriterConnection(_:) gives a SQLite connection; this store is \(path)")
         }
         return try sqlite.withWriter { connection in
-            // SQL of the caller's fires the store's triggers, its digest guards included (see DigestGuards.quiet).
-            try DigestGuards.wake(on: connection)
+            // SQL of the caller's fires the store's triggers, its stamp guards included (see StampGuards.quiet).
+            try StampGuards.wake(on: connection)
             return try body(connection)
         }
     }

@@ -215,7 +215,7 @@ extension Context {
         }
         try flush()
         if !unregistered.isEmpty {
-            try clearDigestsReferring(to: mapping.index, rowIDs: unregistered)
+            try clearStampsReferring(to: mapping.index, rowIDs: unregistered)
             if !enforcesForeignKeys {
                 try storage.clearReferences(to: mapping.index, rowIDs: unregistered) { try connection.cached($0) }
             }

@@ -12,18 +12,18 @@ package struct WritePlan: Sendable {
         /// Deletes a row.
         case delete(entity: Int, rowID: Int64)
         /// Inserts `rows` rows (1 or ``EntitySchema/insertBatchRows``): per row, the row id, then the
-        /// insert columns (``EntitySchema/insertColumnCount`` values), then where the dialect stores them the digest
+        /// insert columns (``EntitySchema/insertColumnCount`` values), then where the dialect stores them the stamp
         /// (``SQLStorage/insertWidth(_:)`` values a row).
         case insert(entity: Int, rows: Int, values: [DatabaseValue])
         /// Updates the changed columns of one stored row: `values` are the new values of `fields`, in order,
-        /// then where the dialect stores them the digest, then the row id. `fields` may be empty when only the digest
+        /// then where the dialect stores them the stamp, then the row id. `fields` may be empty when only the stamp
         /// changes.
         case update(entity: Int, fields: [Int], values: [DatabaseValue])
-        /// Clears the digest of a row whose links changed without an update of it.
-        case clearDigest(entity: Int, rowID: Int64)
-        /// Clears the digests of the rows of `entity` that refer to the row `rowID` of `destination`, by a foreign key
+        /// Clears the stamp of a row whose links changed without an update of it.
+        case clearStamp(entity: Int, rowID: Int64)
+        /// Clears the stamps of the rows of `entity` that refer to the row `rowID` of `destination`, by a foreign key
         /// or a link, before that row is deleted.
-        case clearDigestsReferring(entity: Int, destination: Int, rowID: Int64)
+        case clearStampsReferring(entity: Int, destination: Int, rowID: Int64)
         /// Sets (or, with nil, clears) a row's position in an ordered one-to-many relationship stored by its
         /// foreign key: `orderColumn` of the entity's table.
         case setOrder(entity: Int, orderColumn: String, rowID: Int64, position: Int64?)
@@ -102,18 +102,18 @@ package final class Lookahead: @unchecked Sendable {
     package var rows: [StoredRows] = []
     /// Per entry of `memberships`: rows of the owner's row id, then the member's row id and columns.
     package var membershipRows: [StoredRows] = []
-    /// Per key of `keys[0]` that a record of the batch writes alone, the digest of that record (see `RecordDigests`):
-    /// a stored row with that digest is answered in ``unchangedKeys`` and ``unchangedRowIDs`` instead of `rows`.
-    package let digests: [Context.IdentityKey: Int64]
+    /// Per key of `keys[0]` that a record of the batch writes alone, the stamp of that record (see ``RowStamps``):
+    /// a stored row with that stamp is answered in ``unchangedKeys`` and ``unchangedRowIDs`` instead of `rows`.
+    package let stamps: [Context.IdentityKey: Int64]
     package var unchangedKeys: [Context.IdentityKey] = []
     package var unchangedRowIDs: [Int64] = []
-    /// With `digests`, the `_digest` of each row of `rows[0]`, in order.
-    package var rowDigests: [Int64?] = []
+    /// With `stamps`, the `_digest` of each row of `rows[0]`, in order.
+    package var rowStamps: [Int64?] = []
     package var isDone = false
 
-    package init(keys: [(entity: Int, keys: [Context.IdentityKey])], memberships: [Int], digests: [Context.IdentityKey: Int64] = [:]) {
+    package init(keys: [(entity: Int, keys: [Context.IdentityKey])], memberships: [Int], stamps: [Context.IdentityKey: Int64] = [:]) {
         self.keys = keys
         self.memberships = memberships
-        self.digests = digests
+        self.stamps = stamps
     }
 }

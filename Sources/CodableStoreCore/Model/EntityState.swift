@@ -81,19 +81,19 @@ public final class EntityState {
     /// indexed the object under is still its identity, and lookups need not recompute it.
     @exclusivity(unchecked) var identityMayHaveChanged = false
     /// Changes made to the object in memory (attributes, relationships, links from either side), counted so that a
-    /// digest stays the object's only while nothing changed it after the record it came from (see `RecordDigests`).
+    /// stamp stays the object's only while nothing changed it after it was stamped (see ``RowStamps``).
     @exclusivity(unchecked) var changeCount: UInt32 = 0
-    /// ``changeCount`` when the import decoded the object from a record whose digest is ``pendingDigest``.
-    @exclusivity(unchecked) var digestStamp: UInt32 = 0
-    /// The digest of the record the object was last decoded from, to write with the object's row; valid while
-    /// ``changeCount`` is ``digestStamp``.
-    @exclusivity(unchecked) var pendingDigest: Int64?
-    /// The `_digest` of the object's row, when known (``storedDigestIsKnown``): read with it, or written.
-    @exclusivity(unchecked) var storedDigest: Int64?
-    @exclusivity(unchecked) var storedDigestIsKnown = false
+    /// ``changeCount`` when the object was given ``pendingStamp`` (decoded from a record that had it).
+    @exclusivity(unchecked) var stampChangeCount: UInt32 = 0
+    /// The stamp last given to the object, to write with the object's row; valid while
+    /// ``changeCount`` is ``stampChangeCount``.
+    @exclusivity(unchecked) var pendingStamp: Int64?
+    /// The stamp of the object's row (its `_digest` column), when known (``storedStampIsKnown``): read with it, or written.
+    @exclusivity(unchecked) var storedStamp: Int64?
+    @exclusivity(unchecked) var storedStampIsKnown = false
 
-    /// The digest to write with the object's row: the pending one if nothing changed the object since, else none.
-    var digestToWrite: Int64? { changeCount == digestStamp ? pendingDigest : nil }
+    /// The stamp to write with the object's row: the pending one if nothing changed the object since, else none.
+    var stampToWrite: Int64? { changeCount == stampChangeCount ? pendingStamp : nil }
 
     /// Whether the object is stored or inserted and has unsaved changes.
     public var hasChanges: Bool { status == .inserted || status == .deleted || !changedFields.isEmpty }

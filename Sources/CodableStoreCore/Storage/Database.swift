@@ -135,7 +135,7 @@ package protocol DatabaseConnection: AnyObject {
     /// nil when there are none, or the backend does not defer indexes (SQLite's does). See ``IndexDeferral``.
     func deferIndexesOfEmptyTables() throws -> (any DeferredIndexes)?
     /// Whether the database has triggers of its own (which change rows that no statement of the store's names),
-    /// besides the store's ``DigestGuards``: an import then keeps no cache of stored rows (see `RowCache`), and
+    /// besides the store's ``StampGuards``: an import then keeps no cache of stored rows (see `RowCache`), and
     /// skips no records (``ImportOptions/skipsUnchangedRecords``).
     func hasTriggers() throws -> Bool
     /// Takes the database for this connection alone until ``releaseExclusiveAccess()``, outside a transaction: other
@@ -266,8 +266,8 @@ extension Connection: DatabaseConnection {
 
     package func hasTriggers() throws -> Bool {
         // A TEMP trigger lives in the connection's temp schema, and fires on the main schema's tables too. The
-        // store's own digest guards change no column but `_digest`, which no cache keeps.
-        let prefix = DigestGuards.namePrefix
+        // store's own stamp guards change no column but `_digest`, which no cache keeps.
+        let prefix = StampGuards.namePrefix
         return try scalar(
             sql: "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND substr(name, 1, \(prefix.utf8.count)) <> '\(prefix)' "
                 + "UNION ALL SELECT 1 FROM sqlite_temp_master WHERE type = 'trigger' LIMIT 1") != nil

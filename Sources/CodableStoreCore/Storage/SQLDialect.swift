@@ -34,9 +34,9 @@ package protocol SQLDialect: Sendable {
     var noLimit: DatabaseValue { get }
     /// Records per import batch where ``ImportOptions/batchSize`` leaves it to the backend.
     var importBatchSize: Int { get }
-    /// Whether entity tables have the `_digest` column: which record last wrote each row, so that an import can skip
-    /// the records that would change nothing (see `RecordDigests`). Every insert and update then writes it.
-    var storesDigests: Bool { get }
+    /// Whether entity tables have the `_digest` column, each row's stamp (see ``RowStamps``): every insert and update
+    /// then writes it, and the store keeps the promise that a row keeps its stamp only while nothing else changed it.
+    var storesStamps: Bool { get }
 
     /// `term ASC`/`term DESC`, with NULL first in ascending order.
     func order(_ term: String, ascending: Bool) -> String
@@ -66,7 +66,7 @@ package protocol SQLDialect: Sendable {
 
 extension SQLDialect {
     package var importBatchSize: Int { 500 }
-    package var storesDigests: Bool { false }
+    package var storesStamps: Bool { false }
 
     package func valuesParameter(for column: EntitySchema.Column) -> String { "?" }
 

@@ -232,12 +232,12 @@ extension SQLStorage {
         "DELETE FROM \(quoteIdentifier(mapping.name)) WHERE \"_pk\" IN (" + Array(repeating: "?", count: count).joined(separator: ", ") + ")"
     }
 
-    /// Sets the columns of `fields` (attributes) on the rows matching `predicate`, and clears their digests: the new
+    /// Sets the columns of `fields` (attributes) on the rows matching `predicate`, and clears their stamps: the new
     /// values are bound first, in order, then the predicate's arguments.
     func updateAll<T>(_ mapping: EntitySchema, fields: [Int], where predicate: EntityPredicate<T>?) throws -> Query {
-        // A row changed outside a record's import keeps no digest of one (see RecordDigests).
+        // A row changed outside a record's import keeps no stamp of one (see RowStamps).
         let columns = fields.map { field in quoteIdentifier(mapping.columnNameOfField[field]!) + " = ?" }
-            + (storesDigests ? ["\"_digest\" = NULL"] : [])
+            + (storesStamps ? ["\"_digest\" = NULL"] : [])
         return try filtered("UPDATE \(quoteIdentifier(mapping.name)) SET " + columns.joined(separator: ", "), predicate, mapping)
     }
 

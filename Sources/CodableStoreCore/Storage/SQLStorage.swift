@@ -6,23 +6,23 @@
 package final class SQLStorage: Sendable {
     package let model: Schema
     package let dialect: any SQLDialect
-    /// ``SQLDialect/storesDigests``, read once: saves ask it for every row they write.
-    package let storesDigests: Bool
+    /// ``SQLDialect/storesStamps``, read once: saves ask it for every row they write.
+    package let storesStamps: Bool
     private let entities: [EntityStatements]
     private let joinTables: [JoinStatements]
     /// UPDATE statements by entity and changed fields, made on first use.
     private let updates = Locked<[UpdateKey: String]>([:])
     /// Identity lookup statements by entity and number of identities, made on first use.
     private let lookups = Locked<[LookupKey: String]>([:])
-    /// ``digestClearing(of:referringTo:)`` by entity and destination, made on first use.
-    private let digestClearings = Locked<[DigestClearingKey: [String]]>([:])
+    /// ``stampClearing(of:referringTo:)`` by entity and destination, made on first use.
+    private let stampClearings = Locked<[StampClearingKey: [String]]>([:])
 
     /// The statements of one entity's table.
     private struct EntityStatements: Sendable {
         /// `SELECT "_pk", … FROM "T"`: a stored row, the row id then the insert columns.
         let select: String
-        /// ``select`` with the `_digest` column last (see ``SQLDialect/storesDigests``).
-        let selectWithDigest: String
+        /// ``select`` with the `_digest` column last (see ``SQLDialect/storesStamps``).
+        let selectWithStamp: String
         /// The column list of ``select`` qualified with the table name, for joins.
         let qualifiedColumns: String
         /// `INSERT OR FAIL INTO "T" ("_pk", …) VALUES (?, …)` for one row, and for ``EntitySchema/insertBatchRows``.
@@ -33,8 +33,8 @@ package final class SQLStorage: Sendable {
         /// enforce them (see ``clearReferences(to:rowIDs:statements:)``): each statement with one row id, and with
         /// ``referenceChunk`` of them.
         let clearReferences: [(one: String, chunk: String)]
-        /// `UPDATE "T" SET "_digest" = NULL WHERE "_pk" = ?` (see ``SQLDialect/storesDigests``).
-        let clearDigest: String
+        /// `UPDATE "T" SET "_digest" = NULL WHERE "_pk" = ?` (see ``SQLDialect/storesStamps``).
+        let clearStamp: String
     }
 
     /// Row ids per statement when the references to many deleted rows are cleared (and when the context loads or
@@ -59,10 +59,10 @@ package final class SQLStorage: Sendable {
     private struct LookupKey: Hashable {
         let entity: Int
         let rows: Int
-        let withDigest: Bool
+        let withStamp: Bool
     }
 
-    private struct DigestClearingKey: Hashable {
+    private struct StampClearingKey: Hashable {
         let entity: Int
         let destination: Int
     }
@@ -75,12 +75,12 @@ package final class SQLStorage: Sendable {
     init(model: Schema, dialect: any SQLDialect = SQLiteDialect()) {
         self.model = model
         self.dialect = dialect
-        let storesDigests = dialect.storesDigests
-        self.storesDigests = storesDigests
+        let storesStamps = dialect.storesStamps
+        self.storesStamps = storesStamps
         entities = model.mappings.map { mapping in
             let table = quoteIdentifier(mapping.name)
             let columns = ["_pk"] + mapping.columns[..<mapping.insertColumnCount].map(\.name)
-                + (storesDigests ? ["_digest"] : [])
+                + (storesStamps ? ["_digest"] : [])
             // OR FAIL: a failing multi-row INSERT keeps the rows before the failure instead of undoing itself, so
             // SQLite needs no statement journal (a copy of every page each statement touches, spilled to a
             // temporary file past 64 KiB). Every flush runs in a savepoint or in a transaction that a failure rolls
@@ -90,13 +90,13 @@ package final class SQLStorage: Sendable {
             let selected = columns.prefix(mapping.insertColumnCount + 1)
             return EntityStatements(
                 select: "SELECT " + selected.map(quoteIdentifier).joined(separator: ", ") + " FROM " + table,
-                selectWithDigest: "SELECT " + selected.map(quoteIdentifier).joined(separator: ", ") + ", \"_digest\" FROM " + table,
+                selectWithStamp: "SELECT " + selected.map(quoteIdentifier).joined(separator: ", ") + ", \"_digest\" FROM " + table,
                 qualifiedColumns: selected.map { table + "." + quoteIdentifier($0) }.joined(separator: ", "),
                 insert: prefix + row,
                 insertBatch: prefix + Array(repeating: row, count: EntitySchema.insertBatchRows).joined(separator: ", "),
                 delete: "DELETE FROM \(table) WHERE \"_pk\" = ?",
                 clearReferences: Self.referenceClearing(to: mapping.index, in: model),
-                clearDigest: "UPDATE \(table) SET \"_digest\" = NULL WHERE \"_pk\" = ?")
+                clearStamp: "UPDATE \(table) SET \"_digest\" = NULL WHERE \"_pk\" = ?")
         }
         joinTables = model.joinTables.map { join in
             let table = quoteIdentifier(join.name)
@@ -212,12 +212,12 @@ package final class SQLStorage: Sendable {
             try statement.bind(source, at: 1)
             try statement.bind(target, at: 2)
             try statement.execute()
-        case .clearDigest(let entity, let rowID):
-            let statement = try statements(entities[entity].clearDigest)
+        case .clearStamp(let entity, let rowID):
+            let statement = try statements(entities[entity].clearStamp)
             try statement.bind(rowID, at: 1)
             try statement.execute()
-        case .clearDigestsReferring(let entity, let destination, let rowID):
-            for sql in digestClearing(of: entity, referringTo: destination) {
+        case .clearStampsReferring(let entity, let destination, let rowID):
+            for sql in stampClearing(of: entity, referringTo: destination) {
                 let statement = try statements(sql)
                 try statement.bind(rowID, at: 1)
                 try statement.execute()
@@ -225,26 +225,26 @@ package final class SQLStorage: Sendable {
         }
     }
 
-    /// The values an insert step has per row: the row id, the insert columns, and the digest where the dialect
+    /// The values an insert step has per row: the row id, the insert columns, and the stamp where the dialect
     /// stores them.
     package func insertWidth(_ entity: Int) -> Int {
-        model.mappings[entity].insertColumnCount + 1 + (storesDigests ? 1 : 0)
+        model.mappings[entity].insertColumnCount + 1 + (storesStamps ? 1 : 0)
     }
 
-    /// Statements that clear the digests of `entity`'s rows that refer to a row of `destination` (bound as the one
+    /// Statements that clear the stamps of `entity`'s rows that refer to a row of `destination` (bound as the one
     /// parameter), by a foreign key or a link: that row is about to be deleted, which changes them without an update
     /// of theirs (the foreign key's `ON DELETE SET NULL`, the links' cascade).
-    func digestClearing(of entity: Int, referringTo destination: Int) -> [String] {
-        let key = DigestClearingKey(entity: entity, destination: destination)
-        if let statements = digestClearings.withLock({ $0[key] }) { return statements }
-        let statements = digestClearing(of: entity, referringTo: destination, rowID: "?")
-        digestClearings.withLock { $0[key] = statements }
+    func stampClearing(of entity: Int, referringTo destination: Int) -> [String] {
+        let key = StampClearingKey(entity: entity, destination: destination)
+        if let statements = stampClearings.withLock({ $0[key] }) { return statements }
+        let statements = stampClearing(of: entity, referringTo: destination, rowID: "?")
+        stampClearings.withLock { $0[key] = statements }
         return statements
     }
 
-    /// ``digestClearing(of:referringTo:)`` with `rowID` (an SQL expression) as the deleted row's id: `?`, or
-    /// `OLD."_pk"` in a trigger (see ``DigestGuards``).
-    func digestClearing(of entity: Int, referringTo destination: Int, rowID: String) -> [String] {
+    /// ``stampClearing(of:referringTo:)`` with `rowID` (an SQL expression) as the deleted row's id: `?`, or
+    /// `OLD."_pk"` in a trigger (see ``StampGuards``).
+    func stampClearing(of entity: Int, referringTo destination: Int, rowID: String) -> [String] {
         let mapping = model.mappings[entity]
         let table = quoteIdentifier(mapping.name)
         var statements: [String] = []
@@ -270,7 +270,7 @@ package final class SQLStorage: Sendable {
         if let sql = updates.withLock({ $0[key] }) { return sql }
         let mapping = model.mappings[entity]
         let assignments = fields.map { "\(quoteIdentifier(mapping.columnNameOfField[$0]!)) = ?" }
-            + (storesDigests ? ["\"_digest\" = ?"] : [])
+            + (storesStamps ? ["\"_digest\" = ?"] : [])
         let sql = "UPDATE \(quoteIdentifier(mapping.name)) SET " + assignments.joined(separator: ", ") + " WHERE \"_pk\" = ?"
         updates.withLock { $0[key] = sql }
         return sql
@@ -299,8 +299,8 @@ package final class SQLStorage: Sendable {
 
     /// The entity's `SQLStorage.selectSQL(_:)` for the rows of `rows` identities (cached: a composite lookup of 4,096 is 40 KB
     /// of SQL).
-    func lookupSQL(rows: Int, entity: Int, withDigest: Bool = false) -> String {
-        let key = LookupKey(entity: entity, rows: rows, withDigest: withDigest)
+    func lookupSQL(rows: Int, entity: Int, withStamp: Bool = false) -> String {
+        let key = LookupKey(entity: entity, rows: rows, withStamp: withStamp)
         if let cached = lookups.withLock({ $0[key] }) { return cached }
         let mapping = model.mappings[entity]
         let columns = mapping.identityColumns.map(quoteIdentifier)
@@ -316,22 +316,22 @@ package final class SQLStorage: Sendable {
             condition = "(" + columns.joined(separator: ", ") + ") IN (VALUES "
                 + Array(repeating: row, count: rows).joined(separator: ", ") + ")"
         }
-        // The digest after the usual columns: a row whose digest matches is not read further.
-        let select = withDigest ? entities[entity].selectWithDigest : selectSQL(mapping)
+        // The stamp after the usual columns: a row whose stamp matches is not read further.
+        let select = withStamp ? entities[entity].selectWithStamp : selectSQL(mapping)
         let sql = select + " WHERE " + condition
         lookups.withLock { $0[key] = sql }
         return sql
     }
 
     /// Looks up the stored rows of `keys` with the statement of their size, calling `row` on each row found (the
-    /// row id, then the columns of ``SQLStorage/selectSQL(_:)``, then with `withDigest` the `_digest` column).
+    /// row id, then the columns of ``SQLStorage/selectSQL(_:)``, then with `withStamp` the `_digest` column).
     package func lookUp(
-        _ keys: [Context.IdentityKey], entity: Int, maximumVariableCount: Int, withDigest: Bool = false,
+        _ keys: [Context.IdentityKey], entity: Int, maximumVariableCount: Int, withStamp: Bool = false,
         statements: (String) throws -> any DatabaseStatement, row: (any DatabaseStatement) throws -> Void
     ) throws {
         guard !keys.isEmpty else { return }
         let rows = lookupRowsPerStatement(for: keys.count, entity: entity, maximumVariableCount: maximumVariableCount)
-        let statement = try statements(lookupSQL(rows: rows, entity: entity, withDigest: withDigest))
+        let statement = try statements(lookupSQL(rows: rows, entity: entity, withStamp: withStamp))
         try statement.run(chunksOf: keys, slots: rows) { statement, key, parameter in
             try key.forEach { value in
                 try statement.bind(value, at: parameter)

@@ -169,7 +169,7 @@ extension Connection {
         }
         do {
             // Not traced: statement logs and profiles show the caller's statements.
-            try untraced { try DigestGuards.quiet(on: self) }
+            try untraced { try StampGuards.quiet(on: self) }
         } catch {
             rollbackIgnoringErrors()
             throw error

@@ -19,7 +19,7 @@ struct SQLiteDialect: SQLDialect {
     var isDistinctFrom: String { "IS NOT" }
     var falseCondition: String { "0" }
     var noLimit: DatabaseValue { .integer(-1) }
-    var storesDigests: Bool { true }
+    var storesStamps: Bool { true }
 
     /// SQLite sorts NULL first in ascending order by itself.
     func order(_ term: String, ascending: Bool) -> String {

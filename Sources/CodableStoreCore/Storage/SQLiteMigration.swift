@@ -19,7 +19,7 @@ public enum SchemaChangePolicy: Sendable {
 /// Creates a store's tables, checks them against the declared schema on open, and migrates them: additive
 /// changes in place, others by the ``SchemaChangePolicy``. The SQLite backend's DDL lives here.
 enum SQLiteMigration {
-    /// The metadata table (``StoreMetadata``), as SQLite's DDL and the import's digests name it.
+    /// The metadata table (``StoreMetadata``), as SQLite's DDL and the import's stamps name it.
     static let metadataTable = StoreMetadata.table
 
     /// Creates, checks and migrates the schema, and restores the indexes the model needs.
@@ -116,9 +116,9 @@ enum SQLiteMigration {
         var plan = MigrationPlan()
         let applied = Set(try MigrationHistory.names(on: connection))
         let pending = migrations.filter { !applied.contains($0.name) }
-        // The digest guards' bodies name tables and columns that the steps may change (see DigestGuards); a
-        // migration forgets every digest, and the next import that skips records guards its entities again.
-        if !pending.isEmpty || stored != declared { try DigestGuards.dropAll(on: connection) }
+        // The stamp guards' bodies name tables and columns that the steps may change (see StampGuards); a
+        // migration forgets every stamp, and the next import that skips records guards its entities again.
+        if !pending.isEmpty || stored != declared { try StampGuards.dropAll(on: connection) }
         for migration in pending {
             for (number, step) in migration.steps.enumerated() {
                 let origin = StepOrigin(migration: migration.name, number: number + 1, step: step.description)
@@ -159,9 +159,9 @@ enum SQLiteMigration {
         try migrateAdditively(from: stored, to: model, on: connection)
         try reorientJoinTables(from: stored, to: model, on: connection)
         if storedVersion < 3 { try rebuildJoinTablesWithoutRowID(model, on: connection) }
-        if storedVersion < 4 { try addDigestColumns(model, on: connection) }
-        // Whatever changed, no row's digest says any more what decoding its record would do.
-        try RecordDigests.forgetAll(on: connection)
+        if storedVersion < 4 { try addStampColumns(model, on: connection) }
+        // Whatever changed, no row's stamp says any more what decoding its record would do.
+        try RowStamps.forgetAll(on: connection)
         let mappingNamed = Dictionary(model.mappings.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for (entity, transforms) in plan.rebuilds.sorted(by: { $0.key < $1.key }) {
             guard let mapping = mappingNamed[entity] else { continue }
@@ -467,7 +467,7 @@ enum SQLiteMigration {
 
     /// Adds the `_digest` column (storage version 4) to the entity tables of a store made before it, which the
     /// additive migration just brought to the declared model (a table it created has it already).
-    private static func addDigestColumns(_ model: Schema, on connection: Connection) throws {
+    private static func addStampColumns(_ model: Schema, on connection: Connection) throws {
         for mapping in model.mappings {
             let columns = try connection.rows(sql: "SELECT name FROM pragma_table_info(?)", arguments: [.text(mapping.name)])
             if columns.contains(where: { $0.first == .text("_digest") }) { continue }

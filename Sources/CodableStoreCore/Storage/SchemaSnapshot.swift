@@ -35,7 +35,7 @@ package struct SchemaSnapshot: Codable, Equatable, Sendable {
     /// The storage format: 1 stored `Decimal` as text compared as text, and `UInt64` above `Int64.max` as negative
     /// integers; 2 compares decimals by value (a collation) and stores such `UInt64`s as 8-byte big-endian blobs,
     /// so both sort by value; 3 keeps the links of join tables without positions in `WITHOUT ROWID` tables keyed
-    /// by (source, target); 4 adds the `_digest` column to SQLite's entity tables (see `RecordDigests`). An older
+    /// by (source, target); 4 adds the `_digest` column to SQLite's entity tables (see ``RowStamps``). An older
     /// store is brought to 4 on open.
     package var version = 4
     package var entities: [Entity]

@@ -6,7 +6,7 @@ import Testing
 @testable import CodableStoreImport
 import CodableStore
 
-/// DigestGuards: SQL of other programs (here a plain sqlite3 connection) clears the import digests of what it changes,
+/// StampGuards: SQL of other programs (here a plain sqlite3 connection) clears the import digests of what it changes,
 /// so that the next import, which skips unchanged records by default, restores the dump as a fresh import would.
 @Suite struct DigestGuardTests {
     static let guardPrefix = "_codablestore_digest_"

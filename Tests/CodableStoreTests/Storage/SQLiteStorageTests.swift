@@ -122,7 +122,7 @@ import CodableStore
         ])
         #expect(try rows("SELECT _pk, title, _digest FROM StorageSong WHERE _pk IN (1, 2) ORDER BY _pk")
             == [[.integer(1), .text("s1"), .integer(41)], [.integer(2), .text("again"), .integer(42)]])
-        try run([.clearDigest(entity: songs, rowID: 2)])
+        try run([.clearStamp(entity: songs, rowID: 2)])
         #expect(try rows("SELECT _pk, _digest FROM StorageSong WHERE _digest IS NOT NULL") == [[.integer(1), .integer(41)]])
         try run([.update(entity: playlists, fields: [], values: [.integer(44), .integer(100)])])
         #expect(try rows("SELECT source FROM StoragePlaylist_songs ORDER BY source").allSatisfy { $0 == [.integer(100)] })
@@ -130,9 +130,9 @@ import CodableStore
         guard case .integer(let linked) = linkedSong else { return }
         #expect(try rows("SELECT _digest FROM StoragePlaylist UNION ALL SELECT _digest FROM StorageTake") == [[.integer(44)], [.integer(43)]])
         try run([
-            .clearDigestsReferring(entity: playlists, destination: songs, rowID: linked),
-            .clearDigestsReferring(entity: takes, destination: songs, rowID: 1),
-            .clearDigestsReferring(entity: songs, destination: takes, rowID: 200),
+            .clearStampsReferring(entity: playlists, destination: songs, rowID: linked),
+            .clearStampsReferring(entity: takes, destination: songs, rowID: 1),
+            .clearStampsReferring(entity: songs, destination: takes, rowID: 200),
         ])
         #expect(try rows("SELECT _pk, _digest FROM StoragePlaylist") == [[.integer(100), .null]])
         #expect(try rows("SELECT _pk, _digest FROM StorageTake") == [[.integer(200), .null]])

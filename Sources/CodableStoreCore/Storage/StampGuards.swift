@@ -1,22 +1,22 @@
-/// Triggers that clear import digests when SQL of another program changes a row, or a link or a referenced row that
-/// decides what the row's record would write (see ``RecordDigests``): with them, an import that skips unchanged
+/// Triggers that clear row stamps when SQL of another program changes a row, or a link or a referenced row that
+/// decides what the row's record would write (see ``RowStamps``): with them, an import that skips unchanged
 /// records restores whatever anyone changed since, as one that decodes every record does.
 ///
-/// The store's own writes keep digests right without them (every update writes the digest, or NULL; link changes and
+/// The store's own writes keep stamps right without them (every update writes the stamp, or NULL; link changes and
 /// deletions clear it), so the store's writer connection fires no triggers while the store has none of the user's
 /// (``quiet(on:)``): the guards cost the store's writes nothing (a link INSERT that fired them would also clear the
-/// digest its record's row was just given).
+/// stamp its record's row was just given).
 ///
-/// For each entity whose rows have digests (the metadata's `digested-entities`), on SQLite:
-/// - `update_<table>`: an UPDATE that leaves a row's digest as it was (the store's always set it, or NULL) clears it;
+/// For each entity whose rows have stamps (the metadata's `digested-entities`), on SQLite:
+/// - `update_<table>`: an UPDATE that leaves a row's stamp as it was (the store's always set it, or NULL) clears it;
 /// - `delete_<table>`, on each table those rows refer to (by a foreign key, or links): deleting a row clears the
-///   digests of the rows that referred to it, whether or not the deleting connection enforces foreign keys;
-/// - `link_insert_`, `link_delete_`, `link_update_<join table>`: a link added, removed or moved clears the digest of
+///   stamps of the rows that referred to it, whether or not the deleting connection enforces foreign keys;
+/// - `link_insert_`, `link_delete_`, `link_update_<join table>`: a link added, removed or moved clears the stamp of
 ///   its row on either side.
 ///
 /// Their names begin with ``namePrefix``; ``DatabaseConnection/hasTriggers()`` leaves them out. SQL run through
 /// ``Store/withWriterConnection(_:)`` fires them like any other program's.
-package enum DigestGuards {
+package enum StampGuards {
     static let namePrefix = "_codablestore_digest_"
 
     struct Trigger: Equatable {
@@ -24,7 +24,7 @@ package enum DigestGuards {
         let sql: String
     }
 
-    /// The triggers that guard the digests of `entities`.
+    /// The triggers that guard the stamps of `entities`.
     static func triggers(guarding entities: Set<Int>, storage: SQLStorage) -> [Trigger] {
         let model = storage.model
         let guarded = entities.sorted()
@@ -48,7 +48,7 @@ package enum DigestGuards {
                     [clearing(entity, rowID: "NEW.\"_pk\"")]))
         }
         for destination in model.mappings {
-            let body = guarded.flatMap { storage.digestClearing(of: $0, referringTo: destination.index, rowID: "OLD.\"_pk\"") }
+            let body = guarded.flatMap { storage.stampClearing(of: $0, referringTo: destination.index, rowID: "OLD.\"_pk\"") }
             if !body.isEmpty { triggers.append(trigger("delete_" + destination.name, "DELETE", on: destination.name, body)) }
         }
         for join in model.joinTables {
@@ -63,8 +63,8 @@ package enum DigestGuards {
     }
 
     /// Makes the store's guards those of `entities`: creates the missing ones, drops the others. Returns whether the
-    /// guards of `previous` (the entities that had digests) were all there as made: if one was dropped or changed,
-    /// their digests may be stale. In the caller's write transaction, on SQLite.
+    /// guards of `previous` (the entities that had stamps) were all there as made: if one was dropped or changed,
+    /// their stamps may be stale. In the caller's write transaction, on SQLite.
     package static func install(
         guarding entities: Set<Int>, previous: Set<Int>, storage: SQLStorage, on connection: any DatabaseConnection
     ) throws -> Bool {
