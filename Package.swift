@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "IssuesModel", targets: ["IssuesModel"]),
         // The PostgreSQL backend: the same models, decoder and importer on a PostgreSQL server.
         .library(name: "CodableStorePostgres", targets: ["CodableStorePostgres"]),
+        // Model files: a model as YAML a person reads and edits, parsed with errors that say where.
+        .library(name: "CodableStoreModelFile", targets: ["CodableStoreModelFile"]),
     ],
     dependencies: [
         // Pinned: 602.0.0 prints spurious plugin errors with the 6.3 compiler.
@@ -24,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // `swift package generate-documentation`: the DocC catalogs (a command plugin, nothing is linked).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // YAML for model files: libyaml's parser (bundled), with the line and column of every node for errors.
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         .systemLibrary(
@@ -94,6 +98,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Model files (YAML): parsing with errors that name file, line and field, validation, rendering, and the
+        // file of compiled entities.
+        .target(
+            name: "CodableStoreModelFile",
+            dependencies: ["CodableStoreCore", .product(name: "Yams", package: "Yams")]
+        ),
         .target(
             name: "CodableStoreTesting",
             dependencies: ["CodableStore"]
@@ -105,7 +115,7 @@ let package = Package(
         .executableTarget(
             name: "codable-store",
             dependencies: [
-                "CodableStore", "CodableStorePostgres", "IssuesModel",
+                "CodableStore", "CodableStorePostgres", "IssuesModel", "CodableStoreModelFile",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -124,7 +134,7 @@ let package = Package(
             name: "CodableStoreTests",
             dependencies: [
                 "CodableStore", "CodableStoreCore", "CodableStoreImport", "CodableStoreTesting", "IssuesModel", "CSQLite",
-                "CSQLiteFaultVFS", "CodableStorePostgres",
+                "CSQLiteFaultVFS", "CodableStorePostgres", "CodableStoreModelFile",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -145,7 +155,9 @@ let package = Package(
         ),
         .testTarget(
             name: "CodableStoreCLITests",
-            dependencies: ["codable-store", "core-only-store", "CodableStore", "CodableStorePostgres", "IssuesModel"]
+            dependencies: [
+                "codable-store", "core-only-store", "CodableStore", "CodableStorePostgres", "IssuesModel", "CodableStoreModelFile",
+            ]
         ),
         .testTarget(
             name: "CodableStoreMacrosTests",

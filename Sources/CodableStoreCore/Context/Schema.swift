@@ -24,7 +24,7 @@ package final class Schema: Sendable {
     let insertOrder: [Int]
     private let indexByType: [ObjectIdentifier: Int]
 
-    init(entities: [any EntityObject.Type]) throws {
+    package init(entities: [any EntityObject.Type]) throws {
         // Collect the entities and, transitively, the destinations of their relationships.
         var descriptions: [EntityDescription] = []
         var indexByType: [ObjectIdentifier: Int] = [:]
@@ -256,7 +256,7 @@ package final class ResolvedRelationship: @unchecked Sendable {
     /// The destination's entity index.
     package let destination: Int
     /// The inverse's field index in the destination, if there is an inverse.
-    let inverse: Int?
+    package let inverse: Int?
     package let storage: RelationshipStorage
     /// The inverse relationship itself, when there is one. Unowned: the model owns every relationship (through
     /// its mappings) for as long as anything can reach this one. `unowned(unsafe)`: a checked `unowned` reference

@@ -1,0 +1,55 @@
+import CodableStoreModelFile
+import Foundation
+import IssuesModel
+import Testing
+
+/// `codable-store model`: the reference model printed as a model file, and a model file checked.
+@Suite struct ModelCommandTests {
+    @Test func printsTheReferenceModelAsAFileThatReadsBack() throws {
+        let result = try CLI.run(["model", "issues"])
+        #expect(result.status == 0)
+        #expect(result.stderr.isEmpty)
+        #expect(result.stdout.hasPrefix("# The reference model of codable-store"))
+        let parsed = try ModelFile.parse(result.stdout, file: "stdout")
+        #expect(parsed == (try ModelFile(compiled: ReferenceModel.entities)))
+        #expect(parsed.entities.map(\.name) == ["Issue", "User", "Label"])
+
+        // --check reads what it printed, from a file and from standard input.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("model-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("issues.yaml").path
+        let written = try CLI.run(["model", "issues", "-o", path])
+        #expect(written.status == 0)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == result.stdout)
+        let checked = try CLI.run(["model", "--check", path])
+        #expect(checked.status == 0)
+        #expect(checked.stdout == "\(path): 3 entities, 17 fields: ok\n")
+        let piped = try CLI.run(["model", "--check", "-"], stdin: Data(result.stdout.utf8))
+        #expect(piped.stdout == "<stdin>: 3 entities, 17 fields: ok\n")
+    }
+
+    @Test func checkReportsTheFileLineAndFieldOfAMistake() throws {
+        let text = """
+            version: 1
+            entities:
+              Issue:
+                identity: [id]
+                attributes:
+                  id: integer
+                  title: strng
+            """
+        let result = try CLI.run(["model", "--check", "-"], stdin: Data(text.utf8))
+        #expect(result.status == 1)
+        #expect(result.stdout.isEmpty)
+        #expect(
+            result.stderr
+                == "error: <stdin>:7:14: entities.Issue.attributes.title: unknown type 'strng' (types: integer, double, bool, string, date, decimal, uuid, url, data, json)\n")
+        let missing = try CLI.run(["model", "--check", "/nonexistent/model.yaml"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.hasPrefix("error: cannot read /nonexistent/model.yaml: "))
+        let neither = try CLI.run(["model"])
+        #expect(neither.status != 0)
+        #expect(neither.stderr.contains("give a built-in model to print, or --check FILE"))
+    }
+}

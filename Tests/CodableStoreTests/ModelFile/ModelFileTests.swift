@@ -1,0 +1,317 @@
+import CodableStore
+import CodableStoreModelFile
+import Foundation
+import IssuesModel
+import Testing
+
+/// Model files: what a file says, what it renders to, and where each mistake in one is reported.
+@Suite struct ModelFileTests {
+    /// The reference model, written by hand from IssuesModel.swift: the compiled model's file must say exactly this.
+    static let issuesText = """
+        version: 1
+        entities:
+          Issue:
+            identity: [id]
+            attributes:
+              id: integer
+              number: integer
+              title: string
+              state: string
+              createdAt: {type: date, format: iso8601, key: created_at}
+              updatedAt: {type: date, format: iso8601, key: updated_at}
+              comments: integer
+              score: double
+              body: string?
+            relationships:
+              user: {to: User, inverse: issues}
+              labels: {to: Label, many: true, inverse: issues}
+
+          User:
+            identity: [id]
+            attributes:
+              id: integer
+              login: string?
+            relationships:
+              issues: {to: Issue, many: true, inverse: user}
+
+          Label:
+            identity: [id]
+            attributes:
+              id: integer
+              name: string?
+            relationships:
+              issues: {to: Issue, many: true, inverse: labels}
+
+        """
+
+    @Test func theReferenceModelRendersAsWrittenAndReadsBack() throws {
+        let file = try ModelFile(compiled: ReferenceModel.entities)
+        #expect(file.rendered() == Self.issuesText)
+        let parsed = try ModelFile.parse(Self.issuesText, file: "issues.yaml")
+        #expect(parsed == file)
+        let issue = try #require(parsed.entities.first)
+        #expect(issue.attributes.first { $0.name == "createdAt" }?.key == ["created_at"])
+        #expect(issue.attributes.first { $0.name == "body" }?.isOptional == true)
+        #expect(issue.attributes.first { $0.name == "title" }?.isOptional == false)
+        #expect(issue.relationships.map(\.destination) == ["User", "Label"])
+        #expect(issue.relationships.map(\.isToMany) == [false, true])
+    }
+
+    /// Every option the format has, written by its short and long forms, parses to the values meant, and the
+    /// rendered text of those values parses back to them.
+    @Test func everyOptionReadsAndRoundTrips() throws {
+        let text = """
+            # Orders, with a composite identity and nested keys.
+            version: 1
+            entities:
+              Order:
+                identity: [shop, number]
+                keyDelimiter: "/"
+                attributes:
+                  number: integer
+                  total: {type: decimal, key: amount/total}
+                  currency: {type: string, key: amount/currency, default: EUR}
+                  placedAt: {type: date, format: milliseconds, key: [placed.at]}   # a key with a dot in it
+                  paid: {type: bool, default: false}
+                  weight: {type: double, optional: true, default: 1.5}
+                  reference: uuid?
+                  site: url?
+                  payload: json?
+                  signature: data?
+                  attempts: {type: integer, default: 3}
+                  created: {type: date, format: seconds}
+                relationships:
+                  shop: {to: Shop, references: stub}
+                  lines: {to: Line, many: true, ordered: true, inverse: order, deleteRule: cascade}
+                  tags: [Tag]
+                  customer: {to: Customer, references: deferred, key: buyer/customer}
+                indexes:
+                  - [placedAt]
+                  - {fields: [reference], unique: true}
+              Shop:
+                identity: id
+                attributes:
+                  id: string
+              Line:
+                attributes:
+                  sku: string
+                relationships:
+                  order: Order
+              Tag:
+                identity: [name]
+                attributes:
+                  name: string
+              Customer:
+                identity: [id]
+                attributes:
+                  id: integer
+                relationships:
+                  orders: {to: Order, many: true, inverse: customer, deleteRule: deny}
+            """
+        let file = try ModelFile.parse(text, file: "orders.yaml")
+        let order = try #require(file.entities.first)
+        #expect(order.identity == ["shop", "number"])
+        #expect(order.keyDelimiter == "/")
+        func attribute(_ name: String) throws -> ModelFile.Attribute { try #require(order.attributes.first { $0.name == name }) }
+        #expect(try attribute("total").type == .decimal)
+        #expect(try attribute("total").key == ["amount", "total"])
+        #expect(try attribute("currency").defaultValue == .string("EUR"))
+        #expect(try attribute("placedAt").type == .date(.milliseconds))
+        #expect(try attribute("placedAt").key == ["placed.at"])
+        #expect(try attribute("paid").defaultValue == .bool(false))
+        #expect(try attribute("weight").isOptional)
+        #expect(try attribute("weight").defaultValue == .double(1.5))
+        #expect(try attribute("reference").type == .uuid && attribute("reference").isOptional)
+        #expect(try attribute("site").type == .url)
+        #expect(try attribute("payload").type == .json)
+        #expect(try attribute("signature").type == .data)
+        #expect(try attribute("attempts").defaultValue == .integer(3))
+        #expect(try attribute("created").type == .date(.seconds))
+        let relationships = Dictionary(uniqueKeysWithValues: order.relationships.map { ($0.name, $0) })
+        #expect(relationships["shop"]?.unknownReferences == .stub)
+        #expect(relationships["shop"]?.isToMany == false)
+        #expect(relationships["lines"]?.isOrdered == true)
+        #expect(relationships["lines"]?.deleteRule == .cascade)
+        #expect(relationships["lines"]?.inverse == "order")
+        #expect(relationships["tags"]?.isToMany == true && relationships["tags"]?.isOrdered == false)
+        #expect(relationships["customer"]?.key == ["buyer", "customer"])
+        #expect(order.indexes == [ModelFile.Index(fields: ["placedAt"]), ModelFile.Index(fields: ["reference"], isUnique: true)])
+        #expect(file.entities[1].identity == ["id"])
+
+        let rendered = file.rendered(header: ["written again"])
+        #expect(try ModelFile.parse(rendered) == file)
+        #expect(rendered.hasPrefix("# written again\nversion: 1\n"))
+        #expect(rendered.contains("keyDelimiter: \"/\""))
+        // With "/" as the delimiter, a dot is part of a name: the key is written as one string again.
+        #expect(rendered.contains("placedAt: {type: date, format: milliseconds, key: placed.at}"))
+        #expect(rendered.contains("tags: [Tag]"))
+        #expect(rendered.contains("reference: uuid?"))
+    }
+
+    /// Names and keys YAML would read as something else (a colon, a leading digit, `yes`, `null`, quotes) are quoted
+    /// when written, and read back as the same text.
+    @Test func namesThatNeedQuotingRoundTrip() throws {
+        let file = ModelFile(entities: [
+            ModelFile.Entity(
+                name: "Event",
+                identity: ["id"],
+                attributes: [
+                    ModelFile.Attribute(name: "id", type: .string),
+                    ModelFile.Attribute(name: "kind", type: .string, key: ["type: \"quoted\""]),
+                    ModelFile.Attribute(name: "flag", type: .string, key: ["yes"]),
+                    ModelFile.Attribute(name: "n", type: .string, key: ["null", "2nd"]),
+                    ModelFile.Attribute(name: "label", type: .string, defaultValue: .string("a # not a comment")),
+                    ModelFile.Attribute(name: "café", type: .string, key: ["naïve key"], note: "seen in 3 of 4 records\nsecond line"),
+                    ModelFile.Attribute(name: "dotted", type: .string, key: ["a.b"]),
+                ],
+                notes: ["From events.jsonl: 4 records."])
+        ])
+        let rendered = file.rendered()
+        var expected = file
+        expected.entities[0].notes = []
+        expected.entities[0].attributes[5].note = nil
+        #expect(try ModelFile.parse(rendered) == expected)
+        #expect(rendered.contains("    # From events.jsonl: 4 records.\n"))
+        #expect(rendered.contains("  # seen in 3 of 4 records second line\n"))
+        // One component that holds the delimiter is written as a list, or it would read back as two.
+        #expect(rendered.contains("      dotted: {type: string, key: [a.b]}\n"))
+    }
+
+    // MARK: - Errors
+
+    /// The error of a text: its description, as a person sees it.
+    private func error(of text: String) -> ModelFileError? {
+        do {
+            _ = try ModelFile.parse(text, file: "model.yaml")
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    private func entity(_ body: String, others: String = "") -> String {
+        "version: 1\nentities:\n  Issue:\n" + body.split(separator: "\n", omittingEmptySubsequences: false).map { "    " + $0 }.joined(separator: "\n")
+            + "\n" + others
+    }
+
+    @Test func anUnknownTypeNamesTheFileLineAndField() throws {
+        let text = entity("identity: [id]\nattributes:\n  id: integer\n  title: strng")
+        let failure = try #require(error(of: text))
+        #expect(failure.file == "model.yaml")
+        #expect(failure.line == 7)
+        #expect(failure.column == 14)
+        #expect(failure.field == "entities.Issue.attributes.title")
+        #expect(
+            failure.description
+                == "model.yaml:7:14: entities.Issue.attributes.title: unknown type 'strng' (types: integer, double, bool, string, date, decimal, uuid, url, data, json)")
+    }
+
+    @Test func aMisspelledFieldIsRefusedWhereItIs() throws {
+        let failure = try #require(error(of: entity("attributes:\n  body: {type: string, optinal: true}")))
+        #expect(failure.line == 5)
+        #expect(failure.field == "entities.Issue.attributes.body.optinal")
+        #expect(failure.message == "unknown field 'optinal' (expected one of: type, optional, format, key, default)")
+        let top = try #require(error(of: "version: 1\nentites:\n  A: {}\n"))
+        #expect(top.line == 2 && top.column == 1)
+        #expect(top.message == "unknown field 'entites' (expected one of: version, entities)")
+    }
+
+    @Test func anIdentityThatNamesNoAttribute() throws {
+        let failure = try #require(error(of: entity("identity: [number]\nattributes:\n  id: integer")))
+        #expect(failure.line == 4)
+        #expect(failure.field == "entities.Issue.identity")
+        #expect(failure.message == "the identity names number, which is no attribute of Issue")
+        let toMany = try #require(
+            error(of: entity("identity: [labels]\nattributes:\n  id: integer\nrelationships:\n  labels: [Issue]")))
+        #expect(toMany.message == "the identity names labels, a to-many relationship: only attributes and to-one relationships identify")
+    }
+
+    @Test func aRelationshipToNoEntity() throws {
+        let failure = try #require(error(of: entity("attributes:\n  id: integer\nrelationships:\n  user: Usr")))
+        #expect(failure.line == 7)
+        #expect(failure.field == "entities.Issue.relationships.user")
+        #expect(failure.message == "relationship to 'Usr', which is no entity of this file (entities: Issue)")
+    }
+
+    @Test func clashingKeysAreRefused() throws {
+        let same = try #require(error(of: entity("attributes:\n  title: string\n  name: {type: string, key: title}")))
+        #expect(same.line == 6)
+        #expect(same.field == "entities.Issue.attributes.name")
+        #expect(same.message == "the key clashes with attributes.title: both are read from the JSON key 'title'")
+        let nested = try #require(
+            error(of: entity("attributes:\n  user: string\n  login: {type: string, key: user.login}")))
+        #expect(nested.message == "the key clashes with attributes.user: 'user' is read as a value, and 'user.login' inside it as an object")
+        let relationship = try #require(
+            error(of: entity("attributes:\n  user: string\nrelationships:\n  owner: {to: Issue, key: user}")))
+        #expect(relationship.field == "entities.Issue.relationships.owner")
+        // Siblings under one parent are fine.
+        #expect(error(of: entity("attributes:\n  login: {type: string, key: user.login}\n  uid: {type: integer, key: user.id}")) == nil)
+    }
+
+    @Test func inversesMustPointBack() throws {
+        let others = "  User:\n    attributes:\n      id: integer\n    relationships:\n      issues: [Issue]\n      starred: [Issue]\n"
+        let wrongName = try #require(
+            error(of: entity("attributes:\n  id: integer\nrelationships:\n  user: {to: User, inverse: isues}", others: others)))
+        #expect(wrongName.field == "entities.Issue.relationships.user.inverse")
+        #expect(wrongName.line == 7)
+        #expect(wrongName.message == "User has no relationship 'isues' to be the inverse of Issue.user")
+        let disagreeing = others.replacingOccurrences(of: "issues: [Issue]", with: "issues: {to: Issue, many: true, inverse: owner}")
+        let failure = try #require(
+            error(of: entity("attributes:\n  id: integer\nrelationships:\n  user: {to: User, inverse: issues}", others: disagreeing)))
+        #expect(failure.message == "User.issues declares owner as its inverse, not user")
+    }
+
+    @Test func yamlMistakesSayWhere() throws {
+        let syntax = try #require(error(of: "version: 1\nentities:\n  Issue:\n    attributes: {id: integer\n"))
+        #expect(syntax.file == "model.yaml")
+        #expect(syntax.line >= 4)
+        #expect(syntax.message.hasPrefix("not valid YAML: "))
+        let duplicate = try #require(error(of: entity("attributes:\n  id: integer\n  id: string")))
+        #expect(duplicate.message == "a key appears twice in one mapping: id")
+        #expect(try #require(error(of: "")).message == "the file is empty: expected 'version' and 'entities'")
+        #expect(try #require(error(of: "entities:\n  A:\n    attributes:\n      id: integer\n")).message == "missing: the file must say 'version: 1'")
+        let version = try #require(error(of: "version: 2\nentities:\n  A: {}\n"))
+        #expect(version.line == 1 && version.column == 10)
+        #expect(version.message == "version 2 is not one this library reads (it reads 1)")
+    }
+
+    @Test func optionsThatDoNotFitTheirField() throws {
+        #expect(
+            try #require(error(of: entity("attributes:\n  title: {type: string, format: seconds}"))).message
+                == "'format' is for date attributes only, and this one is string")
+        #expect(
+            try #require(error(of: entity("attributes:\n  at: {type: date, format: nanos}"))).message
+                == "unknown date format 'nanos' (expected one of: iso8601, seconds, milliseconds)")
+        let badDefault = try #require(error(of: entity("attributes:\n  count: {type: integer, default: many}")))
+        #expect(badDefault.field == "entities.Issue.attributes.count")
+        #expect(badDefault.message == "the default 'many' is not a value of type integer")
+        #expect(
+            try #require(error(of: entity("relationships:\n  parent: {to: Issue, ordered: true}"))).message
+                == "only a to-many relationship ('many: true') is ordered")
+        #expect(
+            try #require(error(of: entity("relationships:\n  parent: {to: Issue, deleteRule: destroy}"))).message
+                == "unknown delete rule 'destroy' (expected one of: nullify, cascade, deny)")
+        #expect(
+            try #require(error(of: entity("attributes:\n  _pk: integer"))).message
+                == "the field name _pk is reserved (names starting with '_' are the store's columns)")
+        #expect(
+            try #require(error(of: entity("attributes:\n  user: integer\nrelationships:\n  user: Issue"))).message
+                == "user is declared twice (as attribute and as relationship)")
+        #expect(
+            try #require(error(of: entity("attributes:\n  id: integer\nindexes:\n  - [title]"))).message
+                == "the index names title, which is no attribute or to-one relationship of Issue")
+    }
+
+    /// A model built in code is checked by the same rules, without a file to point at.
+    @Test func aModelBuiltInCodeIsValidatedToo() throws {
+        let model = ModelFile(entities: [
+            ModelFile.Entity(name: "sqlite_stat", attributes: [ModelFile.Attribute(name: "id", type: .integer)])
+        ])
+        #expect(throws: ModelFileError.self) { try model.validate() }
+        do {
+            try model.validate()
+        } catch {
+            #expect(error.description == "<model>:1:1: entities.sqlite_stat: the entity name sqlite_stat is reserved (names starting with '_' or 'sqlite_' are the store's)")
+        }
+    }
+}
