@@ -64,9 +64,8 @@ extension ModelFile {
                     }
                     continue
                 }
-                if let relationship = entity.relationships.first(where: { $0.name == name }) {
-                    if relationship.isToMany { throw fail(field, "the identity names \(name), a to-many relationship: only attributes and to-one relationships identify") }
-                    continue
+                if entity.relationships.contains(where: { $0.name == name }) {
+                    throw fail(field, "the identity names \(name), a relationship: only attributes identify (add the related id as an attribute, with its key)")
                 }
                 throw fail(field, "the identity names \(name), which is no attribute of \(entity.name)")
             }

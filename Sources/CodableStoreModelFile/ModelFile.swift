@@ -38,8 +38,8 @@ public struct ModelFile: Sendable, Equatable {
     /// One entity: a table, and an object type whose fields are read and written by name.
     public struct Entity: Sendable, Equatable {
         public var name: String
-        /// The fields whose values identify an object (upserts find stored objects by them): attributes, or to-one
-        /// relationships in a composite identity. Empty: every record inserts a new object.
+        /// The attributes whose values identify an object (upserts find stored objects by them): one, or several
+        /// (a composite identity). Empty: every record inserts a new object.
         public var identity: [String]
         /// What splits a ``Attribute/key`` or ``Relationship/key`` given as one string into path components.
         public var keyDelimiter: String
@@ -98,7 +98,7 @@ public struct ModelFile: Sendable, Equatable {
         case string
         /// A date, in JSON as the given format.
         case date(DateFormat)
-        /// An exact decimal number (JSON number or numeric string), stored as text.
+        /// An exact decimal number (a JSON number, read without going through a binary double), stored as text.
         case decimal
         case uuid
         case url

@@ -52,4 +52,19 @@ import Testing
         #expect(neither.status != 0)
         #expect(neither.stderr.contains("give a built-in model to print, or --check FILE"))
     }
+
+    /// `codable-store swift` writes what the tests compile (`GeneratedOrdersModel.swift`), and refuses what compiled
+    /// entities cannot say with the field at fault.
+    @Test func swiftWritesTheClassesOfAModelFile() throws {
+        let orders = CLI.fixtures.appendingPathComponent("models/orders.yaml").path
+        let result = try CLI.run(["swift", orders, "--namespace", "GeneratedOrders", "--internal"])
+        #expect(result.status == 0)
+        let compiled = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("CodableStoreTests/ModelFile/GeneratedOrdersModel.swift")
+        #expect(result.stdout == (try String(contentsOf: compiled, encoding: .utf8)))
+        let json = "version: 1\nentities:\n  Event:\n    attributes:\n      payload: json\n"
+        let refused = try CLI.run(["swift", "-"], stdin: Data(json.utf8))
+        #expect(refused.status == 1)
+        #expect(refused.stderr.hasPrefix("error: <model>:1:1: entities.Event.attributes.payload: a json attribute has no compiled form"))
+    }
 }

@@ -65,9 +65,10 @@ import Testing
             version: 1
             entities:
               Order:
-                identity: [shop, number]
+                identity: [region, number]
                 keyDelimiter: "/"
                 attributes:
+                  region: string
                   number: integer
                   total: {type: decimal, key: amount/total}
                   currency: {type: string, key: amount/currency, default: EUR}
@@ -110,7 +111,7 @@ import Testing
             """
         let file = try ModelFile.parse(text, file: "orders.yaml")
         let order = try #require(file.entities.first)
-        #expect(order.identity == ["shop", "number"])
+        #expect(order.identity == ["region", "number"])
         #expect(order.keyDelimiter == "/")
         func attribute(_ name: String) throws -> ModelFile.Attribute { try #require(order.attributes.first { $0.name == name }) }
         #expect(try attribute("total").type == .decimal)
@@ -223,7 +224,7 @@ import Testing
         #expect(failure.message == "the identity names number, which is no attribute of Issue")
         let toMany = try #require(
             error(of: entity("identity: [labels]\nattributes:\n  id: integer\nrelationships:\n  labels: [Issue]")))
-        #expect(toMany.message == "the identity names labels, a to-many relationship: only attributes and to-one relationships identify")
+        #expect(toMany.message == "the identity names labels, a relationship: only attributes identify (add the related id as an attribute, with its key)")
     }
 
     @Test func aRelationshipToNoEntity() throws {

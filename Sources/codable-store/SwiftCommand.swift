@@ -1,0 +1,53 @@
+import ArgumentParser
+import CodableStoreModelFile
+import Foundation
+
+struct SwiftCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "swift",
+        abstract: "Write the @Entity classes a model file stands for.",
+        discussion: """
+            The classes decode the same JSON into the same tables as the model file: identity, CodingKeys with key \
+            paths, relationships and inverses, delete rules, reference policies and indexes, and a decoder whose \
+            date strategy is the file's date format.
+            """
+    )
+
+    @Argument(help: "The model file ('-' reads standard input).")
+    var file: String
+
+    @Option(help: "An enum to declare the classes in.")
+    var namespace: String?
+
+    @Flag(help: "Declare the classes internal instead of public.")
+    var `internal` = false
+
+    @Option(name: .shortAndLong, help: "The output file (default: standard output).")
+    var output: String?
+
+    func run() throws {
+        let text: String
+        do {
+            let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: file))
+            text = String(decoding: data, as: UTF8.self)
+        } catch {
+            printError("error: cannot read \(file): \((error as NSError).localizedDescription)")
+            throw ExitCode.failure
+        }
+        let source: String
+        do {
+            source = try ModelFile.parse(text, file: file == "-" ? "<stdin>" : file).swiftSource(namespace: namespace, isPublic: !`internal`)
+        } catch {
+            printError("error: \(error)")
+            throw ExitCode.failure
+        }
+        do {
+            let destination = try output.map { try Output.open(path: $0) } ?? .standardOutput
+            try destination.write(source)
+            try destination.close()
+        } catch {
+            printError(error)
+            throw ExitCode.failure
+        }
+    }
+}
