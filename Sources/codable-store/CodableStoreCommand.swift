@@ -9,7 +9,7 @@ struct CodableStoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "codable-store",
         abstract: "Import JSON API dumps into a SQLite store with identity upsert, and export them back.",
-        subcommands: [ImportCommand.self, ExportCommand.self, GenerateCommand.self, ModelCommand.self, SwiftCommand.self]
+        subcommands: [ImportCommand.self, ExportCommand.self, GenerateCommand.self, ModelCommand.self, InferCommand.self, SwiftCommand.self]
     )
 
     static func main() {

@@ -67,4 +67,27 @@ import Testing
         #expect(refused.status == 1)
         #expect(refused.stderr.hasPrefix("error: <model>:1:1: entities.Event.attributes.payload: a json attribute has no compiled form"))
     }
+
+    /// `codable-store infer` writes a model file `model --check` accepts, names what it read, stops after
+    /// `--sample` records, and says where the records are not.
+    @Test func inferWritesAModelFileOfADump() throws {
+        let github = CLI.fixtures.appendingPathComponent("apis/github-issues.json").path
+        let result = try CLI.run(["infer", github, "--name", "Issue"])
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix("# Inferred by codable-store infer from github-issues.json. Check it: the comments say what was seen.\nversion: 1\n"))
+        let checked = try CLI.run(["model", "--check", "-"], stdin: Data(result.stdout.utf8))
+        #expect(checked.stdout == "<stdin>: 4 entities, 41 fields: ok\n")
+        let sampled = try CLI.run(["infer", github, "--sample", "1"])
+        #expect(sampled.stdout.contains("  Record:\n    # 1 record\n"))
+        let events = try String(contentsOf: CLI.fixtures.appendingPathComponent("apis/events.jsonl"), encoding: .utf8)
+        let piped = try CLI.run(["infer", "-", "--jsonl", "--name", "Event"], stdin: Data(events.utf8))
+        #expect(piped.stdout.contains("    identity: [stream, seq]\n"))
+        let stripe = CLI.fixtures.appendingPathComponent("apis/stripe-charges.json").path
+        let nowhere = try CLI.run(["infer", stripe])
+        #expect(nowhere.status == 1)
+        #expect(nowhere.stderr.contains("expected a top-level array of records, found an object"))
+        let empty = try CLI.run(["infer", "-"], stdin: Data("[]".utf8))
+        #expect(empty.status == 1)
+        #expect(empty.stderr == "error: <stdin>: no records (is the array elsewhere? --at PATH)\n")
+    }
 }

@@ -6,7 +6,7 @@
 /// Gregorian. Foundation's formatter costs microseconds per date; a dump has millions of them.
 package enum ISO8601 {
     /// Seconds since 1970-01-01T00:00:00Z, or nil if the UTF-8 `bytes` are not such a timestamp.
-    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
+    package static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
         // `YYYY-MM-DDTHH:MM:SS` has its digits and separators at fixed places: read them in place (two dates a
         // record in a dump; a reader that moved a position through closures took about 480 instructions a date).
         let count = bytes.count
