@@ -13,14 +13,14 @@ extension ModelFile {
         do {
             schema = try Schema(entities: types)
         } catch {
-            throw ModelFileError(file: nil, line: 1, column: 1, field: "", message: "the entities do not form a model: \(error)")
+            throw ModelFileError(file: nil, line: 0, column: 0, field: "", message: "the entities do not form a model: \(error)")
         }
         var entities: [Entity] = []
         for mapping in schema.mappings {
             let description = mapping.description
             let path = "entities.\(mapping.name)"
             func fail(_ field: String, _ message: String) -> ModelFileError {
-                ModelFileError(file: nil, line: 1, column: 1, field: "\(path).\(field)", message: message)
+                ModelFileError(file: nil, line: 0, column: 0, field: "\(path).\(field)", message: message)
             }
             if !mapping.decodesPlainly {
                 throw fail(

@@ -6,7 +6,8 @@ import Yams
 public struct ModelFileError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file's name as given to ``ModelFile/parse(_:file:)``; nil for text without one.
     public var file: String?
-    /// 1-based line and column of the value at fault (the start of the file when there is no value to point at).
+    /// 1-based line and column of the value at fault; 0 when the model has no text to point into (one built in
+    /// code, or a problem found after reading, such as ``ModelFile/swiftSource(namespace:isPublic:)``'s).
     public var line: Int
     public var column: Int
     /// The field at fault, as the names that lead to it: `entities.Issue.attributes.title.type`.
@@ -22,7 +23,7 @@ public struct ModelFileError: Error, Sendable, Equatable, CustomStringConvertibl
     }
 
     public var description: String {
-        "\(file ?? "<model>"):\(line):\(column): " + (field.isEmpty ? "" : "\(field): ") + message
+        (file ?? "<model>") + (line > 0 ? ":\(line):\(column)" : "") + ": " + (field.isEmpty ? "" : "\(field): ") + message
     }
 }
 

@@ -14,7 +14,7 @@ extension ModelFile {
     public func swiftSource(namespace: String? = nil, isPublic: Bool = true) throws(ModelFileError) -> String {
         try validate()
         func fail(_ field: String, _ message: String) -> ModelFileError {
-            ModelFileError(file: nil, line: 1, column: 1, field: field, message: message)
+            ModelFileError(file: nil, line: 0, column: 0, field: field, message: message)
         }
         var formats: [(DateFormat, String)] = []
         for entity in entities {

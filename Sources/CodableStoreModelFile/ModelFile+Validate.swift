@@ -5,12 +5,12 @@ extension ModelFile {
     /// is a clash: a value cannot be a scalar and an object at once). ``parse(_:file:)`` runs it; call it on a
     /// model built or edited in code.
     public func validate() throws(ModelFileError) {
-        try validate(file: nil, marks: Marks())
+        try validate(file: nil, marks: nil)
     }
 
-    func validate(file: String?, marks: Marks) throws(ModelFileError) {
+    func validate(file: String?, marks: Marks?) throws(ModelFileError) {
         func fail(_ field: String, _ message: String) -> ModelFileError {
-            let mark = marks.at(field)
+            let mark = marks?.at(field) ?? (line: 0, column: 0)
             return ModelFileError(file: file, line: mark.line, column: mark.column, field: field, message: message)
         }
         var entityNames: Set<String> = []

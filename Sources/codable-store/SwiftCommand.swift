@@ -35,9 +35,12 @@ struct SwiftCommand: ParsableCommand {
             throw ExitCode.failure
         }
         let source: String
+        let name = file == "-" ? "<stdin>" : file
         do {
-            source = try ModelFile.parse(text, file: file == "-" ? "<stdin>" : file).swiftSource(namespace: namespace, isPublic: !`internal`)
+            source = try ModelFile.parse(text, file: name).swiftSource(namespace: namespace, isPublic: !`internal`)
         } catch {
+            var error = error
+            if error.file == nil { error.file = name }
             printError("error: \(error)")
             throw ExitCode.failure
         }

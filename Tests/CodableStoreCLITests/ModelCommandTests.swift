@@ -65,7 +65,7 @@ import Testing
         let json = "version: 1\nentities:\n  Event:\n    attributes:\n      payload: json\n"
         let refused = try CLI.run(["swift", "-"], stdin: Data(json.utf8))
         #expect(refused.status == 1)
-        #expect(refused.stderr.hasPrefix("error: <model>:1:1: entities.Event.attributes.payload: a json attribute has no compiled form"))
+        #expect(refused.stderr.hasPrefix("error: <stdin>: entities.Event.attributes.payload: a json attribute has no compiled form"))
     }
 
     /// `codable-store infer` writes a model file `model --check` accepts, names what it read, stops after

@@ -65,10 +65,12 @@ extension EntityObject {
 /// The attributes that identify an entity: the key of upserts.
 ///
 /// ```swift
-/// static let identity = Identity(\Person.id)                 // single
-/// static let identity = Identity(\Membership.team, \Membership.user)   // composite
+/// static let identity = Identity(\Person.id)                           // single
+/// static let identity = Identity(\Membership.teamID, \Membership.userID)   // composite
 /// ```
 /// An entity without identity is always inserted. The store keeps a UNIQUE index over the identity columns.
+/// Identities are attributes: a relationship cannot be part of one (a store refuses the model); keep the related
+/// object's id in an attribute of its own (its JSON key can be a key path, `"team.id"`) to identify by it.
 public struct Identity<Root: AnyObject>: @unchecked Sendable, ExpressibleByArrayLiteral {
     // Key paths are immutable once formed; @unchecked because `PartialKeyPath` does not declare Sendable.
     public let keyPaths: [PartialKeyPath<Root>]

@@ -312,7 +312,7 @@ import Testing
         do {
             try model.validate()
         } catch {
-            #expect(error.description == "<model>:1:1: entities.sqlite_stat: the entity name sqlite_stat is reserved (names starting with '_' or 'sqlite_' are the store's)")
+            #expect(error.description == "<model>: entities.sqlite_stat: the entity name sqlite_stat is reserved (names starting with '_' or 'sqlite_' are the store's)")
         }
     }
 }

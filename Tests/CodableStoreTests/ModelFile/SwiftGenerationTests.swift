@@ -112,13 +112,13 @@ import Testing
         }
         #expect(
             failure([ModelFile.Attribute(name: "payload", type: .json)])
-                == "<model>:1:1: entities.Event.attributes.payload: a json attribute has no compiled form: declare a Codable type of yours that adopts JSONAttributeValue, and use it for this property")
+                == "<model>: entities.Event.attributes.payload: a json attribute has no compiled form: declare a Codable type of yours that adopts JSONAttributeValue, and use it for this property")
         #expect(
             failure([ModelFile.Attribute(name: "at", type: .date(.iso8601)), ModelFile.Attribute(name: "seen", type: .date(.seconds))])
-                == "<model>:1:1: entities.Event.attributes.seen: dates in two formats (iso8601 at entities.Event.attributes.at, seconds here): a compiled model's decoder reads every date one way")
+                == "<model>: entities.Event.attributes.seen: dates in two formats (iso8601 at entities.Event.attributes.at, seconds here): a compiled model's decoder reads every date one way")
         #expect(
             failure([ModelFile.Attribute(name: "user-id", type: .integer)])
-                == "<model>:1:1: entities.Event.attributes.user-id: user-id is not a Swift identifier: rename the field and give its JSON name as its key")
+                == "<model>: entities.Event.attributes.user-id: user-id is not a Swift identifier: rename the field and give its JSON name as its key")
         #expect(failure([ModelFile.Attribute(name: "id", type: .integer)], name: "2fa") != nil)
         let plain = try ModelFile(entities: [ModelFile.Entity(name: "Event", attributes: [ModelFile.Attribute(name: "id", type: .integer)])])
             .swiftSource()
