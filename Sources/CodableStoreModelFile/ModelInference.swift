@@ -10,7 +10,8 @@ import Foundation
 ///   has an identity: a key named like one (`id`, `uuid`, `node_id`, `key`, `guid`) that every such object has, whose
 ///   values are integers or strings, and that identifies: objects met again with the same value are the same object
 ///   (their other values agree, allowing for a few updated ones). Records without such a key may have a composite
-///   identity: two keys that identify together (an event log's `stream` and `sequence`).
+///   identity: two keys that identify together (an event log's `stream` and `sequence`), judged on the first 10,000
+///   records.
 /// - **One entity for one shape.** Objects with an identity found at several places (GitHub's `user`, `assignee`,
 ///   `assignees[]`, `closed_by`) are one entity when they share the identity key and most of their keys; it is named
 ///   after the place where it was met most.
@@ -50,6 +51,8 @@ public struct ModelInference {
 
     /// How deep objects are looked into.
     static let maximumDepth = 8
+    /// How many records composite identities are looked for in.
+    static let compositeWindow = 10_000
 
     public init(options: Options = Options()) {
         self.options = options
@@ -158,7 +161,7 @@ public struct ModelInference {
                 field.strings += 1
                 if tape.parseUTF8(at: value, { bytes in ISO8601.parse(bytes.assumingMemoryBound(to: UInt8.self)) }) != nil {
                     field.isoDates += 1
-                } else if let text = tape.string(at: value), Self.isUUID(text) {
+                } else if tape.withUTF8(at: value, { $0.count }) == 36, let text = tape.string(at: value), Self.isUUID(text) {
                     field.uuids += 1
                 }
                 scalars.append((key, value))
@@ -229,8 +232,9 @@ public struct ModelInference {
         for name in options.identityNames where site.fields[name] != nil || site.evidence[name] != nil {
             record(name, value(name))
         }
-        // Composite candidates, for records only: pairs of the first keys with integer or string values.
-        guard site.path.isEmpty else { return }
+        // Composite candidates, for records only, and for the first of them: pairs of the first keys with integer or
+        // string values (28 pairs a record; after `compositeWindow` records, the evidence is what it is).
+        guard site.path.isEmpty, site.objects <= Self.compositeWindow else { return }
         let keys = site.keys.prefix(8).filter { key in
             guard let field = site.fields[key] else { return false }
             return field.floats == 0 && field.bools == 0 && field.objects == 0 && field.arrays == 0
@@ -386,10 +390,10 @@ extension ModelInference {
     private func identity(of site: Site) -> [String]? {
         // Either repeated objects agree (a user embedded in many records), or the values are mostly unique and the
         // repeats are updates of one object (a record exported twice, changed in between).
-        func qualifies(_ candidate: String) -> Bool {
+        func qualifies(_ candidate: String, objects: Int? = nil) -> Bool {
             guard let evidence = site.evidence[candidate], evidence.missing == 0, !evidence.fingerprints.isEmpty else { return false }
             return evidence.conflicts * 5 <= evidence.repeats
-                || (evidence.fingerprints.count + evidence.unremembered) * 5 >= site.objects * 4
+                || (evidence.fingerprints.count + evidence.unremembered) * 5 >= (objects ?? site.objects) * 4
         }
         for name in options.identityNames where qualifies(name) {
             guard let field = site.fields[name], field.nulls == 0, field.present == site.objects, field.floats == 0,
@@ -409,7 +413,7 @@ extension ModelInference {
         for (position, first) in keys.enumerated() {
             for second in keys[(position + 1)...] {
                 let candidate = first + "\u{1}" + second
-                guard qualifies(candidate), looksIdentifying(first) || looksIdentifying(second),
+                guard qualifies(candidate, objects: min(site.objects, Self.compositeWindow)), looksIdentifying(first) || looksIdentifying(second),
                     let evidence = site.evidence[candidate]
                 else { continue }
                 // A pair whose first key alone identifies is no composite identity.

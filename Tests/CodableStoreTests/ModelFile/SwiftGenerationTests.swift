@@ -1,4 +1,5 @@
 import CodableStore
+import CodableStoreJSON
 import CodableStoreModelFile
 import Foundation
 import IssuesModel
@@ -124,5 +125,45 @@ import Testing
             .swiftSource()
         #expect(plain.contains("@Entity public final class Event {\n    public var id: Int\n"))
         #expect(plain.contains("public enum Model {\n    /// The entities, to open a store with.\n    public static let entities: [any EntityObject.Type] = [Event.self]\n"))
+    }
+
+    /// From a dump to a store without writing a line: `infer` on the GitHub issues page, `swift` on its model
+    /// (`GeneratedGitHubModel.swift`, compiled with the tests), and an import of the page with the classes, checked
+    /// row by row against the page.
+    @Test func anInferredModelsClassesImportTheDumpItCameFrom() throws {
+        let dump = Self.fixtures.appendingPathComponent("apis/github-issues.json").path
+        var inference = ModelInference(options: ModelInference.Options(rootName: "Issue"))
+        try JSONRecordStream(mode: .array).read(contentsOfFile: dump) { inference.add($0) }
+        // Regenerate with: codable-store infer Fixtures/apis/github-issues.json --name Issue -o github.yaml
+        //                  codable-store swift github.yaml --namespace GeneratedGitHub --internal
+        let source = try inference.model().swiftSource(namespace: "GeneratedGitHub", isPublic: false)
+        #expect(source == (try Self.checkedIn("GeneratedGitHubModel.swift")))
+
+        let path = TestStore.temporaryPath()
+        let store = try Store(path: path, entities: GeneratedGitHub.entities)
+        let report = try store.importJSON(GeneratedGitHub.Issue.self, from: .file(dump), options: ImportOptions(decoder: GeneratedGitHub.decoder()))
+        #expect(report.recordsImported == 3)
+        let raw = try RawDatabase(path)
+        #expect(
+            try raw.rows("SELECT id, number, state, locked, body, reactionsPlus1, pullRequestUrl FROM Issue ORDER BY id") == [
+                ["1", "1347", "open", "0", "I'm having a problem with this.", "2", "https://api.github.com/repos/octo/hello/pulls/1347"],
+                ["2", "1348", "closed", "0", "NULL", "0", "NULL"],
+                ["3", "1349", "open", "1", "It crashes.", "1", "NULL"],
+            ])
+        // One User for the five places: each person once.
+        #expect(try raw.rows("SELECT id, login, siteAdmin FROM User ORDER BY id") == [["1", "octocat", "0"], ["2", "hubot", "1"], ["3", "monalisa", "0"]])
+        func login(_ column: String) throws -> [[String]] {
+            try raw.rows("SELECT i.id, u.login FROM Issue i LEFT JOIN User u ON u._pk = i.\"\(column)\" ORDER BY i.id")
+        }
+        #expect(try login("user") == [["1", "octocat"], ["2", "hubot"], ["3", "monalisa"]])
+        #expect(try login("assignee") == [["1", "hubot"], ["2", "NULL"], ["3", "octocat"]])
+        #expect(try login("closedBy") == [["1", "NULL"], ["2", "octocat"], ["3", "NULL"]])
+        #expect(
+            try raw.rows("SELECT i.id, u.login FROM Issue_assignees j JOIN Issue i ON i._pk = j.source JOIN User u ON u._pk = j.target ORDER BY i.id, u.id")
+                == [["1", "hubot"], ["3", "octocat"], ["3", "monalisa"]])
+        #expect(
+            try raw.rows("SELECT i.id, l.name FROM Issue_labels j JOIN Issue i ON i._pk = j.source JOIN Label l ON l._pk = j.target ORDER BY i.id, l.id")
+                == [["1", "bug"], ["2", "bug"], ["2", "docs"]])
+        #expect(try raw.rows("SELECT m.title, u.login FROM Milestone m JOIN User u ON u._pk = m.creator") == [["v1.0", "octocat"]])
     }
 }
