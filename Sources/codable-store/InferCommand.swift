@@ -75,13 +75,6 @@ struct InferCommand: ParsableCommand {
             "Inferred by codable-store infer from \(dump == "-" ? "standard input" : (dump as NSString).lastPathComponent)"
                 + (sample.map { ", first \($0) records" } ?? "") + ". Check it: the comments say what was seen.",
         ])
-        do {
-            let destination = try output.map { try Output.open(path: $0) } ?? .standardOutput
-            try destination.write(text)
-            try destination.close()
-        } catch {
-            printError(error)
-            throw ExitCode.failure
-        }
+        try writeResult(text, to: output)
     }
 }

@@ -30,23 +30,16 @@ struct ModelCommand: ParsableCommand {
 
     func run() throws {
         if let check {
-            let text: String
+            let (text, name) = try readInput(check)
+            let file: ModelFile
             do {
-                let data = check == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: check))
-                text = String(decoding: data, as: UTF8.self)
-            } catch {
-                printError("error: cannot read \(check): \((error as NSError).localizedDescription)")
-                throw ExitCode.failure
-            }
-            do {
-                let file = try ModelFile.parse(text, file: check == "-" ? "<stdin>" : check)
-                let fields = file.entities.reduce(0) { $0 + $1.attributes.count + $1.relationships.count }
-                try Output.standardOutput.write(
-                    "\(check == "-" ? "<stdin>" : check): \(file.entities.count) entit\(file.entities.count == 1 ? "y" : "ies"), \(fields) fields: ok\n")
+                file = try ModelFile.parse(text, file: name)
             } catch {
                 printError("error: \(error)")
                 throw ExitCode.failure
             }
+            let fields = file.entities.reduce(0) { $0 + $1.attributes.count + $1.relationships.count }
+            try writeResult("\(name): \(file.entities.count) entit\(file.entities.count == 1 ? "y" : "ies"), \(fields) fields: ok\n", to: nil)
             return
         }
         let file: ModelFile
@@ -60,13 +53,6 @@ struct ModelCommand: ParsableCommand {
             "The reference model of codable-store: GitHub-like issues, their user and their labels.",
             "Dumps: codable-store generate issues --count N",
         ])
-        do {
-            let destination = try output.map { try Output.open(path: $0) } ?? .standardOutput
-            try destination.write(text)
-            try destination.close()
-        } catch {
-            printError(error)
-            throw ExitCode.failure
-        }
+        try writeResult(text, to: output)
     }
 }

@@ -26,16 +26,8 @@ struct SwiftCommand: ParsableCommand {
     var output: String?
 
     func run() throws {
-        let text: String
-        do {
-            let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: file))
-            text = String(decoding: data, as: UTF8.self)
-        } catch {
-            printError("error: cannot read \(file): \((error as NSError).localizedDescription)")
-            throw ExitCode.failure
-        }
+        let (text, name) = try readInput(file)
         let source: String
-        let name = file == "-" ? "<stdin>" : file
         do {
             source = try ModelFile.parse(text, file: name).swiftSource(namespace: namespace, isPublic: !`internal`)
         } catch {
@@ -44,13 +36,6 @@ struct SwiftCommand: ParsableCommand {
             printError("error: \(error)")
             throw ExitCode.failure
         }
-        do {
-            let destination = try output.map { try Output.open(path: $0) } ?? .standardOutput
-            try destination.write(source)
-            try destination.close()
-        } catch {
-            printError(error)
-            throw ExitCode.failure
-        }
+        try writeResult(source, to: output)
     }
 }
