@@ -307,6 +307,7 @@ extension ModelInference {
             names.append(name)
         }
         var entities: [ModelFile.Entity] = []
+        var bareIDs: Set<String> = []
         for (position, group) in groups.enumerated() {
             let groupSites = group.map { sites[$0] }
             var entity = ModelFile.Entity(name: names[position])
@@ -323,7 +324,7 @@ extension ModelInference {
             }
             let objects = groupSites.reduce(0) { $0 + $1.objects }
             addFields(
-                of: groupSites, objects: objects, prefix: [], namePrefix: "", depth: 0, into: &entity,
+                of: groupSites, objects: objects, prefix: [], namePrefix: "", depth: 0, into: &entity, bareIDs: &bareIDs,
                 unique: unique,
                 entityOfSites: { paths in
                     let indexes = paths.compactMap { siteIndex[$0] }
@@ -373,6 +374,17 @@ extension ModelInference {
                 entity.notes.append("no identity found: every record inserts a row (add `identity:` to upsert)")
             }
             entities.append(entity)
+        }
+        // A bare id of an object that is not stored makes a stub of it (the decoder's default policy): its other
+        // attributes must be able to stay empty.
+        for index in entities.indices where bareIDs.contains(entities[index].name) {
+            var made = false
+            for field in entities[index].attributes.indices
+            where !entities[index].identity.contains(entities[index].attributes[field].name) && !entities[index].attributes[field].isOptional {
+                entities[index].attributes[field].isOptional = true
+                made = true
+            }
+            if made { entities[index].notes.append("referred to by bare id too: its attributes but the identity are optional, for the stubs") }
         }
         // Entities that no relationship of the records (or of what they reach) leads to hold nothing: left out.
         var reached: Set<String> = [entities[0].name]
@@ -427,8 +439,8 @@ extension ModelInference {
     /// The attributes and relationships of the objects of `sites` (one entity), the keys under `prefix`.
     private func addFields(
         of sites: [Site], objects: Int, noteObjects: Int? = nil, prefix: [String], namePrefix: String, depth: Int,
-        into entity: inout ModelFile.Entity, unique: (String) -> String, entityOfSites: ([[String]]) -> String?,
-        hasEntityBelow: ([String]) -> Bool
+        into entity: inout ModelFile.Entity, bareIDs: inout Set<String>, unique: (String) -> String,
+        entityOfSites: ([[String]]) -> String?, hasEntityBelow: ([String]) -> Bool
     ) {
         var keys: [String] = []
         for site in sites {
@@ -462,6 +474,18 @@ extension ModelInference {
             let relationshipName = !namePrefix.isEmpty && Self.genericKeys.contains(key.lowercased()) ? namePrefix : name
             let optional = field.present < objects || field.nulls > 0
             let seen = Self.seen(field, objects: noteObjects ?? objects)
+            // Objects in some records and bare ids in others (an API that expands a reference only when asked):
+            // a relationship, when the objects are an entity.
+            if field.objects > 0, field.arrays == 0, field.bools == 0, field.floats == 0, field.scalarKinds == 1,
+                let destination = entityOfSites(sites.map { $0.path + [key] })
+            {
+                bareIDs.insert(destination)
+                entity.relationships.append(
+                    ModelFile.Relationship(
+                        name: unique(relationshipName), destination: destination, key: path,
+                        note: seen + "; " + Self.counted(field.strings + field.integers, "bare id") + ", " + Self.counted(field.objects, "object")))
+                continue
+            }
             if field.objects > 0, field.scalarKinds == 0, field.arrays == 0 {
                 let childPaths = sites.map { $0.path + [key] }
                 if let destination = entityOfSites(childPaths) {
@@ -473,7 +497,8 @@ extension ModelInference {
                     var nested = ModelFile.Entity(name: entity.name)
                     addFields(
                         of: children, objects: childObjects, noteObjects: noteObjects ?? objects, prefix: path, namePrefix: name,
-                        depth: depth + 1, into: &nested, unique: unique, entityOfSites: entityOfSites, hasEntityBelow: hasEntityBelow)
+                        depth: depth + 1, into: &nested, bareIDs: &bareIDs, unique: unique, entityOfSites: entityOfSites,
+                        hasEntityBelow: hasEntityBelow)
                     // Inside an object that may be missing or null, everything is optional.
                     for var attribute in nested.attributes {
                         if optional { attribute.isOptional = true }
@@ -487,10 +512,13 @@ extension ModelInference {
                 continue
             }
             if field.arrays > 0, field.objects == 0, field.scalarKinds == 0 {
-                if field.objectElements > 0, field.valueElements == 0, let destination = entityOfSites(sites.map { $0.path + [key + "[]"] }) {
+                if field.objectElements > 0, let destination = entityOfSites(sites.map { $0.path + [key + "[]"] }) {
+                    // Elements that are values are bare ids of the same entity.
+                    if field.valueElements > 0 { bareIDs.insert(destination) }
                     entity.relationships.append(
                         ModelFile.Relationship(
-                            name: unique(relationshipName), destination: destination, isToMany: true, key: path, note: seen))
+                            name: unique(relationshipName), destination: destination, isToMany: true, key: path,
+                            note: seen + (field.valueElements > 0 ? "; " + Self.counted(field.valueElements, "bare id") + ", " + Self.counted(field.objectElements, "object") : "")))
                 } else {
                     entity.attributes.append(
                         ModelFile.Attribute(name: unique(name), type: .json, isOptional: optional, key: path, note: seen + "; arrays, kept as JSON"))
@@ -538,6 +566,8 @@ extension ModelInference {
         return ["_at", "at", "time", "date", "timestamp", "created", "updated", "ts"].contains { lower.hasSuffix($0) }
             && !lower.hasSuffix("format")
     }
+
+    private static func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
 
     private static func seen(_ field: Field, objects: Int) -> String {
         var parts: [String] = [field.present == objects ? "always present" : "in \(field.present) of \(objects)"]

@@ -92,8 +92,15 @@ import Testing
         #expect(try Self.attribute(charge, "metadataOrderId").isOptional)
         // Past the flattening depth, an object is kept as JSON.
         #expect(try Self.attribute(charge, "billingDetailsAddress").type == .json)
+        // Expanded in two charges, a bare id in the third: one relationship, and a Customer whose attributes can stay
+        // empty (a bare id of a customer not stored makes a stub).
         #expect(try Self.relationship(charge, "customer").destination == "Customer")
-        #expect(try Self.entity(model, "Customer").identity == ["id"])
+        #expect(try Self.relationship(charge, "customer").note == "always present; e.g. \"cus_Q2\"; 1 bare id, 2 objects")
+        let customer = try Self.entity(model, "Customer")
+        #expect(customer.identity == ["id"])
+        #expect(try !Self.attribute(customer, "id").isOptional)
+        #expect(try Self.attribute(customer, "name").isOptional)
+        #expect(customer.notes.last == "referred to by bare id too: its attributes but the identity are optional, for the stubs")
     }
 
     @Test func aJSONAPIDocument() throws {
@@ -155,5 +162,20 @@ import Testing
         let first = try Self.infer("apis/github-issues.json", root: "Issue").rendered()
         let second = try Self.infer("apis/github-issues.json", root: "Issue").rendered()
         #expect(first == second)
+    }
+
+    /// An array that mixes bare ids and objects of one entity is a to-many relationship to it.
+    @Test func anArrayOfBareIDsAndObjects() throws {
+        let json = #"[{"id": 1, "tags": [7, {"id": 8, "label": "b"}]}, {"id": 2, "tags": [{"id": 7, "label": "a"}]}]"#
+        var inference = ModelInference(options: ModelInference.Options(rootName: "Post"))
+        let stream = JSONRecordStream(mode: .array)
+        try Array(json.utf8).withUnsafeBytes { bytes in try stream.feed(bytes) { inference.add($0) } }
+        try stream.finish { inference.add($0) }
+        let model = inference.model()
+        let tags = try Self.relationship(Self.entity(model, "Post"), "tags")
+        #expect(tags.destination == "Tag")
+        #expect(tags.isToMany)
+        #expect(tags.note == "always present; 1 bare id, 2 objects")
+        #expect(try Self.attribute(Self.entity(model, "Tag"), "label").isOptional)
     }
 }
