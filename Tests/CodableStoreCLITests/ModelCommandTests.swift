@@ -62,10 +62,10 @@ import Testing
         let compiled = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("CodableStoreTests/ModelFile/GeneratedOrdersModel.swift")
         #expect(result.stdout == (try String(contentsOf: compiled, encoding: .utf8)))
-        let json = "version: 1\nentities:\n  Event:\n    attributes:\n      payload: json\n"
-        let refused = try CLI.run(["swift", "-"], stdin: Data(json.utf8))
+        let dates = "version: 1\nentities:\n  Event:\n    attributes:\n      at: date\n      seen: {type: date, format: seconds}\n"
+        let refused = try CLI.run(["swift", "-"], stdin: Data(dates.utf8))
         #expect(refused.status == 1)
-        #expect(refused.stderr.hasPrefix("error: <stdin>: entities.Event.attributes.payload: a json attribute has no compiled form"))
+        #expect(refused.stderr.hasPrefix("error: <stdin>: entities.Event.attributes.seen: dates in two formats"))
     }
 
     /// `codable-store infer` writes a model file `model --check` accepts, names what it read, stops after

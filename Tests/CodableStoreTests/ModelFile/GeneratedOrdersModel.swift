@@ -4,6 +4,45 @@ import CodableStore
 import Foundation
 
 enum GeneratedOrders {
+    /// Any JSON value, stored as its JSON text (keys sorted): the type of the model file's `json` attributes.
+    enum JSONValue: Codable, Hashable, Sendable, JSONAttributeValue {
+        case null
+        case bool(Bool)
+        case number(Double)
+        case string(String)
+        case array([JSONValue])
+        case object([String: JSONValue])
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if container.decodeNil() {
+                self = .null
+            } else if let value = try? container.decode(Bool.self) {
+                self = .bool(value)
+            } else if let value = try? container.decode(Double.self) {
+                self = .number(value)
+            } else if let value = try? container.decode(String.self) {
+                self = .string(value)
+            } else if let value = try? container.decode([JSONValue].self) {
+                self = .array(value)
+            } else {
+                self = .object(try container.decode([String: JSONValue].self))
+            }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .null: try container.encodeNil()
+            case .bool(let value): try container.encode(value)
+            case .number(let value): try container.encode(value)
+            case .string(let value): try container.encode(value)
+            case .array(let value): try container.encode(value)
+            case .object(let value): try container.encode(value)
+            }
+        }
+    }
+
     @Entity final class Order {
         var region: String
         var number: Int
@@ -17,6 +56,7 @@ enum GeneratedOrders {
         var signature: Data?
         var attempts: Int = 3
         var `default`: String?
+        var extra: JSONValue?
         var shop: Shop?
         var lines: [Line] = []
         var tags: Set<Tag> = []
@@ -28,7 +68,7 @@ enum GeneratedOrders {
         static let indexes = [EntityIndex(\Order.placedAt), EntityIndex(\Order.reference, unique: true)]
 
         enum CodingKeys: String, EntityCodingKey {
-            case region, number, paid, weight, reference, site, signature, attempts, `default`, shop, lines, tags
+            case region, number, paid, weight, reference, site, signature, attempts, `default`, extra, shop, lines, tags
             case total = "amount/total"
             case currency = "amount/currency"
             case placedAt = "placed.at"

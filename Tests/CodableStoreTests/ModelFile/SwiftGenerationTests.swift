@@ -77,7 +77,8 @@ import Testing
         let json = """
             [{"region": "eu", "shop": "north", "number": 7, "amount": {"total": 12.50}, "placed.at": 1700000000500,
               "lines": [{"sku": "b", "position": 2, "order": null}, {"sku": "a", "position": 1}], "tags": [{"name": "gift"}],
-              "buyer": {"customer": 42}, "default": "x"},
+              "buyer": {"customer": 42}, "default": "x",
+              "extra": {"b": [1, true, null, 2.5], "a": "x"}},
              {"region": "eu", "shop": "north", "number": 7, "amount": {"total": 13, "currency": "USD"}, "placed.at": 1700000000500,
               "buyer": {"customer": {"id": 42, "name": "Ada"}}}]
             """
@@ -91,6 +92,8 @@ import Testing
             try raw.rows("SELECT number, total, currency, placedAt, paid, weight, attempts, \"default\" FROM \"Order\"")
                 == [["7", "13", "USD", "1700000000.5", "0", "1.5", "3", "x"]])
         #expect(try raw.rows("SELECT id FROM Shop") == [["north"]])  // a stub made from the bare id
+        // A json attribute: any JSON value, kept as its text with sorted keys.
+        #expect(try raw.rows("SELECT extra FROM \"Order\"") == [[#"{"a":"x","b":[1,true,null,2.5]}"#]])
         // The first record's bare id was deferred, and resolved by the second's object (an object of only the
         // identity would have been a reference too).
         #expect(try raw.rows("SELECT c.id, c.name FROM Customer c JOIN \"Order\" o ON o.customer = c._pk") == [["42", "Ada"]])
@@ -112,9 +115,6 @@ import Testing
             }
         }
         #expect(
-            failure([ModelFile.Attribute(name: "payload", type: .json)])
-                == "<model>: entities.Event.attributes.payload: a json attribute has no compiled form: declare a Codable type of yours that adopts JSONAttributeValue, and use it for this property")
-        #expect(
             failure([ModelFile.Attribute(name: "at", type: .date(.iso8601)), ModelFile.Attribute(name: "seen", type: .date(.seconds))])
                 == "<model>: entities.Event.attributes.seen: dates in two formats (iso8601 at entities.Event.attributes.at, seconds here): a compiled model's decoder reads every date one way")
         #expect(
@@ -124,6 +124,11 @@ import Testing
         let plain = try ModelFile(entities: [ModelFile.Entity(name: "Event", attributes: [ModelFile.Attribute(name: "id", type: .integer)])])
             .swiftSource()
         #expect(plain.contains("@Entity public final class Event {\n    public var id: Int\n"))
+        #expect(!plain.contains("JSONValue"))  // declared only for json attributes
+        let json = try ModelFile(entities: [ModelFile.Entity(name: "Event", attributes: [ModelFile.Attribute(name: "payload", type: .json, isOptional: true)])])
+            .swiftSource()
+        #expect(json.contains("public enum JSONValue: Codable, Hashable, Sendable, JSONAttributeValue {"))
+        #expect(json.contains("    public var payload: JSONValue?\n"))
         #expect(plain.contains("public enum Model {\n    /// The entities, to open a store with.\n    public static let entities: [any EntityObject.Type] = [Event.self]\n"))
     }
 
