@@ -353,10 +353,10 @@ extension ModelInference {
             }
             if position == 0 {
                 entity.notes.append(
-                    "\(recordCount) record\(recordCount == 1 ? "" : "s")" + (sites[0].nonObjects > 0 ? ", \(sites[0].nonObjects) of them not objects (left out)" : ""))
+                    Self.counted(recordCount, "record") + (sites[0].nonObjects > 0 ? ", \(Self.grouped(sites[0].nonObjects)) of them not objects (left out)" : ""))
             } else {
                 let places = groupSites.map { $0.path.joined(separator: ".") }
-                entity.notes.append("met \(objects) time\(objects == 1 ? "" : "s") at \(places.joined(separator: ", "))")
+                entity.notes.append("met " + Self.counted(objects, "time") + " at \(places.joined(separator: ", "))")
             }
             if let identity = identities[group[0]] {
                 let evidence = groupSites.compactMap { $0.evidence[identity.joined(separator: "\u{1}")] }
@@ -364,11 +364,11 @@ extension ModelInference {
                 let conflicts = evidence.reduce(0) { $0 + $1.conflicts }
                 if evidence.contains(where: { $0.fingerprints.count >= options.evidenceLimit }) {
                     entity.notes.append(
-                        "identity \(identity.joined(separator: " + ")): \(distinct)+ distinct (counting stopped at \(options.evidenceLimit))")
+                        "identity \(identity.joined(separator: " + ")): \(Self.grouped(distinct))+ distinct (counting stopped at \(Self.grouped(options.evidenceLimit)))")
                 } else {
                     entity.notes.append(
-                        "identity \(identity.joined(separator: " + ")): \(distinct) distinct, \(max(0, objects - distinct)) repeated"
-                            + (conflicts > 0 ? " (\(conflicts) with other values: updates)" : ""))
+                        "identity \(identity.joined(separator: " + ")): \(Self.grouped(distinct)) distinct, \(Self.grouped(max(0, objects - distinct))) repeated"
+                            + (conflicts > 0 ? " (\(Self.grouped(conflicts)) with other values: updates)" : ""))
                 }
             } else {
                 entity.notes.append("no identity found: every record inserts a row (add `identity:` to upsert)")
@@ -567,11 +567,22 @@ extension ModelInference {
             && !lower.hasSuffix("format")
     }
 
-    private static func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
+    private static func counted(_ count: Int, _ noun: String) -> String { "\(grouped(count)) \(noun)\(count == 1 ? "" : "s")" }
+
+    /// `1000000` → `1,000,000`.
+    static func grouped(_ number: Int) -> String {
+        let digits = String(number.magnitude)
+        var result = ""
+        for (position, digit) in digits.enumerated() {
+            if position > 0, (digits.count - position) % 3 == 0 { result += "," }
+            result.append(digit)
+        }
+        return (number < 0 ? "-" : "") + result
+    }
 
     private static func seen(_ field: Field, objects: Int) -> String {
-        var parts: [String] = [field.present == objects ? "always present" : "in \(field.present) of \(objects)"]
-        if field.nulls > 0 { parts.append("null in \(field.nulls)") }
+        var parts: [String] = [field.present == objects ? "always present" : "in \(grouped(field.present)) of \(grouped(objects))"]
+        if field.nulls > 0 { parts.append("null in \(grouped(field.nulls))") }
         if !field.examples.isEmpty { parts.append("e.g. " + field.examples.joined(separator: ", ")) }
         return parts.joined(separator: "; ")
     }

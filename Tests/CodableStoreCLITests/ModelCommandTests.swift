@@ -86,6 +86,12 @@ import Testing
         let nowhere = try CLI.run(["infer", stripe])
         #expect(nowhere.status == 1)
         #expect(nowhere.stderr.contains("expected a top-level array of records, found an object"))
+        // Counts are grouped by thousands; repeated ids with other values are updates of one record.
+        var generator = IssueDumpGenerator()
+        var dump: [UInt8] = []
+        generator.writeArray(count: 1_500) { dump += $0 }
+        let generated = try CLI.run(["infer", "-", "--name", "Issue"], stdin: Data(dump))
+        #expect(generated.stdout.contains("    # 1,500 records\n    # identity id: 1,341 distinct, 159 repeated (159 with other values: updates)\n"))
         let empty = try CLI.run(["infer", "-"], stdin: Data("[]".utf8))
         #expect(empty.status == 1)
         #expect(empty.stderr == "error: <stdin>: no records (is the array elsewhere? --at PATH)\n")
