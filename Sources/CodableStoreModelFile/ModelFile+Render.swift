@@ -8,7 +8,10 @@ extension ModelFile {
         lines.append("entities:")
         for (position, entity) in entities.enumerated() {
             if position > 0 { lines.append("") }
-            lines.append("  \(Self.scalar(entity.name)):")
+            let isEmpty = entity.identity.isEmpty && entity.keyDelimiter == "." && entity.attributes.isEmpty
+                && entity.relationships.isEmpty && entity.indexes.isEmpty
+            // An entity with nothing in it is an empty mapping, which reads back as one (a bare key would be null).
+            lines.append("  \(Self.scalar(entity.name)):" + (isEmpty ? " {}" : ""))
             for note in entity.notes { lines.append(Self.comment(note, indent: 4)) }
             if !entity.identity.isEmpty { lines.append("    identity: \(Self.list(entity.identity))") }
             if entity.keyDelimiter != "." { lines.append("    keyDelimiter: \(Self.quoted(entity.keyDelimiter))") }

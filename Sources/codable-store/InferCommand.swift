@@ -71,7 +71,12 @@ struct InferCommand: ParsableCommand {
             printError("error: \(dump == "-" ? "<stdin>" : dump): no records (is the array elsewhere? --at PATH)")
             throw ExitCode.failure
         }
-        let text = inference.model().rendered(header: [
+        let model = inference.model()
+        if let root = model.entities.first, root.attributes.isEmpty, root.relationships.isEmpty {
+            printError("error: \(dump == "-" ? "<stdin>" : dump): no record is an object with keys: a model describes objects")
+            throw ExitCode.failure
+        }
+        let text = model.rendered(header: [
             "Inferred by codable-store infer from \(dump == "-" ? "standard input" : (dump as NSString).lastPathComponent)"
                 + (sample.map { ", first \($0) records" } ?? "") + ". Check it: the comments say what was seen.",
         ])

@@ -178,6 +178,14 @@ import Testing
         #expect(rendered.contains("      dotted: {type: string, key: [a.b]}\n"))
     }
 
+    /// An entity with no field renders as an empty mapping and reads back as one.
+    @Test func anEmptyEntityRoundTrips() throws {
+        let file = ModelFile(entities: [ModelFile.Entity(name: "Marker"), ModelFile.Entity(name: "Other", attributes: [ModelFile.Attribute(name: "id", type: .integer)])])
+        let rendered = file.rendered()
+        #expect(rendered.contains("  Marker: {}\n"))
+        #expect(try ModelFile.parse(rendered) == file)
+    }
+
     // MARK: - Errors
 
     /// The error of a text: its description, as a person sees it.
