@@ -83,11 +83,6 @@ public struct ModelInference {
         var evidence: [String: Evidence] = [:]
 
         init(path: [String]) { self.path = path }
-
-        var name: String {
-            let last = path.last ?? ""
-            return last.hasSuffix("[]") ? String(last.dropLast(2)) : last
-        }
     }
 
     final class Field {
@@ -109,6 +104,25 @@ public struct ModelInference {
         var examples: [String] = []
 
         var scalarKinds: Int { (strings > 0 ? 1 : 0) + (integers + floats > 0 ? 1 : 0) + (bools > 0 ? 1 : 0) }
+
+        /// Adds what `other` saw of the same key at another place of one entity.
+        func absorb(_ other: Field) {
+            present += other.present
+            nulls += other.nulls
+            strings += other.strings
+            integers += other.integers
+            floats += other.floats
+            bools += other.bools
+            objects += other.objects
+            arrays += other.arrays
+            isoDates += other.isoDates
+            uuids += other.uuids
+            integerMin = min(integerMin, other.integerMin)
+            integerMax = max(integerMax, other.integerMax)
+            objectElements += other.objectElements
+            valueElements += other.valueElements
+            for example in other.examples where examples.count < 2 && !examples.contains(example) { examples.append(example) }
+        }
     }
 
     final class Evidence {
@@ -449,24 +463,7 @@ extension ModelInference {
         for key in keys {
             let field = Field()
             for site in sites {
-                guard let part = site.fields[key] else { continue }
-                field.present += part.present
-                field.nulls += part.nulls
-                field.strings += part.strings
-                field.integers += part.integers
-                field.floats += part.floats
-                field.bools += part.bools
-                field.objects += part.objects
-                field.arrays += part.arrays
-                field.isoDates += part.isoDates
-                field.uuids += part.uuids
-                field.integerMin = min(field.integerMin, part.integerMin)
-                field.integerMax = max(field.integerMax, part.integerMax)
-                field.objectElements += part.objectElements
-                field.valueElements += part.valueElements
-                for example in part.examples where field.examples.count < 2 && !field.examples.contains(example) {
-                    field.examples.append(example)
-                }
+                if let part = site.fields[key] { field.absorb(part) }
             }
             let path = prefix + [key]
             let name = namePrefix.isEmpty ? Self.fieldName(key) : namePrefix + Self.capitalized(Self.fieldName(key))

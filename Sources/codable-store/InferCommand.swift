@@ -40,8 +40,10 @@ struct InferCommand: ParsableCommand {
         if jsonl && at != nil { throw ValidationError("--at is for a JSON array in a wrapper object, not for JSON Lines") }
         if let sample, sample < 1 { throw ValidationError("--sample must be at least 1") }
         if depth < 0 { throw ValidationError("--depth must not be negative") }
-        if (try? ModelFile.parse("version: 1\nentities:\n  \(name):\n    attributes:\n      x: integer\n")) == nil {
-            throw ValidationError("--name must be an entity name (letters and digits, not starting with '_' or 'sqlite_')")
+        do {
+            try ModelFile(entities: [ModelFile.Entity(name: name)]).validate()
+        } catch {
+            throw ValidationError("--name: \(error.message)")
         }
     }
 

@@ -92,6 +92,9 @@ import Testing
         generator.writeArray(count: 1_500) { dump += $0 }
         let generated = try CLI.run(["infer", "-", "--name", "Issue"], stdin: Data(dump))
         #expect(generated.stdout.contains("    # 1,500 records\n    # identity id: 1,341 distinct, 159 repeated (159 with other values: updates)\n"))
+        let reserved = try CLI.run(["infer", github, "--name", "_x"])
+        #expect(reserved.status != 0)
+        #expect(reserved.stderr.contains("--name: the entity name _x is reserved"))
         let values = try CLI.run(["infer", "-"], stdin: Data("[1, 2]".utf8))
         #expect(values.status == 1)
         #expect(values.stderr == "error: <stdin>: no record is an object with keys: a model describes objects\n")
