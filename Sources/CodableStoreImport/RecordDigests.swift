@@ -58,7 +58,9 @@ package enum RecordDigests {
                 let keyPath = description.codingKeyPaths[index]?.joined(separator: "\u{1}") ?? "-"
                 switch field {
                 case .attribute(let attribute):
-                    text += "  \(attribute.name) \(attribute.type.name) \(attribute.isOptional) \(keyPath)\n"
+                    text += "  \(attribute.name) \(attribute.type.name) \(attribute.isOptional) \(keyPath)"
+                    let variant = attribute.decodingVariant
+                    text += variant.isEmpty ? "\n" : " \(variant)\n"
                 case .relationship(let relationship):
                     text += "  \(relationship.name) -> \(model.mappings[mapping.relationships[index]?.destination ?? 0].name) "
                         + "\(relationship.kind) \(keyPath)\n"

@@ -44,7 +44,31 @@ extension Store {
     public func importJSON<T: EntityObject>(
         _ type: T.Type, from source: ImportSource, options: ImportOptions = ImportOptions(), syncing scope: SyncScope<T>? = nil
     ) throws -> ImportReport {
-        let mapping = try model.mapping(for: T.self)
+        try importJSON(try model.mapping(for: T.self), from: source, options: options, syncing: scope)
+    }
+
+    /// Imports a dump of records of the entity named `entity`, described at run time (``RuntimeEntityBuilder``, or a
+    /// model file read by `CodableStoreModelFile`), exactly as ``importJSON(_:from:options:syncing:)`` imports a
+    /// compiled entity's: the same pipeline, options, report and errors.
+    ///
+    /// ```swift
+    /// let model = try ModelFile.parse(String(contentsOfFile: "github.yaml"), file: "github.yaml")
+    /// let store = try Store(path: "github.sqlite", entities: [], runtimeEntities: try model.entityDescriptions())
+    /// let report = try store.importJSON(entity: "Issue", from: .file("issues.json"))
+    /// ```
+    ///
+    /// - Throws: ``ImportError`` as ``importJSON(_:from:options:syncing:)`` does; `StoreError` with
+    ///   `unknownEntity` when the store has no entity of that name.
+    public func importJSON(
+        entity: String, from source: ImportSource, options: ImportOptions = ImportOptions(),
+        syncing scope: SyncScope<RuntimeObject>? = nil
+    ) throws -> ImportReport {
+        try importJSON(try model.mapping(named: entity), from: source, options: options, syncing: scope)
+    }
+
+    private func importJSON<T: EntityObject>(
+        _ mapping: EntitySchema, from source: ImportSource, options: ImportOptions, syncing scope: SyncScope<T>?
+    ) throws -> ImportReport {
         let storage = self.storage
         let deleteUnseen: ((Context, SyncTracker) throws -> (deleted: [Int: Int], missing: Int))? = scope.map { scope in
             { context, tracker in try context.deleteUnseen(tracker, scope: scope, releasingObjects: true) }

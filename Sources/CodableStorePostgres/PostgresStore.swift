@@ -98,25 +98,32 @@ extension Store {
     /// - Throws: ``StoreError`` (``StoreError/Code/connectionFailed`` when the server cannot be reached), or
     ///   ``PostgresError`` for what the server refused.
     public static func open(
-        postgres configuration: PostgresConfiguration, entities: [any EntityObject.Type], options: Options = Options()
+        postgres configuration: PostgresConfiguration, entities: [any EntityObject.Type],
+        runtimeEntities: [EntityDescription] = [], options: Options = Options()
     ) throws -> Store {
         let backend = try PostgresBackend(configuration: configuration, options: options)
         return try Store(
-            backend: backend, dialect: PostgresDialect(), entities: entities, options: options, description: configuration.redactedURL)
+            backend: backend, dialect: PostgresDialect(), entities: entities, runtimeEntities: runtimeEntities, options: options,
+            description: configuration.redactedURL)
     }
 
     /// Opens a store in a PostgreSQL database given by URL (see ``PostgresConfiguration/init(url:)``).
-    public static func open(postgres url: String, entities: [any EntityObject.Type], options: Options = Options()) throws -> Store {
-        try open(postgres: PostgresConfiguration(url: url), entities: entities, options: options)
+    public static func open(
+        postgres url: String, entities: [any EntityObject.Type], runtimeEntities: [EntityDescription] = [],
+        options: Options = Options()
+    ) throws -> Store {
+        try open(postgres: PostgresConfiguration(url: url), entities: entities, runtimeEntities: runtimeEntities, options: options)
     }
 
     /// Opens a store in a PostgreSQL database without holding a cooperative thread while connecting.
     public static func open(
-        postgres url: String, entities: [any EntityObject.Type], options: Options = Options()
+        postgres url: String, entities: [any EntityObject.Type], runtimeEntities: [EntityDescription] = [],
+        options: Options = Options()
     ) async throws -> Store {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                continuation.resume(with: Result { try open(postgres: url, entities: entities, options: options) })
+                continuation.resume(
+                    with: Result { try open(postgres: url, entities: entities, runtimeEntities: runtimeEntities, options: options) })
             }
         }
     }

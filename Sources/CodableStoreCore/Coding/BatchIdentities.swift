@@ -82,7 +82,7 @@ package final class BatchIdentityCollector: @unchecked Sendable {
             for field in entity.description.identity {
                 guard case .attribute(let attribute) = entity.description.fields[field] else { continue }
                 switch attribute.fastKind {
-                case .int, .double, .string, .bool: continue
+                case .int, .double, .string, .bool, .iso8601Date, .secondsDate, .millisecondsDate: continue
                 case .date where !usesFormatter: continue
                 case .date, .other: return nil
                 }
@@ -91,7 +91,7 @@ package final class BatchIdentityCollector: @unchecked Sendable {
         // A schema of its own, equal to the context's: the reader thread collects a few identities per record
         // while the decoding thread decodes, and an object both threads retain and release (an entity's schema,
         // its relationships) would move its cache line from core to core at every count.
-        let own = (try? Schema(entities: model.mappings.map { $0.description.type }))
+        let own = (try? model.copy())
             .flatMap { $0.mappings.map(\.name) == model.mappings.map(\.name) ? $0 : nil }
         self.mapping = own?.mappings[mapping.index] ?? mapping
         self.stamper = stamper

@@ -36,7 +36,9 @@ struct EntityCodingPlan: Sendable {
         }
         encodingPlan = EncodingPlanNode.plan(for: description)
         var referencePolicies: [Int: StoreDecoder.UnknownReferencePolicy] = [:]
-        if let declaring = description.type as? any EntityReferencePolicies.Type {
+        if let runtime = description.runtime {
+            referencePolicies = runtime.referencePolicies
+        } else if let declaring = description.type as? any EntityReferencePolicies.Type {
             let resolved = declaring.resolvedReferencePolicies()
             referencePolicies = resolved.policies
             problems += resolved.problems

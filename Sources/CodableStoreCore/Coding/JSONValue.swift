@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 extension JSONTape.Kind {
     /// How swift-foundation's JSONDecoder names the kind in `typeMismatch` messages.
     var foundationDescription: String {
@@ -102,6 +108,41 @@ extension JSONValue: Decodable {
     }
 }
 
+extension JSONValue: Encodable {
+    /// Encodes the value as it is; a number goes through `Decimal` when its text is not an integer (an encoder has no
+    /// way to write a number's text as it is).
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .null:
+            var container = encoder.singleValueContainer()
+            try container.encodeNil()
+        case .bool(let value):
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
+        case .number(let text):
+            var container = encoder.singleValueContainer()
+            if let integer = Int64(text) {
+                try container.encode(integer)
+            } else if let unsigned = UInt64(text) {
+                try container.encode(unsigned)
+            } else if let decimal = Decimal(string: text) {
+                try container.encode(decimal)
+            } else {
+                try container.encode(Double(text) ?? .nan)
+            }
+        case .string(let text):
+            var container = encoder.singleValueContainer()
+            try container.encode(text)
+        case .array(let elements):
+            var container = encoder.unkeyedContainer()
+            for element in elements { try container.encode(element) }
+        case .object(let members):
+            var container = encoder.container(keyedBy: AnyKey.self)
+            for (key, value) in members { try container.encode(value, forKey: AnyKey(stringValue: key)) }
+        }
+    }
+}
+
 /// A coding key made from a string or an index.
 struct AnyKey: CodingKey {
     var stringValue: String
@@ -119,6 +160,31 @@ extension JSONValue {
         var output: [UInt8] = []
         write(into: &output)
         return output
+    }
+
+    /// The value as compact JSON text with every object's keys sorted (by their UTF-8 bytes), numbers as written:
+    /// one text for equal values whatever the order of their members (a JSON attribute described at run time).
+    func writeSorted(into output: inout [UInt8]) {
+        switch self {
+        case .array(let elements):
+            output.append(UInt8(ascii: "["))
+            for (offset, element) in elements.enumerated() {
+                if offset > 0 { output.append(UInt8(ascii: ",")) }
+                element.writeSorted(into: &output)
+            }
+            output.append(UInt8(ascii: "]"))
+        case .object(let members):
+            output.append(UInt8(ascii: "{"))
+            for (offset, (key, value)) in members.sorted(by: { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }).enumerated() {
+                if offset > 0 { output.append(UInt8(ascii: ",")) }
+                Self.writeString(key, into: &output)
+                output.append(UInt8(ascii: ":"))
+                value.writeSorted(into: &output)
+            }
+            output.append(UInt8(ascii: "}"))
+        default:
+            write(into: &output)
+        }
     }
 
     private func write(into output: inout [UInt8]) {

@@ -30,10 +30,6 @@ extension Store {
     }
 }
 
-extension Store {
-    /// The descriptions of the store's entities (for CodableStoreTesting's golden-file comparison).
-    package var entityDescriptions: [EntityDescription] { model.mappings.map(\.description) }
-}
 
 extension Context {
     func stableExport(of entities: [any EntityObject.Type]?) throws -> Data {

@@ -202,6 +202,9 @@ extension StoreDecoderImpl {
         case (.string, .string): return .text(string(node))
         case (.bool, .bool): return .integer(bool(node) ? 1 : 0)
         case (.date, .string): if session.datesAreISO8601, let seconds = iso8601Seconds(node) { return .real(seconds) }
+        case (.iso8601Date, .string): if let seconds = iso8601Seconds(node) { return .real(seconds) }
+        case (.secondsDate, .number): if let real = double(node) { return .real(real) }
+        case (.millisecondsDate, .number): if let real = double(node) { return .real(real / 1000) }
         default: break
         }
         if kind == .null {
@@ -211,7 +214,15 @@ extension StoreDecoderImpl {
         switch fastKind {
         case .int: return .integer(Int64(try unwrapInteger(node, value.path(in: objectPath, mapping)) as Int))
         case .double: return .real(try unwrapFloatingPoint(node, value.path(in: objectPath, mapping)) as Double)
+        case .string where kind == .number && attribute.readsNumbersAsText: return .text(numberText(node))
         case .string: return .text(try unwrapString(node, value.path(in: objectPath, mapping)))
+        case .iso8601Date:
+            try check(node, .string, String.self, value.path(in: objectPath, mapping))
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: value.path(in: objectPath, mapping).path, debugDescription: "Expected date string to be ISO8601-formatted."))
+        case .secondsDate: return .real(try unwrapFloatingPoint(node, value.path(in: objectPath, mapping)) as Double)
+        case .millisecondsDate: return .real((try unwrapFloatingPoint(node, value.path(in: objectPath, mapping)) as Double) / 1000)
         case .bool: return .integer(try unwrapBool(node, value.path(in: objectPath, mapping)) ? 1 : 0)
         case .date: return .real(try unwrapDate(node, value.path(in: objectPath, mapping)).timeIntervalSince1970)
         case .other: return try with(node: node, path: value.path(in: objectPath, mapping)) { try attribute.decodeDatabaseValue(self) }

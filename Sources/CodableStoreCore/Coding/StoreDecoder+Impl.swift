@@ -162,7 +162,7 @@ package final class StoreDecoderImpl: Decoder, SingleValueDecodingContainer {
     }
 
     @inline(__always)
-    private func check(_ node: Node, _ kind: JSONTape.Kind, _ type: Any.Type, _ path: @autoclosure () -> CodingPathNode) throws {
+    func check(_ node: Node, _ kind: JSONTape.Kind, _ type: Any.Type, _ path: @autoclosure () -> CodingPathNode) throws {
         let found = tape.kind(of: node)
         if found == kind { return }
         if found == .null { throw valueNotFound(type, path()) }

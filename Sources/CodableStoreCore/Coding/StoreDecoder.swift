@@ -197,7 +197,7 @@ public final class StoreDecoder: @unchecked Sendable {
 
     /// Runs a decode call, under ``failsOnUnresolvedReferences`` in a savepoint that the references it deferred
     /// must all have found their objects by its end (see ``Context/failingOnUnresolvedReferences(savingAtEnd:_:)``).
-    private func checkingReferences<T>(in context: Context, savingAtEnd: Bool, _ decode: () throws -> T) throws -> T {
+    func checkingReferences<T>(in context: Context, savingAtEnd: Bool, _ decode: () throws -> T) throws -> T {
         guard failsOnUnresolvedReferences else { return try decode() }
         return try context.failingOnUnresolvedReferences(savingAtEnd: savingAtEnd, decode)
     }

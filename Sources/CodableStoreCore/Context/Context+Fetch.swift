@@ -14,8 +14,13 @@ extension Context {
         limit: Int? = nil,
         offset: Int? = nil
     ) throws -> [T] {
+        try fetch(try model.mapping(for: T.self), where: predicate, orderBy: sort, limit: limit, offset: offset)
+    }
+
+    func fetch<T: EntityObject>(
+        _ mapping: EntitySchema, where predicate: EntityPredicate<T>?, orderBy sort: [Sort<T>], limit: Int?, offset: Int?
+    ) throws -> [T] {
         try flush()
-        let mapping = try model.mapping(for: T.self)
         let query = try storage.select(mapping, where: predicate, orderBy: sort, limit: limit, offset: offset)
         let statement = try connection.cached(query.sql)
         defer { statement.reset() }
@@ -36,8 +41,11 @@ extension Context {
 
     /// The number of objects matching `predicate`, pending changes included.
     public func count<T: EntityObject>(_ type: T.Type, where predicate: EntityPredicate<T>? = nil) throws -> Int {
+        try count(try model.mapping(for: T.self), where: predicate)
+    }
+
+    func count<T: EntityObject>(_ mapping: EntitySchema, where predicate: EntityPredicate<T>?) throws -> Int {
         try flush()
-        let mapping = try model.mapping(for: T.self)
         let query = try storage.count(mapping, where: predicate)
         let statement = try connection.cached(query.sql)
         defer { statement.reset() }
@@ -67,7 +75,10 @@ extension Context {
     }
 
     func object<T: EntityObject>(_ type: T.Type, identityValues values: [DatabaseValue]) throws -> T? {
-        let mapping = try model.mapping(for: T.self)
+        try object(try model.mapping(for: T.self), identityValues: values).map { unsafeDowncast($0, to: T.self) }
+    }
+
+    func object(_ mapping: EntitySchema, identityValues values: [DatabaseValue]) throws -> (any EntityObject)? {
         guard !mapping.identityColumns.isEmpty else {
             throw StoreError(.invalidObject, "\(mapping.name) has no identity; fetch it with a predicate", entity: mapping.name)
         }
@@ -82,7 +93,7 @@ extension Context {
         defer { statement.reset() }
         try statement.bind(values)
         guard try statement.step() else { return nil }
-        return unsafeDowncast(try object(for: mapping, statement: statement), to: T.self)
+        return try object(for: mapping, statement: statement)
     }
 
     /// The object stored in this row, if it exists.

@@ -467,7 +467,9 @@ public final class Context {
         }
         let entity: Int
         let type = ObjectIdentifier(Swift.type(of: object))
-        if type == lastInsertedType {
+        if let runtime = object as? RuntimeObject {
+            entity = try model.mapping(of: runtime).index
+        } else if type == lastInsertedType {
             entity = lastInsertedEntity
         } else {
             entity = try model.mapping(for: Swift.type(of: object)).index
@@ -706,7 +708,7 @@ public final class Context {
             }
             row = EntityRow(values: values, mapping: mapping)
         }
-        let object = try mapping.description.type.init(row: row)
+        let object = try mapping.description.makeObject(row)
         registerStored(object, mapping, rowID: rowID) { column in
             statement.isNull(at: column + columnOffset) ? nil : statement.int64(at: column + columnOffset)
         }
@@ -729,7 +731,7 @@ public final class Context {
     /// Makes and registers the object of a stored row given as values (see ``object(for:row:)``), which the
     /// caller knows is not in memory.
     func makeStoredObject(for mapping: EntitySchema, rowID: Int64, row: ArraySlice<DatabaseValue>) throws -> any EntityObject {
-        let object = try mapping.description.type.init(row: EntityRow(row: row, mapping: mapping))
+        let object = try mapping.description.makeObject(EntityRow(row: row, mapping: mapping))
         registerStored(object, mapping, rowID: rowID) { column in
             if case .integer(let value) = row[row.startIndex + Int(column)] { return value }
             return nil

@@ -152,12 +152,12 @@ public struct EntityPredicate<Root: EntityObject>: Sendable {
         EntityPredicate(.membership(KeyPathBox(keyPath), values.map(\.databaseValue)))
     }
 
-    /// The entities the condition reads besides the root one (destinations of ``through(_:_:)``).
-    var joinedEntities: [any EntityObject.Type] {
-        func collect(_ node: Node) -> [any EntityObject.Type] {
+    /// The entities the condition reads besides the root one (destinations of ``through(_:_:)``), by index in `model`.
+    func joinedEntities(of mapping: EntitySchema) -> [Int] {
+        func collect(_ node: Node) -> [Int] {
             switch node {
-            case .through(_, let destination, _), .members(_, let destination, _, _), .memberCount(_, let destination, _, _, _):
-                [destination]
+            case .through(let field, _, _), .members(let field, _, _, _), .memberCount(let field, _, _, _, _):
+                field.field(in: mapping.description).flatMap { mapping.relationships[$0]?.destination }.map { [$0] } ?? []
             case .and(let lhs, let rhs), .or(let lhs, let rhs): collect(lhs) + collect(rhs)
             case .not(let inner): collect(inner)
             default: []
@@ -176,10 +176,28 @@ struct SubqueryBox: Sendable {
     }
 }
 
+/// A field a predicate or a sort names: by key path (a compiled entity), or by name (an entity described at run
+/// time, see ``RuntimeField``).
 // Key paths are immutable once formed; `AnyKeyPath` just does not declare Sendable.
-struct KeyPathBox: @unchecked Sendable {
+struct KeyPathBox: @unchecked Sendable, CustomStringConvertible {
     let keyPath: AnyKeyPath
-    init(_ keyPath: AnyKeyPath) { self.keyPath = keyPath }
+    let name: String?
+    init(_ keyPath: AnyKeyPath) {
+        self.keyPath = keyPath
+        self.name = nil
+    }
+    init(name: String) {
+        self.keyPath = \RuntimeObject.entity
+        self.name = name
+    }
+
+    /// The field it names in `description`.
+    func field(in description: EntityDescription) -> Int? {
+        if let name { return description.fields.firstIndex { $0.name == name } }
+        return description.fieldIndex(for: keyPath)
+    }
+
+    var description: String { name ?? "\(keyPath)" }
 }
 
 public func == <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> EntityPredicate<Root> {

@@ -24,10 +24,16 @@ package final class Schema: Sendable {
     let insertOrder: [Int]
     private let indexByType: [ObjectIdentifier: Int]
 
-    package init(entities: [any EntityObject.Type]) throws {
+    /// The compiled entities and the entities described at run time the schema was made of (for a copy of it).
+    private let compiledTypes: [any EntityObject.Type]
+    package let runtimeEntities: [EntityDescription]
+    private let indexByName: [String: Int]
+
+    package init(entities: [any EntityObject.Type], runtime runtimeEntities: [EntityDescription] = []) throws {
         // Collect the entities and, transitively, the destinations of their relationships.
         var descriptions: [EntityDescription] = []
         var indexByType: [ObjectIdentifier: Int] = [:]
+        var problems: [String] = []
         var pending = entities
         while let type = pending.first {
             pending.removeFirst()
@@ -36,15 +42,42 @@ package final class Schema: Sendable {
             let description = type.entityDescription
             indexByType[key] = descriptions.count
             descriptions.append(description)
-            pending.append(contentsOf: description.relationships.map(\.destination))
+            pending.append(contentsOf: description.relationships.filter { $0.destinationName == nil }.map(\.destination))
         }
-        var problems = descriptions.flatMap(\.problems)
+        for description in runtimeEntities {
+            if description.isRuntime {
+                descriptions.append(description)
+            } else {
+                problems.append("\(description.name) is the description of a class: list the class in the entities instead")
+            }
+        }
+        var indexByName: [String: Int] = [:]
+        for (index, description) in descriptions.enumerated() where indexByName[description.name] == nil {
+            indexByName[description.name] = index
+        }
+        /// The entity a relationship leads to: its class, or the name of an entity described at run time.
+        func destinationIndex(_ relationship: RelationshipDescription) -> Int? {
+            if let name = relationship.destinationName { return indexByName[name] }
+            return indexByType[ObjectIdentifier(relationship.destination)]
+        }
+        problems += descriptions.flatMap(\.problems)
         let names = descriptions.map(\.name)
         for name in Set(names) where names.filter({ $0 == name }).count > 1 {
             problems.append("two entities are named \(name)")
         }
         for name in names where name.hasPrefix("_") || name.lowercased().hasPrefix("sqlite_") {
             problems.append("entity name \(name) is reserved")
+        }
+        for description in descriptions {
+            for relationship in description.relationships where destinationIndex(relationship) == nil {
+                let known = names.sorted().joined(separator: ", ")
+                problems.append(
+                    "\(description.name).\(relationship.name): its destination \(relationship.destinationName ?? "?") is not an entity of the model (\(known))")
+            }
+        }
+        if !problems.isEmpty {
+            throw StoreError(
+                .invalidModel, "the entities are not a valid model: " + problems.joined(separator: "; "), differences: problems)
         }
 
         // Inverses: the declared pairs (see `Inverse`) first. Then a relationship A.r → B and B.s → A left
@@ -55,23 +88,41 @@ package final class Schema: Sendable {
             for declaration in description.declaredInverses {
                 guard case .relationship(let relationship) = description.fields[declaration.field] else { continue }
                 let name = "\(description.name).\(relationship.name)"
-                guard ObjectIdentifier(declaration.destination) == ObjectIdentifier(relationship.destination),
-                    let destination = indexByType[ObjectIdentifier(declaration.destination)]
-                else {
-                    problems.append(
-                        "\(name): its declared inverse must be a relationship of its destination \(relationship.destination), not of \(declaration.destination)")
-                    continue
+                let destination: Int
+                let target: EntityDescription
+                let field: Int
+                switch declaration.inverse {
+                case .keyPath(let keyPath, let declaredDestination):
+                    guard ObjectIdentifier(declaredDestination) == ObjectIdentifier(relationship.destination),
+                        let found = indexByType[ObjectIdentifier(declaredDestination)]
+                    else {
+                        problems.append(
+                            "\(name): its declared inverse must be a relationship of its destination \(relationship.destination), not of \(declaredDestination)")
+                        continue
+                    }
+                    destination = found
+                    target = descriptions[destination]
+                    guard let inverseField = target.fieldIndex(for: keyPath), case .relationship = target.fields[inverseField] else {
+                        problems.append("\(name): its declared inverse is not a relationship of \(target.name)")
+                        continue
+                    }
+                    field = inverseField
+                case .name(let inverseName):
+                    destination = destinationIndex(relationship)!
+                    target = descriptions[destination]
+                    guard let inverseField = target.fields.firstIndex(where: { $0.name == inverseName }),
+                        case .relationship = target.fields[inverseField]
+                    else {
+                        problems.append("\(name): its declared inverse \(inverseName) is not a relationship of \(target.name)")
+                        continue
+                    }
+                    field = inverseField
                 }
-                let target = descriptions[destination]
-                guard let field = target.fieldIndex(for: declaration.inverse),
-                    case .relationship(let other) = target.fields[field]
-                else {
-                    problems.append("\(name): its declared inverse is not a relationship of \(target.name)")
-                    continue
-                }
+                guard case .relationship(let other) = target.fields[field] else { continue }
                 let otherName = "\(target.name).\(other.name)"
-                if indexByType[ObjectIdentifier(other.destination)] != entity {
-                    problems.append("\(name) and \(otherName) cannot be inverses: \(otherName) points at \(other.destination)")
+                if destinationIndex(other) != entity {
+                    problems.append(
+                        "\(name) and \(otherName) cannot be inverses: \(otherName) points at \(other.destinationName ?? "\(other.destination)")")
                     continue
                 }
                 if destination == entity, field == declaration.field {
@@ -94,12 +145,12 @@ package final class Schema: Sendable {
         }
         func relationships(of entity: Int, to destination: Int) -> [RelationshipDescription] {
             descriptions[entity].relationships.filter {
-                !declared[entity].contains($0.index) && indexByType[ObjectIdentifier($0.destination)] == destination
+                !declared[entity].contains($0.index) && destinationIndex($0) == destination
             }
         }
         for (entity, description) in descriptions.enumerated() {
             for relationship in description.relationships where !declared[entity].contains(relationship.index) {
-                let destination = indexByType[ObjectIdentifier(relationship.destination)]!
+                let destination = destinationIndex(relationship)!
                 let outgoing = relationships(of: entity, to: destination)
                 var incoming = relationships(of: destination, to: entity)
                 if destination == entity { incoming.removeAll { $0.index == relationship.index } }
@@ -117,7 +168,7 @@ package final class Schema: Sendable {
         var orderColumns: [[String]] = Array(repeating: [], count: descriptions.count)
         for (entity, description) in descriptions.enumerated() {
             for relationship in description.relationships {
-                let destination = indexByType[ObjectIdentifier(relationship.destination)]!
+                let destination = destinationIndex(relationship)!
                 let inverseField = inverse[entity][relationship.index]
                 let inverseRelationship = inverseField.map { descriptions[destination].fields[$0] }
                 if relationship.kind == .toOne {
@@ -157,7 +208,7 @@ package final class Schema: Sendable {
         for (entity, description) in descriptions.enumerated() {
             var resolved: [ResolvedRelationship?] = Array(repeating: nil, count: description.fields.count)
             for relationship in description.relationships {
-                let destination = indexByType[ObjectIdentifier(relationship.destination)]!
+                let destination = destinationIndex(relationship)!
                 resolved[relationship.index] = ResolvedRelationship(
                     description: relationship,
                     owner: entity,
@@ -211,10 +262,36 @@ package final class Schema: Sendable {
             }
         }
         self.indexByType = indexByType
+        self.indexByName = indexByName
+        self.compiledTypes = entities
+        self.runtimeEntities = runtimeEntities
+    }
+
+    /// A schema equal to this one, with objects of its own (see ``BatchIdentityCollector``).
+    package func copy() throws -> Schema {
+        try Schema(entities: compiledTypes, runtime: runtimeEntities)
+    }
+
+    /// The mapping of the entity named `name`.
+    package func mapping(named name: String) throws(StoreError) -> EntitySchema {
+        guard let index = indexByName[name] else {
+            throw StoreError(
+                .unknownEntity,
+                "\(name) is not an entity of this store; its entities are \(mappings.map(\.name).sorted().joined(separator: ", "))",
+                entity: name)
+        }
+        return mappings[index]
     }
 
     package func mapping(for type: any EntityObject.Type) throws(StoreError) -> EntitySchema {
-        guard let index = indexByType[ObjectIdentifier(type)] else { throw StoreError.unknownEntity(type) }
+        guard let index = indexByType[ObjectIdentifier(type)] else {
+            if type == RuntimeObject.self {
+                throw StoreError(
+                    .unknownEntity, "RuntimeObject is the class of every entity described at run time: name the entity instead",
+                    entity: "RuntimeObject")
+            }
+            throw StoreError.unknownEntity(type)
+        }
         return mappings[index]
     }
 
@@ -223,8 +300,20 @@ package final class Schema: Sendable {
     func mapping(of object: any EntityObject) throws(StoreError) -> EntitySchema {
         let index = object.entityState.entityIndex
         if index >= 0 { return mappings[index] }
+        if let runtime = object as? RuntimeObject { return try mapping(of: runtime) }
         let type: any EntityObject.Type = Swift.type(of: object)
         return try mapping(for: type)
+    }
+
+    /// The mapping of a runtime object's entity: the store's entity of that name, when it is that description.
+    func mapping(of object: RuntimeObject) throws(StoreError) -> EntitySchema {
+        let mapping = try mapping(named: object.entity.name)
+        guard mapping.description === object.entity else {
+            throw StoreError(
+                .unknownEntity, "the \(object.entity.name) object was made from another description than this store's \(object.entity.name)",
+                entity: object.entity.name)
+        }
+        return mapping
     }
 }
 

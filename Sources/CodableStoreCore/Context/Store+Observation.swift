@@ -361,9 +361,7 @@ extension Store {
             return
         }
         var entities: Set<Int> = [root.index]
-        for joined in predicate?.joinedEntities ?? [] {
-            if let mapping = try? model.mapping(for: joined) { entities.insert(mapping.index) }
-        }
+        entities.formUnion(predicate?.joinedEntities(of: root) ?? [])
         // The rows last sent: what the next change is computed from, and what a failure change shows.
         let previous = Locked(initial)
         let id = observers.add(

@@ -102,21 +102,29 @@ public final class Store: Sendable {
     /// - Parameters:
     ///   - path: The database file.
     ///   - entities: The entity classes; destinations of their relationships are added automatically.
+    ///   - runtimeEntities: Entities described at run time (``RuntimeEntityBuilder``, or a model file read by
+    ///     `CodableStoreModelFile`), each named uniquely; their relationships name their destinations.
     ///   - options: Schema change policy, timeouts, cache size.
     /// - Throws: `SQLiteError` when the file cannot be opened, is not a database, is corrupt, read-only or
     ///   locked; ``StoreError`` when the model is invalid or does not match the stored one. Nothing is changed
     ///   in the file unless the model is applied (or reset under ``SchemaChangePolicy/reset(onReset:)``).
-    public convenience init(path: String, entities: [any EntityObject.Type], options: Options = Options()) throws {
-        try self.init(path: path, inMemory: false, entities: entities, options: options)
+    public convenience init(
+        path: String, entities: [any EntityObject.Type], runtimeEntities: [EntityDescription] = [], options: Options = Options()
+    ) throws {
+        try self.init(path: path, inMemory: false, entities: entities, runtimeEntities: runtimeEntities, options: options)
     }
 
     /// A store that lives in memory and disappears when released.
-    public static func inMemory(entities: [any EntityObject.Type], options: Options = Options()) throws -> Store {
-        try Store(path: ":memory:", inMemory: true, entities: entities, options: options)
+    public static func inMemory(
+        entities: [any EntityObject.Type], runtimeEntities: [EntityDescription] = [], options: Options = Options()
+    ) throws -> Store {
+        try Store(path: ":memory:", inMemory: true, entities: entities, runtimeEntities: runtimeEntities, options: options)
     }
 
-    private init(path: String, inMemory: Bool, entities: [any EntityObject.Type], options: Options) throws {
-        let model = try Schema(entities: entities)
+    private init(
+        path: String, inMemory: Bool, entities: [any EntityObject.Type], runtimeEntities: [EntityDescription], options: Options
+    ) throws {
+        let model = try Schema(entities: entities, runtime: runtimeEntities)
         let connections = try SQLiteConnections(path: path, inMemory: inMemory, options: options)
         try connections.prepareSchema(for: model, options: options)
         self.path = path
@@ -134,10 +142,10 @@ public final class Store: Sendable {
     ///
     /// - Parameter description: Where the store is, for messages (``path``); without secrets.
     package init(
-        backend: any StoreBackend, dialect: any SQLDialect, entities: [any EntityObject.Type], options: Options,
-        description: String
+        backend: any StoreBackend, dialect: any SQLDialect, entities: [any EntityObject.Type],
+        runtimeEntities: [EntityDescription] = [], options: Options, description: String
     ) throws {
-        let model = try Schema(entities: entities)
+        let model = try Schema(entities: entities, runtime: runtimeEntities)
         try backend.prepareSchema(for: model, options: options)
         self.path = description
         self.isInMemory = false

@@ -11,10 +11,17 @@ import Foundation
 /// A description never touches the description of another entity, so that two entities that refer to each
 /// other can be described independently; the ``Store`` links them when it opens.
 public final class EntityDescription: Sendable {
-    /// The entity name: the Swift class name, and the table name.
+    /// The entity name: the Swift class name (or the name given at run time), and the table name.
     public let name: String
-    /// The Swift class.
+    /// The Swift class; ``RuntimeObject`` for an entity described at run time (``RuntimeEntityBuilder``).
     public let type: any EntityObject.Type
+    /// Whether the entity was described at run time: its objects are ``RuntimeObject``s, and the store finds it by
+    /// name rather than by class.
+    public var isRuntime: Bool { runtime != nil }
+    /// What only an entity described at run time has (nil for a compiled one).
+    let runtime: RuntimeParts?
+    /// Makes an object from a stored row (the class's `init(row:)`, or a ``RuntimeObject`` of this entity).
+    let makeObject: @Sendable (EntityRow) throws -> any EntityObject
     /// All fields, by index.
     public let fields: [FieldDescription]
     /// The attributes, in field order.
@@ -53,8 +60,21 @@ public final class EntityDescription: Sendable {
     struct DeclaredInverse: @unchecked Sendable {
         // @unchecked: key paths are immutable once formed; `AnyKeyPath` does not declare Sendable.
         let field: Int
-        let inverse: AnyKeyPath
-        let destination: any EntityObject.Type
+        /// The inverse in the destination: a key path of a compiled entity, or a field name (run time).
+        let inverse: Inverse
+        enum Inverse {
+            case keyPath(AnyKeyPath, destination: any EntityObject.Type)
+            case name(String)
+        }
+    }
+
+    /// The parts of an entity described at run time that a compiled one keeps in its class.
+    struct RuntimeParts: Sendable {
+        /// Unknown-reference policies by relationship field (a compiled entity declares them with
+        /// ``EntityReferencePolicies``).
+        let referencePolicies: [Int: StoreDecoder.UnknownReferencePolicy]
+        /// The number of to-one and to-many slots a ``RuntimeObject`` of the entity keeps.
+        let slots: (values: Int, toOne: Int, toMany: Int)
     }
 
     init(
@@ -67,8 +87,12 @@ public final class EntityDescription: Sendable {
         indexes: [IndexDescription] = [],
         declaredInverses: [DeclaredInverse] = [],
         deleteRules: [Int: RelationshipDeleteRule] = [:],
-        problems: [String]
+        problems: [String],
+        runtime: RuntimeParts? = nil,
+        makeObject: @escaping @Sendable (EntityRow) throws -> any EntityObject
     ) {
+        self.runtime = runtime
+        self.makeObject = makeObject
         self.indexes = indexes
         self.deleteRules = deleteRules
         self.declaredInverses = declaredInverses
@@ -165,9 +189,14 @@ public final class AttributeDescription: Sendable {
     let encodeValue: @Sendable (AnyObject, any Encoder) throws -> Void
     /// The common types the decoder reads straight from the JSON, without going through `Decoder`.
     let fastKind: FastKind
+    /// A string attribute that takes a JSON number as its text (`42` is `"42"`): an entity described at run time
+    /// whose ids are numbers in some records and strings in others.
+    let readsNumbersAsText: Bool
 
-    enum FastKind: Sendable {
+    @usableFromInline enum FastKind: Sendable {
         case int, double, string, bool, date, other
+        /// Dates in one format whatever the decoder's strategy (attributes described at run time).
+        case iso8601Date, secondsDate, millisecondsDate
     }
 
     private static func fastKind(of type: any AttributeValue.Type) -> FastKind {
@@ -191,15 +220,18 @@ public final class AttributeDescription: Sendable {
         writeValue: @escaping @Sendable (AnyObject, DatabaseValue) throws(AttributeValueError) -> Void,
         decodeDatabaseValue: @escaping @Sendable (any Decoder) throws -> DatabaseValue,
         decodeAndAssign: @escaping @Sendable (AnyObject, any Decoder) throws -> Void,
-        encodeValue: @escaping @Sendable (AnyObject, any Encoder) throws -> Void
+        encodeValue: @escaping @Sendable (AnyObject, any Encoder) throws -> Void,
+        fastKind: FastKind? = nil,
+        readsNumbersAsText: Bool = false
     ) {
+        self.readsNumbersAsText = readsNumbersAsText
         self.name = name
         self.index = index
         self.type = valueType.attributeType
         self.isOptional = valueType.isOptional
         self.defaultValue = defaultValue
         self.valueType = valueType
-        self.fastKind = Self.fastKind(of: valueType)
+        self.fastKind = fastKind ?? Self.fastKind(of: valueType)
         self.readValue = readValue
         self.writeValue = writeValue
         self.decodeDatabaseValue = decodeDatabaseValue
@@ -241,6 +273,20 @@ public final class AttributeDescription: Sendable {
             encodeValue: { object, encoder in try get(unsafeDowncast(object, to: Root.self)).encodeAttribute(to: encoder) })
     }
 
+    /// How the decoder reads the attribute beyond its type, for fingerprints of what decoding means (an import's
+    /// record digests): a date's fixed format, numbers taken as text. Empty for an attribute of a class.
+    package var decodingVariant: String {
+        var variant = ""
+        switch fastKind {
+        case .iso8601Date: variant = "iso8601"
+        case .secondsDate: variant = "seconds"
+        case .millisecondsDate: variant = "milliseconds"
+        default: break
+        }
+        if readsNumbersAsText { variant += " numbers-as-text" }
+        return variant
+    }
+
     /// The current value of this attribute of `object`, as stored.
     public func value(of object: AnyObject) -> DatabaseValue { readValue(object) }
 }
@@ -258,8 +304,10 @@ public final class RelationshipDescription: Sendable {
     /// The field index.
     public let index: Int
     public let kind: Kind
-    /// The destination entity class.
+    /// The destination entity class (``RuntimeObject`` for a relationship of an entity described at run time).
     public let destination: any EntityObject.Type
+    /// The destination entity's name when it was described at run time (nil: ``destination`` says which).
+    public let destinationName: String?
 
     public var isToMany: Bool { kind != .toOne }
     public var isOrdered: Bool { kind == .toManyOrdered }
@@ -282,6 +330,7 @@ public final class RelationshipDescription: Sendable {
         index: Int,
         kind: Kind,
         destination: any EntityObject.Type,
+        destinationName: String? = nil,
         getOne: @escaping @Sendable (AnyObject) -> (any EntityObject)?,
         setOne: @escaping @Sendable (AnyObject, AnyObject?) -> Void,
         getMany: @escaping @Sendable (AnyObject) -> [any EntityObject],
@@ -295,6 +344,7 @@ public final class RelationshipDescription: Sendable {
         self.index = index
         self.kind = kind
         self.destination = destination
+        self.destinationName = destinationName
         self.getOne = getOne
         self.setOne = setOne
         self.getMany = getMany
@@ -560,7 +610,7 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
                 problems.append("\(name): an inverse is declared for a key path that does not name a relationship")
                 continue
             }
-            declaredInverses.append(.init(field: field, inverse: inverse.inverse, destination: inverse.destination))
+            declaredInverses.append(.init(field: field, inverse: .keyPath(inverse.inverse, destination: inverse.destination)))
         }
         var indexFields: [(fields: [Int], unique: Bool)] = []
         for index in indexes {
@@ -607,6 +657,7 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
         return EntityDescription(
             name: name, type: Root.self, fields: fields, identity: identityFields, keyPaths: keyPaths,
             codingKeyPaths: keyPathsOfFields, indexes: indexFields.map { EntityDescription.IndexDescription(fields: $0.fields, isUnique: $0.unique) },
-            declaredInverses: declaredInverses, deleteRules: rules, problems: problems)
+            declaredInverses: declaredInverses, deleteRules: rules, problems: problems,
+            makeObject: { row in try Root(row: row) })
     }
 }

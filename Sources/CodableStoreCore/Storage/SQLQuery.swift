@@ -8,8 +8,18 @@ extension EntityPredicate {
         return (text, arguments)
     }
 
+    /// The destination of the to-one relationship a key path names.
+    static func toOneDestination(_ keyPath: KeyPathBox, _ mapping: EntitySchema, _ model: Schema) throws(StoreError) -> EntitySchema {
+        guard let field = keyPath.field(in: mapping.description), let relationship = mapping.relationships[field],
+            !relationship.description.isToMany
+        else {
+            throw StoreError(.invalidQuery, "\(keyPath) is not a to-one relationship of \(mapping.name)", entity: mapping.name)
+        }
+        return model.mappings[relationship.destination]
+    }
+
     private static func column(_ keyPath: KeyPathBox, _ mapping: EntitySchema) throws -> String {
-        try mapping.column(for: keyPath.keyPath)
+        try mapping.column(for: keyPath)
     }
 
     private static func render(
@@ -61,9 +71,9 @@ extension EntityPredicate {
                 arguments.append(.text(text))
                 return "\(dialect.part(dialect.suffix, of: column)) = \(parameter)"
             }
-        case .through(let keyPath, let destinationType, let subquery):
+        case .through(let keyPath, _, let subquery):
             let foreignKey = try column(keyPath, mapping)
-            let destination = try model.mapping(for: destinationType)
+            let destination = try toOneDestination(keyPath, mapping, model)
             let (condition, values) = try subquery.render(destination, model, dialect)
             arguments.append(contentsOf: values)
             return "\(foreignKey) IN (SELECT \"_pk\" FROM \(quoteIdentifier(destination.name)) WHERE \(condition))"
@@ -86,10 +96,10 @@ extension EntityPredicate {
         _ keyPath: KeyPathBox, _ destinationType: any EntityObject.Type, _ subquery: SubqueryBox?, _ mapping: EntitySchema,
         _ model: Schema, _ dialect: any SQLDialect, _ arguments: inout [DatabaseValue]
     ) throws -> String {
-        guard let field = mapping.description.fieldIndex(for: keyPath.keyPath), let relationship = mapping.relationships[field],
+        guard let field = keyPath.field(in: mapping.description), let relationship = mapping.relationships[field],
             relationship.description.isToMany
         else {
-            throw StoreError(.invalidQuery, "\(keyPath.keyPath) is not a to-many relationship of \(mapping.name)", entity: mapping.name)
+            throw StoreError(.invalidQuery, "\(keyPath) is not a to-many relationship of \(mapping.name)", entity: mapping.name)
         }
         let destination = model.mappings[relationship.destination]
         var members = "SELECT \"_pk\" FROM \(quoteIdentifier(destination.name))"
@@ -112,7 +122,7 @@ extension EntityPredicate {
             if subquery != nil { sql += " WHERE \(member) IN (\(members))" }
             return sql
         case .foreignKey:
-            throw StoreError(.invalidQuery, "\(keyPath.keyPath) is not a to-many relationship of \(mapping.name)", entity: mapping.name)
+            throw StoreError(.invalidQuery, "\(keyPath) is not a to-many relationship of \(mapping.name)", entity: mapping.name)
         }
     }
 }
@@ -122,12 +132,12 @@ extension Sort {
     static func orderBy(_ keys: [Sort], _ mapping: EntitySchema, model: Schema, dialect: any SQLDialect) throws(StoreError) -> String {
         var terms: [String] = []
         for key in keys {
-            var term = try mapping.column(for: key.keyPath.keyPath)
-            if let (field, destinationType) = key.destinationKeyPath {
+            var term = try mapping.column(for: key.keyPath)
+            if let (field, _) = key.destinationKeyPath {
                 // The destination's field, read by the row's foreign key (NULL where the relationship is not set:
                 // first in ascending order, as SQLite sorts NULL).
-                let destination = try model.mapping(for: destinationType)
-                let column = try destination.column(for: field.keyPath)
+                let destination = try EntityPredicate<Root>.toOneDestination(key.keyPath, mapping, model)
+                let column = try destination.column(for: field)
                 term = "(SELECT \(column) FROM \(quoteIdentifier(destination.name)) AS \"codablestore_sort\" "
                     + "WHERE \"codablestore_sort\".\"_pk\" = \(quoteIdentifier(mapping.name)).\(term))"
             }
@@ -140,8 +150,8 @@ extension Sort {
 
 extension EntitySchema {
     /// The quoted column of the attribute or to-one relationship a key path names.
-    func column(for keyPath: AnyKeyPath) throws(StoreError) -> String {
-        guard let field = description.fieldIndex(for: keyPath), let column = columnNameOfField[field] else {
+    func column(for keyPath: KeyPathBox) throws(StoreError) -> String {
+        guard let field = keyPath.field(in: description), let column = columnNameOfField[field] else {
             throw StoreError(
                 .invalidQuery, "\(keyPath) is not a stored attribute or to-one relationship of \(name)", entity: name)
         }
@@ -195,7 +205,7 @@ extension SQLStorage {
         _ function: Context.Aggregate, of keyPath: AnyKeyPath, _ mapping: EntitySchema, where predicate: EntityPredicate<T>?,
         groupedBy group: AnyKeyPath? = nil
     ) throws -> Query {
-        let column = try mapping.column(for: keyPath)
+        let column = try mapping.column(for: KeyPathBox(keyPath))
         let table = quoteIdentifier(mapping.name)
         var affinity: String?
         if let field = mapping.description.fieldIndex(for: keyPath), case .attribute(let attribute) = mapping.description.fields[field] {
@@ -203,7 +213,7 @@ extension SQLStorage {
         }
         let call = dialect.aggregate(function.rawValue, column, affinity: affinity)
         guard let group else { return try filtered("SELECT \(call) FROM \(table)", predicate, mapping) }
-        let groupColumn = try mapping.column(for: group)
+        let groupColumn = try mapping.column(for: KeyPathBox(group))
         return try filtered(
             "SELECT \(groupColumn), \(call) FROM \(table)", predicate, mapping,
             suffix: " GROUP BY \(groupColumn) ORDER BY \(dialect.order(groupColumn, ascending: true))")

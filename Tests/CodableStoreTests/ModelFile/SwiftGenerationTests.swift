@@ -41,7 +41,9 @@ import Testing
             // Not `_digest`: a keyed hash, with a key of each store's own.
             let columns = try raw.rows("SELECT name FROM pragma_table_info('\(name)') ORDER BY cid").map { $0[0] }.filter { $0 != "_digest" }
             let list = columns.map { "\"\($0)\"" }.joined(separator: ", ")
-            tables[name] = [columns] + (try raw.rows("SELECT \(list) FROM \"\(name)\" ORDER BY \(list)"))
+            // BINARY: decimal columns declare the store's collation, which this connection does not have.
+            let order = columns.map { "\"\($0)\" COLLATE BINARY" }.joined(separator: ", ")
+            tables[name] = [columns] + (try raw.rows("SELECT \(list) FROM \"\(name)\" ORDER BY \(order)"))
         }
         return tables
     }

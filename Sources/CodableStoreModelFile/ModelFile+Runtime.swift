@@ -1,0 +1,95 @@
+import CodableStoreCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+extension ModelFile {
+    /// The file's entities as descriptions a store runs directly (``RuntimeEntityBuilder``): give them to
+    /// `Store(path:entities:runtimeEntities:options:)` and import, fetch and export by entity name, with no Swift
+    /// written or compiled. A store opened with them has the same tables, columns and rows as one opened with the
+    /// `@Entity` classes ``swiftSource(namespace:isPublic:)`` writes for the same file.
+    ///
+    /// Dates are read in each attribute's own format, whatever the decoder's date strategy. A `string` attribute that
+    /// is part of an identity also takes a JSON number as its digits (APIs that give an id as `42` in one place and
+    /// `"42"` in another); every other attribute refuses a value of another JSON type, with the record and its path.
+    ///
+    /// - Throws: ``ModelFileError`` when the file is not a valid model (``validate()``).
+    public func entityDescriptions() throws -> [EntityDescription] {
+        try validate()
+        return entities.map { entity in
+            var builder = RuntimeEntityBuilder(name: entity.name)
+            for attribute in entity.attributes {
+                builder.attribute(
+                    attribute.name, attribute.type.runtimeType, optional: attribute.isOptional, key: attribute.key,
+                    default: attribute.defaultValue.map { Self.storedDefault($0, attribute.type) },
+                    numbersAsText: attribute.type == .string && entity.identity.contains(attribute.name))
+            }
+            for relationship in entity.relationships {
+                let kind: RelationshipDescription.Kind =
+                    !relationship.isToMany ? .toOne : relationship.isOrdered ? .toManyOrdered : .toManyUnordered
+                let rule: RelationshipDeleteRule =
+                    switch relationship.deleteRule {
+                    case .nullify: .nullify
+                    case .cascade: .cascade
+                    case .deny: .deny
+                    }
+                let policy: StoreDecoder.UnknownReferencePolicy? =
+                    switch relationship.unknownReferences {
+                    case .stub: .stub
+                    case .ignore: .ignore
+                    case .deferred: .deferred
+                    case nil: nil
+                    }
+                builder.relationship(
+                    relationship.name, to: relationship.destination, kind: kind, key: relationship.key,
+                    inverse: relationship.inverse, deleteRule: rule, unknownReferences: policy)
+            }
+            for index in entity.indexes { builder.index(index.fields, unique: index.isUnique) }
+            return builder.build(identity: entity.identity)
+        }
+    }
+
+    /// A default as the column stores it: what the compiled property's initial value stores.
+    static func storedDefault(_ value: DefaultValue, _ kind: AttributeKind) -> DatabaseValue {
+        switch (value, kind) {
+        case (.integer(let number), .decimal): return Decimal(number).databaseValue
+        case (.double(let number), .decimal): return Decimal(string: String(number)).map(\.databaseValue) ?? .null
+        case (.string(let text), .decimal): return Decimal(string: text).map(\.databaseValue) ?? .null
+        case (.string(let text), .uuid): return UUID(uuidString: text).map(\.databaseValue) ?? .null
+        case (.string(let text), .url): return URL(string: text).map(\.databaseValue) ?? .null
+        case (.string(let text), .data): return Data(base64Encoded: text).map(\.databaseValue) ?? .null
+        case (.string(let text), .date):
+            var text = text
+            return text.withUTF8 { ISO8601.parse($0) }.map { .real($0) } ?? .null
+        case (.integer(let number), .date(.milliseconds)): return .real(Double(number) / 1000)
+        case (.double(let number), .date(.milliseconds)): return .real(number / 1000)
+        case (.integer(let number), .date), (.integer(let number), .double): return .real(Double(number))
+        case (.double(let number), _): return .real(number)
+        case (.integer(let number), _): return .integer(number)
+        case (.bool(let flag), _): return .integer(flag ? 1 : 0)
+        case (.string(let text), _): return .text(text)
+        }
+    }
+}
+
+extension ModelFile.AttributeKind {
+    var runtimeType: RuntimeAttributeType {
+        switch self {
+        case .integer: .integer
+        case .double: .double
+        case .bool: .bool
+        case .string: .string
+        case .date(.iso8601): .date(.iso8601)
+        case .date(.seconds): .date(.seconds)
+        case .date(.milliseconds): .date(.milliseconds)
+        case .decimal: .decimal
+        case .uuid: .uuid
+        case .url: .url
+        case .data: .data
+        case .json: .json
+        }
+    }
+}
