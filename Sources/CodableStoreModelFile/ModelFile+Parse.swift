@@ -33,6 +33,12 @@ extension ModelFile {
     /// names no field, a relationship to no entity, two fields read from the same JSON key, and the rest of what
     /// ``validate()`` checks.
     public static func parse(_ text: String, file: String? = nil) throws(ModelFileError) -> ModelFile {
+        try parsePlaced(text, file: file).model
+    }
+
+    /// Reads a model file as ``parse(_:file:)`` does, and where each entity and field is in it: for messages that
+    /// point at what the model says (an import's record that contradicts it).
+    public static func parsePlaced(_ text: String, file: String? = nil) throws(ModelFileError) -> (model: ModelFile, places: Places) {
         let root: Node?
         do {
             root = try Yams.compose(yaml: text)
@@ -44,7 +50,22 @@ extension ModelFile {
         var reader = Reader(file: file)
         let model = try reader.model(root)
         try model.validate(file: file, marks: reader.marks)
-        return model
+        return (model, Places(file: file, marks: reader.marks))
+    }
+
+    /// Where the entities and fields of a parsed file are.
+    public struct Places: Sendable {
+        /// The file's name as it was given to ``parsePlaced(_:file:)``.
+        public let file: String?
+        let marks: Marks
+
+        /// The line and column of a field's name (an attribute or a relationship) of `entity`.
+        public func place(entity: String, field: String) -> (line: Int, column: Int)? {
+            for section in ["attributes", "relationships"] {
+                if let mark = marks.byField["entities.\(entity).\(section).\(field)"] { return mark }
+            }
+            return nil
+        }
     }
 
     private static func syntaxError(_ error: YamlError, file: String?) -> ModelFileError {

@@ -93,3 +93,45 @@ extension ModelFile.AttributeKind {
         }
     }
 }
+
+extension ModelFile {
+    /// The field of the model a value of a record of `entity` at `keys` is read into (JSON keys from the record's
+    /// root, array indexes left out): an attribute whose key is a prefix of them, or a relationship's, followed into
+    /// its destination. nil when the model reads nothing there.
+    ///
+    /// ```swift
+    /// model.field(at: ["user", "login"], in: "Issue")   // ("User", "login")
+    /// ```
+    public func field(at keys: [String], in entity: String) -> (entity: String, field: String)? {
+        field(at: keys[...], in: entity, depth: 0)
+    }
+
+    private func field(at keys: ArraySlice<String>, in entityName: String, depth: Int) -> (entity: String, field: String)? {
+        guard depth < 64, let entity = entities.first(where: { $0.name == entityName }) else { return nil }
+        var best: (length: Int, found: (entity: String, field: String))?
+        for attribute in entity.attributes where keys.starts(with: attribute.key) && attribute.key.count > (best?.length ?? 0) {
+            best = (attribute.key.count, (entity.name, attribute.name))
+        }
+        for relationship in entity.relationships
+        where keys.starts(with: relationship.key) && relationship.key.count > (best?.length ?? 0) {
+            let rest = keys.dropFirst(relationship.key.count)
+            let inner = rest.isEmpty ? nil : field(at: rest, in: relationship.destination, depth: depth + 1)
+            best = (relationship.key.count, inner ?? (entity.name, relationship.name))
+        }
+        return best?.found
+    }
+
+    /// What the file says of a field, as it writes it: `string?`, `date (milliseconds)`, `User`, `[Label]`.
+    public func declaration(of field: String, in entity: String) -> String? {
+        guard let entity = entities.first(where: { $0.name == entity }) else { return nil }
+        if let attribute = entity.attributes.first(where: { $0.name == field }) {
+            var text = attribute.type.name
+            if case .date(let format) = attribute.type { text += " (\(format.rawValue))" }
+            return text + (attribute.isOptional ? "?" : "")
+        }
+        if let relationship = entity.relationships.first(where: { $0.name == field }) {
+            return relationship.isToMany ? "[\(relationship.destination)]" : relationship.destination
+        }
+        return nil
+    }
+}

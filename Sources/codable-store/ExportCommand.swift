@@ -1,12 +1,11 @@
 import ArgumentParser
 import CodableStore
 import Foundation
-import IssuesModel
 
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Write a store back to JSON: an array of records in id order, with nested user and labels.",
+        abstract: "Write a store back to JSON: the records in identity order, as the model's keys say.",
         discussion: """
             With --stable, write every entity of the store instead, as golden files hold it (CodableStoreTesting): \
             an object of entities, objects sorted by identity, keys sorted, relationships as identities, \
@@ -14,8 +13,14 @@ struct ExportCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: "The model to export: issues.")
-    var model: ModelName
+    @Argument(help: "The built-in model to export (issues); none with --model.")
+    var builtIn: String?
+
+    @Option(help: ArgumentHelp("A model file to export the store with, instead of a built-in model.", valueName: "file"))
+    var model: String?
+
+    @Option(help: "With --model: the entity whose records to write (default: the file's first entity).")
+    var entity: String?
 
     @Option(help: "The SQLite store, or a PostgreSQL database as postgres://user@host:port/database[?schema=NAME].")
     var store: String
@@ -27,17 +32,13 @@ struct ExportCommand: ParsableCommand {
     var stable = false
 
     func run() throws {
+        let chosen = try CommandModel.resolve(builtIn: builtIn, file: model, entity: entity)
         do {
             guard StoreLocation.isPostgres(store) || FileManager.default.fileExists(atPath: store) else {
                 throw ValidationError("no store at '\(store)'")
             }
-            let database = try StoreLocation.open(store, entities: ReferenceModel.entities)
-            let data =
-                try stable
-                ? database.stableExport()
-                : database.read { context in
-                    try ReferenceModel.encoder().encode(try context.fetch(Issue.self, orderBy: [.ascending(\.id)]))
-                }
+            let database = try chosen.open(store)
+            let data = try stable ? database.stableExport() : chosen.export(from: database)
             let destination = try output.map { try Output.open(path: $0) } ?? .standardOutput
             do {
                 try data.withUnsafeBytes { try destination.write($0) }

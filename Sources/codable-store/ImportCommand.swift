@@ -1,7 +1,6 @@
 import ArgumentParser
 import CodableStore
 import Foundation
-import IssuesModel
 
 struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,11 +14,21 @@ struct ImportCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: "The model of the dump: issues.")
-    var model: ModelName
+    @Argument(help: ArgumentHelp(
+        "The built-in model's name (issues) and the dump file (- for standard input); with --model, the dump alone.",
+        valueName: "model-and-dump"))
+    var arguments: [String] = []
 
-    @Argument(help: "The dump file, or - for standard input.")
-    var input: String
+    @Option(help: ArgumentHelp(
+        "A model file (YAML, as `codable-store infer` writes it; - for standard input) to import any dump with, instead of a built-in model.",
+        valueName: "file"))
+    var model: String?
+
+    @Option(help: "With --model: the entity whose records the dump holds (default: the file's first entity).")
+    var entity: String?
+
+    /// The dump: the last argument.
+    var input: String { arguments.last ?? "-" }
 
     @Option(help: "The SQLite store (created if missing), or a PostgreSQL database as postgres://user@host:port/database[?schema=NAME].")
     var store: String
@@ -67,6 +76,14 @@ struct ImportCommand: ParsableCommand {
     var json = false
 
     func validate() throws {
+        let expected = model == nil ? 2 : 1
+        if arguments.count != expected {
+            throw ValidationError(
+                model == nil
+                    ? "give the model and the dump: codable-store import issues DUMP --store STORE, or import --model FILE DUMP --store STORE"
+                    : "with --model, give the dump alone: codable-store import --model FILE DUMP --store STORE")
+        }
+        if model == "-", input == "-" { throw ValidationError("the model and the dump cannot both be read from standard input") }
         if at != nil && jsonl { throw ValidationError("--at and --jsonl cannot be used together") }
         if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be 1 or more (got \(batchSize))") }
         if let retainedObjects, retainedObjects < 0 {
@@ -98,6 +115,7 @@ struct ImportCommand: ParsableCommand {
     }
 
     func run() throws {
+        let chosen = try CommandModel.resolve(builtIn: model == nil ? arguments.first : nil, file: model, entity: entity)
         let progress = ProgressDisplay(isTerminal: isatty(2) == 1)
         var options = ImportOptions(
             layout: jsonl ? .jsonLines : at.map { .arrayAt($0) } ?? .array,
@@ -107,7 +125,7 @@ struct ImportCommand: ParsableCommand {
             commitEveryBatch: commitEveryBatch,
             exclusiveAccess: exclusive,
             skipsUnchangedRecords: skipUnchanged,
-            decoder: ReferenceModel.decoder(),
+            decoder: chosen.decoder,
             progress: { progress.show($0) }
         )
         if let retainedObjects { options.retainedObjectLimit = retainedObjects }
@@ -115,13 +133,12 @@ struct ImportCommand: ParsableCommand {
         if let cacheSize { options.cacheSizeKiB = cacheSize * 1_024 }
         let report: ImportReport
         do {
-            let database = try StoreLocation.open(
-                store, entities: ReferenceModel.entities, options: Store.Options(busyTimeout: Int32((wait * 1000).rounded())))
-            report = try database.importJSON(
-                Issue.self, from: input == "-" ? .standardInput : .file(input), options: options, syncing: sync ? .all : nil)
+            let database = try chosen.open(store, options: Store.Options(busyTimeout: Int32((wait * 1000).rounded())))
+            report = try chosen.importJSON(
+                into: database, from: input == "-" ? .standardInput : .file(input), options: options, sync: sync)
         } catch {
             progress.finish()
-            printError(error, waited: wait)
+            printError(error, waited: wait, explanation: chosen.explanation(of: error))
             throw ExitCode.failure
         }
         progress.finish()

@@ -124,8 +124,14 @@ func printError(_ text: String) {
 
 /// Writes `error: …` to standard error, in the words of the command line: one line, no SQL; for a store that
 /// another process is writing, how long was waited (`waited`, in seconds) and the option that waits longer.
-func printError(_ error: any Error, waited: Double? = nil) {
-    printError("error: " + describe(error, waited: waited))
+/// `explanation` follows the error on its line, after a semicolon.
+func printError(_ error: any Error, waited: Double? = nil, explanation: String? = nil) {
+    var text = describe(error, waited: waited)
+    if let explanation {
+        if text.hasSuffix(".") { text.removeLast() }
+        text += "; " + explanation
+    }
+    printError("error: " + text)
 }
 
 private func describe(_ error: any Error, waited: Double?) -> String {

@@ -7,9 +7,14 @@ enum StoreLocation {
         location.hasPrefix("postgres://") || location.hasPrefix("postgresql://")
     }
 
-    /// Opens (creating if needed) the store at `location` with the reference model.
-    static func open(_ location: String, entities: [any EntityObject.Type], options: Store.Options = Store.Options()) throws -> Store {
-        if isPostgres(location) { return try Store.open(postgres: location, entities: entities, options: options) }
-        return try Store(path: location, entities: entities, options: options)
+    /// Opens (creating if needed) the store at `location` with a model's entities.
+    static func open(
+        _ location: String, entities: [any EntityObject.Type], runtimeEntities: [EntityDescription] = [],
+        options: Store.Options = Store.Options()
+    ) throws -> Store {
+        if isPostgres(location) {
+            return try Store.open(postgres: location, entities: entities, runtimeEntities: runtimeEntities, options: options)
+        }
+        return try Store(path: location, entities: entities, runtimeEntities: runtimeEntities, options: options)
     }
 }

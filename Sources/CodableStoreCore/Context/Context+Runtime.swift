@@ -97,6 +97,9 @@ public struct RuntimeField: Sendable {
     let name: String
     var box: KeyPathBox { KeyPathBox(name: name) }
 
+    /// A field by name: what `.field("state")` is on the left of a comparison.
+    public static func field(_ name: String) -> RuntimeField { RuntimeField(name: name) }
+
     /// Rows whose field is null (`== nil` for a key path).
     public var isNull: EntityPredicate<RuntimeObject> { EntityPredicate(.comparison(box, .equal, .null)) }
     /// Rows whose field is not null.

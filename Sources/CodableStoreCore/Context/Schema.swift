@@ -69,6 +69,13 @@ package final class Schema: Sendable {
             problems.append("entity name \(name) is reserved")
         }
         for description in descriptions {
+            for relationship in description.relationships {
+                guard let destination = destinationIndex(relationship), description.isRuntime,
+                    !descriptions[destination].isRuntime
+                else { continue }
+                problems.append(
+                    "\(description.name).\(relationship.name): an entity described at run time can lead only to entities described at run time, not to the class \(descriptions[destination].name)")
+            }
             for relationship in description.relationships where destinationIndex(relationship) == nil {
                 let known = names.sorted().joined(separator: ", ")
                 problems.append(

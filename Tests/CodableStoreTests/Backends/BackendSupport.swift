@@ -16,13 +16,16 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     static var available: [Backend] { postgresURL == nil ? [.sqlite] : [.sqlite, .postgres] }
 
     /// A new, empty store: a file of its own, or a schema of its own on the server.
-    func makeStore(entities: [any EntityObject.Type], options: Store.Options = Store.Options()) throws -> Store {
+    func makeStore(
+        entities: [any EntityObject.Type], runtimeEntities: [EntityDescription] = [], options: Store.Options = Store.Options()
+    ) throws -> Store {
         switch self {
         case .sqlite:
-            return try Store(path: TestStore.temporaryPath(), entities: entities, options: options)
+            return try Store(path: TestStore.temporaryPath(), entities: entities, runtimeEntities: runtimeEntities, options: options)
         case .postgres:
             let url = try #require(Self.postgresURL, "CODABLESTORE_POSTGRES_URL is not set")
-            return try Store.open(postgres: url + "?schema=" + Self.freshSchema(), entities: entities, options: options)
+            return try Store.open(
+                postgres: url + "?schema=" + Self.freshSchema(), entities: entities, runtimeEntities: runtimeEntities, options: options)
         }
     }
 

@@ -1,0 +1,162 @@
+import CodableStore
+import Foundation
+import Testing
+
+/// Entities described at run time (`RuntimeEntityBuilder`) and their objects (`RuntimeObject`): fields by name,
+/// tracked changes, relationships, fetches with predicates built from names, snapshots, and what is refused.
+@Suite struct RuntimeObjectTests {
+    /// Authors and books: a to-one with its inverse to-many, an ordered to-many without inverse, a cascade.
+    static func model() -> [EntityDescription] {
+        var author = RuntimeEntityBuilder(name: "Author")
+        author.attribute("id", .integer)
+        author.attribute("name", .string)
+        author.attribute("born", .date(.iso8601), optional: true)
+        author.relationship("books", to: "Book", kind: .toManyUnordered, deleteRule: .cascade)
+        var book = RuntimeEntityBuilder(name: "Book")
+        book.attribute("isbn", .string, numbersAsText: true)
+        book.attribute("title", .string, key: ["info", "title"])
+        book.attribute("pages", .integer, default: .integer(100))
+        book.attribute("price", .decimal, optional: true)
+        book.attribute("extra", .json, optional: true)
+        book.relationship("author", to: "Author")
+        book.relationship("tags", to: "Tag", kind: .toManyOrdered)
+        book.index(["title"])
+        var tag = RuntimeEntityBuilder(name: "Tag")
+        tag.attribute("name", .string)
+        return [author.build(identity: ["id"]), book.build(identity: ["isbn"]), tag.build(identity: ["name"])]
+    }
+
+    static let json = """
+        [{"id": 1, "name": "Ada", "born": "1815-12-10T00:00:00Z",
+          "books": [{"isbn": 111, "info": {"title": "Notes"}, "price": 12.50, "tags": [{"name": "math"}, {"name": "early"}],
+                     "extra": {"b": 1, "a": [true]}},
+                    {"isbn": "222", "info": {"title": "Letters"}, "pages": 300, "tags": [{"name": "early"}]}]},
+         {"id": 2, "name": "Alan", "books": [{"isbn": "333", "info": {"title": "Computing"}, "pages": 20}]}]
+        """
+
+    @Test(arguments: Backend.available)
+    func decodedObjectsAreStoredAndReadByName(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: [], runtimeEntities: Self.model())
+        try store.write { context in
+            let authors = try StoreDecoder().decodeObjects("Author", from: Data(Self.json.utf8), into: context)
+            #expect(authors.map(\.entity.name) == ["Author", "Author"])
+            #expect(try authors[0].objects("books").count == 2)
+        }
+        #expect(
+            try storedRows(store, #"SELECT isbn, title, pages, price, extra FROM "Book" ORDER BY isbn"#) == [
+                ["111", "Notes", "100", "12.5", #"{"a":[true],"b":1}"#], ["222", "Letters", "300", "NULL", "NULL"],
+                ["333", "Computing", "20", "NULL", "NULL"],
+            ])
+        try store.read { context in
+            let books = try context.fetch("Book", where: .field("pages") >= 100, orderBy: [.descending("pages")])
+            #expect(try books.map { try $0.value("isbn", as: String.self) } == ["222", "111"])
+            let notes = try #require(try context.object("Book", identity: "111"))
+            #expect(notes["title"] == .text("Notes"))
+            #expect(notes["nope"] == nil)
+            #expect(try notes.value("price", as: Decimal?.self) == Decimal(string: "12.5"))
+            #expect(try notes.object("author")?.value("name", as: String.self) == "Ada")
+            #expect(try notes.objects("tags").map { try $0.value("name", as: String.self) } == ["math", "early"])
+            let ada = try #require(try context.object("Author", identity: 1))
+            #expect(try ada.value("born", as: Date?.self) == Date(timeIntervalSince1970: -4_861_728_000))
+            // Predicates through relationships, by name.
+            let byAda = try context.fetch("Book", where: .field("author").matches(.field("name") == "Ada"), orderBy: [.ascending("isbn")])
+            #expect(byAda.count == 2)
+            let early = try context.fetch("Author", where: .field("books").any(.field("tags").any(.field("name") == "early")))
+            #expect(try early.map { try $0.value("name", as: String.self) } == ["Ada"])
+            #expect(try context.count("Book", where: .field("title").begins(with: "Co")) == 1)
+            #expect(try context.count("Book", where: .field("isbn").isIn(["111", "333"])) == 2)
+            #expect(try context.count("Book", where: .field("price").isNull) == 2)
+            let sorted = try context.fetch("Book", orderBy: [.descending("author", "name"), .ascending("isbn")])
+            #expect(try sorted.map { try $0.value("isbn", as: String.self) } == ["333", "111", "222"])
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func changesByNameAreTrackedAndSaved(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: [], runtimeEntities: Self.model())
+        let author = try store.entity(named: "Author")
+        let book = try store.entity(named: "Book")
+        try store.write { context in
+            let grace = RuntimeObject(entity: author)
+            grace["id"] = .integer(7)
+            try grace.setValue("Grace", for: "name")
+            let manual = RuntimeObject(entity: book)
+            try manual.setValue("999", for: "isbn")
+            try manual.setValue("Manual", for: "title")
+            #expect(manual["pages"] == .integer(100))  // the default
+            try manual.setObject(grace, for: "author")
+            try context.insert(grace)
+            try context.insert(manual)
+            // The inverse follows.
+            #expect(try grace.objects("books").map { $0 === manual } == [true])
+        }
+        #expect(try storedRows(store, #"SELECT a.name, b.title, b.pages FROM "Book" b JOIN "Author" a ON a._pk = b.author"#) == [["Grace", "Manual", "100"]])
+        let snapshot = try store.write { context in
+            let manual = try #require(try context.object("Book", identity: "999"))
+            try manual.setValue(250, for: "pages")
+            try manual.setValue(.text("Manual, 2nd ed."), for: "title")
+            return manual.snapshot()
+        }
+        #expect(snapshot.entity == "Book")
+        #expect(snapshot["pages"] == .integer(250))
+        #expect(snapshot.rowID > 0)
+        #expect(try storedRows(store, #"SELECT title, pages FROM "Book""#) == [["Manual, 2nd ed.", "250"]])
+        // Deleting the author cascades to the book.
+        try store.write { context in try context.delete(try #require(try context.object("Author", identity: 7))) }
+        #expect(try storedRows(store, #"SELECT count(*) FROM "Book""#) == [["0"]])
+    }
+
+    @Test func wrongNamesTypesAndEntitiesAreRefusedWithWhatIsWrong() throws {
+        let store = try Store.inMemory(entities: [], runtimeEntities: Self.model())
+        try store.write { context in
+            let book = RuntimeObject(entity: try store.entity(named: "Book"))
+            let wrongType = #expect(throws: StoreError.self) { try book.setValue("many", for: "pages") }
+            #expect(wrongType?.code == .valueMismatch)
+            #expect(wrongType?.message.contains("Book.pages") == true)
+            let unknown = #expect(throws: StoreError.self) { try book.setValue(1, for: "chapters") }
+            #expect(unknown?.code == .invalidQuery)
+            #expect(unknown?.message == "Book has no field named chapters; its fields are isbn, title, pages, price, extra, author, tags")
+            let relationship = #expect(throws: StoreError.self) { try book.objects("author") }
+            #expect(relationship?.message == "Book.author is a to-one relationship")
+            let author = RuntimeObject(entity: try store.entity(named: "Author"))
+            let wrongDestination = #expect(throws: StoreError.self) { try author.setObjects([author], for: "books") }
+            #expect(wrongDestination?.message == "Author.books holds Book objects, not Author")
+            let missing = #expect(throws: StoreError.self) { try context.fetch("Publisher") }
+            #expect(missing?.code == .unknownEntity)
+            #expect(missing?.message == "Publisher is not an entity of this store; its entities are Author, Book, Tag")
+            let badField = #expect(throws: StoreError.self) { try context.fetch("Book", where: .field("chapters") == 3) }
+            #expect(badField?.code == .invalidQuery)
+            // An object of another store's description of the same name.
+            let stranger = RuntimeObject(entity: Self.model()[0])
+            let foreign = #expect(throws: StoreError.self) { try context.insert(stranger) }
+            #expect(foreign?.code == .unknownEntity)
+        }
+    }
+
+    @Test func invalidRuntimeModelsAreRefusedWhenTheStoreOpens() throws {
+        var book = RuntimeEntityBuilder(name: "Book")
+        book.attribute("isbn", .string, optional: true)
+        book.attribute("pages", .integer, default: .text("many"))
+        book.relationship("author", to: "Writer", inverse: "works")
+        let error = #expect(throws: StoreError.self) {
+            try Store.inMemory(entities: [], runtimeEntities: [book.build(identity: ["isbn", "title"])])
+        }
+        #expect(error?.code == .invalidModel)
+        let problems = error?.differences ?? []
+        #expect(problems.contains("Book.isbn: an identity attribute cannot be optional"))
+        #expect(problems.contains("Book: the identity names title, which is not one of its attributes"))
+        #expect(problems.contains { $0.hasPrefix("Book.pages: its default value does not fit") })
+        #expect(problems.contains("Book.author: its destination Writer is not an entity of the model (Book)"))
+        let compiled = #expect(throws: StoreError.self) { try Store.inMemory(entities: [RuntimeObject.self]) }
+        #expect(compiled?.message.contains("RuntimeObject is the class of every entity described at run time") == true)
+        var writer = RuntimeEntityBuilder(name: "Writer")
+        writer.attribute("id", .integer)
+        var badInverse = RuntimeEntityBuilder(name: "Book")
+        badInverse.attribute("isbn", .string)
+        badInverse.relationship("author", to: "Writer", inverse: "works")
+        let inverse = #expect(throws: StoreError.self) {
+            try Store.inMemory(entities: [], runtimeEntities: [badInverse.build(identity: ["isbn"]), writer.build(identity: ["id"])])
+        }
+        #expect(inverse?.differences == ["Book.author: its declared inverse works is not a relationship of Writer"])
+    }
+}
