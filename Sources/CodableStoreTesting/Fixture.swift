@@ -31,6 +31,14 @@ public struct Fixture: Sendable {
         }
     }
 
+    /// Records of the entity named `entity`, described at run time (a model file's, `RuntimeEntityBuilder`'s), as
+    /// ``records(_:_:in:)`` loads a class's.
+    public static func records(entity: String, _ name: String, in location: FixtureLocation? = nil) -> Fixture {
+        Fixture(name: name, location: location, isFolder: false) { file, store, decoder in
+            try FixtureLoading.records(try store.entity(named: entity), from: file, into: store, decoder: decoder)
+        }
+    }
+
     /// Every `.json`, `.jsonl` and `.ndjson` file of a folder, in name order, each loaded as ``records(_:_:in:)``:
     /// the pages of a recorded API response (`page-01.json`, `page-02.json`, …).
     public static func folder<T: EntityObject>(_ type: T.Type, _ name: String, in location: FixtureLocation? = nil) -> Fixture {
@@ -51,8 +59,8 @@ public struct Fixture: Sendable {
     /// A file whose name starts with no entity of the store fails with the entity names it could have had.
     public static func folder(_ name: String, in location: FixtureLocation? = nil) -> Fixture {
         Fixture(name: name, location: location, isFolder: true) { file, store, decoder in
-            let type = try FixtureLoading.entity(named: file, in: store)
-            try FixtureLoading.records(type, from: file, into: store, decoder: decoder)
+            let entity = try FixtureLoading.entity(named: file, in: store)
+            try FixtureLoading.records(entity, from: file, into: store, decoder: decoder)
         }
     }
 
@@ -99,24 +107,47 @@ enum FixtureLoading {
     }
 
     /// The entity a file of a seed folder holds, by its name (see ``Fixture/folder(_:in:)``).
-    static func entity(named file: URL, in store: Store) throws -> any EntityObject.Type {
+    static func entity(named file: URL, in store: Store) throws -> EntityDescription {
         let name = file.deletingPathExtension().lastPathComponent
         let unnumbered = name.drop { $0.isNumber }.drop { $0 == "-" || $0 == "_" || $0 == " " || $0 == "." }
         let descriptions = store.entityDescriptions.sorted { $0.name.count > $1.name.count }
         for description in descriptions {
             guard unnumbered.lowercased().hasPrefix(description.name.lowercased()) else { continue }
             let rest = unnumbered.dropFirst(description.name.count)
-            if rest.first.map({ !$0.isLetter && !$0.isNumber }) ?? true { return description.type }
+            if rest.first.map({ !$0.isLetter && !$0.isNumber }) ?? true { return description }
         }
         throw FixtureError(
             .invalidFixture, file: file.path,
             message: "the file name starts with no entity of the store (\(store.entityDescriptions.map(\.name).sorted().joined(separator: ", ")))")
     }
 
+    /// Records of an entity, compiled or described at run time.
+    static func records(_ entity: EntityDescription, from file: URL, into store: Store, decoder: StoreDecoder) throws {
+        if !entity.isRuntime { return try records(entity.type, from: file, into: store, decoder: decoder) }
+        try records(
+            from: file, into: store,
+            importLines: { try store.importJSON(entity: entity.name, from: .file(file.path), options: $0) },
+            decodeArray: { data, context in _ = try decoder.decodeObjects(entity.name, from: data, into: context) },
+            decodeObject: { data, context in _ = try decoder.decodeObject(entity.name, from: data, into: context) },
+            decoder: decoder)
+    }
+
     static func records<T: EntityObject>(_ type: T.Type, from file: URL, into store: Store, decoder: StoreDecoder) throws {
+        try records(
+            from: file, into: store,
+            importLines: { try store.importJSON(T.self, from: .file(file.path), options: $0) },
+            decodeArray: { data, context in _ = try decoder.decode(Many<T>.self, from: data, into: context) },
+            decodeObject: { data, context in _ = try decoder.decode(One<T>.self, from: data, into: context) },
+            decoder: decoder)
+    }
+
+    private static func records(
+        from file: URL, into store: Store, importLines: (ImportOptions) throws -> ImportReport,
+        decodeArray: (Data, Context) throws -> Void, decodeObject: (Data, Context) throws -> Void, decoder: StoreDecoder
+    ) throws {
         if ["jsonl", "ndjson"].contains(file.pathExtension.lowercased()) {
             do {
-                _ = try store.importJSON(T.self, from: .file(file.path), options: ImportOptions(layout: .jsonLines, decoder: decoder))
+                _ = try importLines(ImportOptions(layout: .jsonLines, decoder: decoder))
             } catch let error as ImportError {
                 throw FixtureError(
                     .invalidFixture, file: file.path, line: error.line, column: error.column, jsonPath: error.codingPath,
@@ -129,9 +160,9 @@ enum FixtureLoading {
         do {
             try store.write { context in
                 if isArray {
-                    _ = try decoder.decode(Many<T>.self, from: data, into: context)
+                    try decodeArray(data, context)
                 } else {
-                    _ = try decoder.decode(One<T>.self, from: data, into: context)
+                    try decodeObject(data, context)
                 }
             }
         } catch {

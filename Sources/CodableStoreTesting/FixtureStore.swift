@@ -42,12 +42,14 @@ public final class FixtureStore: Sendable {
     let testFolder: URL
     private let temporaryFolder: URL?
 
-    /// Makes a store for `entities` and loads `fixtures` into it, in order.
+    /// Makes a store for `entities` (and `runtimeEntities`, described at run time: a model file's) and loads
+    /// `fixtures` into it, in order.
     ///
     /// - Throws: ``FixtureError`` naming the fixture file, the line and column and the JSON path of what failed to
     ///   load, or the store's error when it cannot be opened.
     public init(
         entities: [any EntityObject.Type],
+        runtimeEntities: [EntityDescription] = [],
         fixtures: [Fixture] = [],
         decoder: StoreDecoder = StoreDecoder(),
         location: FixtureLocation? = nil,
@@ -59,13 +61,15 @@ public final class FixtureStore: Sendable {
         let options = statements.recording(into: options)
         switch storage {
         case .inMemory:
-            store = try Store.inMemory(entities: entities, options: options)
+            store = try Store.inMemory(entities: entities, runtimeEntities: runtimeEntities, options: options)
             temporaryFolder = nil
         case .temporaryFile:
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("CodableStoreTesting-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             temporaryFolder = folder
-            store = try Store(path: folder.appendingPathComponent("store.sqlite").path, entities: entities, options: options)
+            store = try Store(
+                path: folder.appendingPathComponent("store.sqlite").path, entities: entities, runtimeEntities: runtimeEntities,
+                options: options)
         }
         self.statements = statements
         self.location = location ?? .folder(relativeTo: filePath)

@@ -39,6 +39,28 @@ struct PostgresCLITests {
         #expect(stablePostgres.stdout == stableSQLite.stdout)
     }
 
+    /// A model file's import into PostgreSQL stores what it stores in SQLite (and what the built-in model does).
+    @Test func aModelFileImportsIntoPostgreSQLAsIntoSQLite() throws {
+        let dump = CLI.fixtures.appendingPathComponent("apis/github-issues.json").path
+        let directory = try CLI.temporaryDirectory()
+        let model = directory.appendingPathComponent("github.yaml").path
+        #expect(try CLI.run(["infer", dump, "--name", "Issue", "-o", model]).status == 0)
+        let database = server + "?schema=cli_" + UUID().uuidString.lowercased().filter { $0 != "-" }
+        let file = directory.appendingPathComponent("github.sqlite").path
+        let intoPostgres = try CLI.run(["import", "--model", model, dump, "--store", database, "--json"])
+        #expect(intoPostgres.status == 0, "\(intoPostgres.stderr)")
+        let intoSQLite = try CLI.run(["import", "--model", model, dump, "--store", file, "--json"])
+        let postgresReport = try JSONDecoder().decode(ImportReport.self, from: Data(intoPostgres.stdout.utf8))
+        let sqliteReport = try JSONDecoder().decode(ImportReport.self, from: Data(intoSQLite.stdout.utf8))
+        #expect(postgresReport.entities == sqliteReport.entities)
+        #expect(postgresReport.entities["User"]?.inserted == 3)
+        let stablePostgres = try CLI.run(["export", "--model", model, "--store", database, "--stable"])
+        let stableSQLite = try CLI.run(["export", "--model", model, "--store", file, "--stable"])
+        #expect(stablePostgres.status == 0, "\(stablePostgres.stderr)")
+        #expect(stablePostgres.stdout.contains("\"octocat\""))
+        #expect(stablePostgres.stdout == stableSQLite.stdout)
+    }
+
     /// An export's records with each record's labels sorted by id, as JSON with sorted keys.
     static func labelsSorted(_ export: String) throws -> String {
         var records = try #require(try JSONSerialization.jsonObject(with: Data(export.utf8)) as? [[String: Any]])

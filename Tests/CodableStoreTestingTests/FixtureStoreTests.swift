@@ -128,3 +128,45 @@ import Testing
         #expect(error.file?.hasSuffix("01-Postman.json") == true)
     }
 }
+
+/// Fixtures of entities described at run time (a model file's) load as a class's do.
+@Suite struct RuntimeFixtureTests {
+    /// The test model (Author, Post, Tag) described at run time, with the same names, keys and relationships.
+    static func runtimeEntities() -> [EntityDescription] {
+        var author = RuntimeEntityBuilder(name: "Author")
+        author.attribute("id", .integer)
+        author.attribute("login", .string, optional: true)
+        author.relationship("posts", to: "Post", kind: .toManyUnordered)
+        var post = RuntimeEntityBuilder(name: "Post")
+        post.attribute("id", .integer)
+        post.attribute("title", .string)
+        post.relationship("author", to: "Author")
+        post.relationship("tags", to: "Tag", kind: .toManyUnordered)
+        var tag = RuntimeEntityBuilder(name: "Tag")
+        tag.attribute("name", .string)
+        tag.relationship("posts", to: "Post", kind: .toManyUnordered)
+        return [author.build(identity: ["id"]), post.build(identity: ["id"]), tag.build(identity: ["name"])]
+    }
+
+    @Test func aSeedFolderAndRecordsByEntityNameStoreWhatTheClassesStore() throws {
+        let resources = FixtureLocation.bundle(Bundle.module)
+        let compiled = try FixtureStore(
+            entities: entities,
+            fixtures: [.folder("seed", in: resources), .records(Post.self, "posts.jsonl", in: resources), .records(Post.self, "single-post.json", in: resources), .records(Author.self, "authors.json")])
+        let runtime = try FixtureStore(
+            entities: [], runtimeEntities: Self.runtimeEntities(),
+            fixtures: [.folder("seed", in: resources), .records(entity: "Post", "posts.jsonl", in: resources), .records(entity: "Post", "single-post.json", in: resources), .records(entity: "Author", "authors.json")])
+        let expected = String(decoding: try compiled.store.stableExport(), as: UTF8.self)
+        #expect(expected.contains("\"Engines\""))
+        #expect(String(decoding: try runtime.store.stableExport(), as: UTF8.self) == expected)
+        let titles = try runtime.store.read { context in
+            try context.fetch("Post", orderBy: [.ascending("id")]).map { try $0.value("title", as: String.self) }
+        }
+        #expect(titles.contains("Engines"))
+        // A file of an entity the store does not have names the ones it has.
+        let error = try #require(throws: StoreError.self) {
+            try runtime.load([.records(entity: "Comment", "authors.json")])
+        }
+        #expect(error.code == .unknownEntity)
+    }
+}

@@ -191,7 +191,7 @@ public struct RuntimeEntityBuilder: Sendable {
 /// let snapshot = issue.snapshot()                  // Sendable values, for another thread
 /// ```
 /// Assigning a value of the wrong type, or to a name that is not a field, stops the program (as a wrong type does
-/// in Swift); ``setValue(_:for:)`` throws instead.
+/// in Swift); ``setValue(_:for:)-(DatabaseValue,_)`` throws instead.
 public final class RuntimeObject: EntityObject, CustomStringConvertible {
     public let entityState = EntityState()
     /// The object's entity.
@@ -283,7 +283,7 @@ public final class RuntimeObject: EntityObject, CustomStringConvertible {
     }
 
     /// An attribute's value as stored, by name: nil when the entity has no attribute of that name. Assigning stops
-    /// the program on an unknown name or a value of the wrong type (``setValue(_:for:)`` throws instead).
+    /// the program on an unknown name or a value of the wrong type (``setValue(_:for:)-(DatabaseValue,_)`` throws instead).
     public subscript(_ name: String) -> DatabaseValue? {
         get {
             guard let field = entity.field(named: name), case .attribute = field else { return nil }

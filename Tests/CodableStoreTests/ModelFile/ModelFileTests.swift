@@ -311,6 +311,40 @@ import Testing
                 == "the index names title, which is no attribute or to-one relationship of Issue")
     }
 
+    /// Plain scalars are typed as YAML's core schema types them (without Yams' regular expressions); quoted ones are
+    /// strings.
+    @Test func plainScalarsAreTypedAndQuotedOnesAreText() throws {
+        let model = try ModelFile.parse(
+            entity(
+                """
+                attributes:
+                  a: {type: double, default: 1_500.25}
+                  b: {type: double, default: -2e3}
+                  c: {type: bool, default: yes}
+                  d: {type: bool, default: Off}
+                  e: {type: string, default: "true"}
+                  f: {type: string, default: '12'}
+                  g: {type: integer, default: +7}
+                  h: {type: string, default: 0x1F}
+                  i: {type: double, default: .inf}
+                relationships:
+                  parent: {to: Issue, many: True, ordered: NO}
+                """), file: "model.yaml")
+        let defaults = model.entities[0].attributes.map(\.defaultValue)
+        #expect(
+            defaults == [
+                .double(1_500.25), .double(-2_000), .bool(true), .bool(false), .string("true"), .string("12"), .integer(7),
+                .string("0x1F"), .double(.infinity),
+            ])
+        #expect(model.entities[0].relationships[0].isToMany)
+        #expect(!model.entities[0].relationships[0].isOrdered)
+        #expect(try ModelFile.parse("version: +1\nentities:\n  A: {}\n").entities.map(\.name) == ["A"])
+        #expect(
+            try #require(error(of: entity("attributes:\n  n: {type: integer, default: ~}"))).message
+                == "a default cannot be null: leave it out, and make the attribute optional")
+        #expect(try #require(error(of: entity("attributes:\n  n: null"))).message.contains("found nothing"))
+    }
+
     /// A model built in code is checked by the same rules, without a file to point at.
     @Test func aModelBuiltInCodeIsValidatedToo() throws {
         let model = ModelFile(entities: [
