@@ -327,7 +327,11 @@ extension StoreDecoderImpl {
         identity: Context.IdentityKey? = nil, leavingFieldsToHook: Bool = false
     ) throws -> any EntityObject {
         let description = mapping.description
-        var values = session.takeFieldValues(count: description.fields.count)
+        // An object described at run time keeps the array it is made from: one of its own size, not the session's.
+        var values =
+            description.isRuntime
+            ? Array(repeating: DatabaseValue.null, count: description.fields.count)
+            : session.takeFieldValues(count: description.fields.count)
         var hint = JSONTape.LookupHint()
         try description.forEachAttribute { attribute in
             // A stub's identity, or the key decoded from this JSON object: its values, not decoded again.
@@ -364,7 +368,7 @@ extension StoreDecoderImpl {
             }
         }
         let object = try context.makeObject(entity: mapping.index, values: values, identity: identity ?? stubIdentity)
-        session.giveBack(values)
+        if !description.isRuntime { session.giveBack(values) }
         // To-many relationships the JSON does not set start unloaded rather than empty: they are read from the
         // store (after a flush) if anyone asks, and meanwhile the inverse updates of a large import (a user
         // gaining thousands of issues) do not have to maintain them in memory.

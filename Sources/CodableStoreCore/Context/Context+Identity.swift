@@ -408,7 +408,7 @@ extension Context {
     /// Creates and inserts a new object from values by field index (relationship slots are ignored).
     func makeObject(entity: Int, values: [DatabaseValue], identity: IdentityKey?) throws -> any EntityObject {
         let mapping = model.mappings[entity]
-        let object = try mapping.description.makeObject(EntityRow(values: values, mapping: mapping))
+        let object = try mapping.description.makeObject(EntityRow(values: values, mapping: mapping, decoded: true))
         try insertCreated(object, mapping, identity: identity)
         return object
     }

@@ -203,15 +203,31 @@ extension Context {
     public func snapshots<T: EntityObject>(
         _ type: T.Type, where predicate: EntityPredicate<T>? = nil, orderBy sort: [Sort<T>] = [], limit: Int? = nil
     ) throws -> [Snapshot<T>] {
-        let mapping = try prepare(T.self)
+        try snapshots(try model.mapping(for: T.self), where: predicate, orderBy: sort, limit: limit)
+    }
+
+    /// Snapshots of the objects of the entity named `entity`, described at run time, read by field name
+    /// (`snapshot[field: "title"]`).
+    public func snapshots(
+        _ entity: String, where predicate: EntityPredicate<RuntimeObject>? = nil, orderBy sort: [Sort<RuntimeObject>] = [],
+        limit: Int? = nil
+    ) throws -> [Snapshot<RuntimeObject>] {
+        try snapshots(try model.mapping(named: entity), where: predicate, orderBy: sort, limit: limit)
+    }
+
+    func snapshots<T: EntityObject>(
+        _ mapping: EntitySchema, where predicate: EntityPredicate<T>?, orderBy sort: [Sort<T>], limit: Int?
+    ) throws -> [Snapshot<T>] {
+        try flush()
         let query = try storage.select(mapping, where: predicate, orderBy: sort, limit: limit)
         let statement = try connection.cached(query.sql)
         defer { statement.reset() }
         try statement.bind(query.arguments)
+        let names = mapping.description.isRuntime ? mapping.description.fields.map(\.name) : nil
         var rows: [Snapshot<T>] = []
         while try statement.step() {
             let values: [DatabaseValue?] = mapping.columnOfField.map { column in column > 0 ? statement.value(at: column) : nil }
-            rows.append(Snapshot(rowID: statement.int64(at: 0), values: values))
+            rows.append(Snapshot(rowID: statement.int64(at: 0), values: values, fieldNames: names))
         }
         return rows
     }

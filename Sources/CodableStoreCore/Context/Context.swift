@@ -467,8 +467,9 @@ public final class Context {
         }
         let entity: Int
         let type = ObjectIdentifier(Swift.type(of: object))
-        if let runtime = object as? RuntimeObject {
-            entity = try model.mapping(of: runtime).index
+        if type == ObjectIdentifier(RuntimeObject.self) {
+            // One class for every entity described at run time: the entity is the object's.
+            entity = try model.mapping(of: unsafeDowncast(object, to: RuntimeObject.self)).index
         } else if type == lastInsertedType {
             entity = lastInsertedEntity
         } else {

@@ -20,6 +20,9 @@ public struct Snapshot<Entity: EntityObject>: Sendable, Hashable {
     public let rowID: Int64
     /// Stored values by field index (attributes, and to-one relationships as row ids).
     let values: [DatabaseValue?]
+    /// The field names of an entity described at run time (its snapshots are `Snapshot<RuntimeObject>`, whose class
+    /// describes no field); nil for a compiled entity.
+    var fieldNames: [String]? = nil
 
     /// An attribute's value. A value that does not fit its type (impossible unless the file was edited
     /// by hand) reads as the attribute's default conversion failure: this traps, as reading a corrupt
@@ -45,7 +48,8 @@ public struct Snapshot<Entity: EntityObject>: Sendable, Hashable {
 
     /// A field's stored value by name, or nil if the entity has no such stored field.
     public subscript(field name: String) -> DatabaseValue? {
-        guard let field = Entity.entityDescription.fields.firstIndex(where: { $0.name == name }) else { return nil }
+        let field = fieldNames.map { $0.firstIndex(of: name) } ?? Entity.entityDescription.fields.firstIndex { $0.name == name }
+        guard let field else { return nil }
         return values[field]
     }
 }
@@ -297,6 +301,53 @@ extension Store {
         return stream
     }
 
+    /// Observes a query of the entity named `entity`, described at run time, as ``observe(_:where:orderBy:)`` observes
+    /// a class's: its snapshots are read by field name (``Snapshot/subscript(field:)``).
+    ///
+    /// ```swift
+    /// for await change in store.observe("Issue", where: .field("state") == "open", orderBy: [.ascending("number")]) {
+    ///     print(change.rows.map { $0[field: "title"] })
+    /// }
+    /// ```
+    public func observe(
+        _ entity: String, where predicate: EntityPredicate<RuntimeObject>? = nil, orderBy sort: [Sort<RuntimeObject>] = []
+    ) -> QueryObservation<RuntimeObject> {
+        let (stream, continuation) = AsyncStream<QueryChange<RuntimeObject>>.makeStream(bufferingPolicy: .unbounded)
+        let model = self.model  // not the store: see startObserving
+        startObserving(
+            entity, { () throws(StoreError) in try model.mapping(named: entity) }, where: predicate, orderBy: sort,
+            send: { continuation.yield($0) },
+            fail: { failure, rows in
+                continuation.yield(QueryChange(failure: failure, rows: rows))
+                return true
+            },
+            end: { failure in
+                if let failure { continuation.yield(QueryChange(failure: failure, rows: [])) }
+                continuation.finish()
+            },
+            onTermination: { handler in continuation.onTermination = { _ in handler() } })
+        return stream
+    }
+
+    /// Observes a query of the entity named `entity` as ``observe(_:where:orderBy:)-(String,_,_)`` does, in a sequence
+    /// that ends at the first failure by throwing it.
+    public func observeThrowing(
+        _ entity: String, where predicate: EntityPredicate<RuntimeObject>? = nil, orderBy sort: [Sort<RuntimeObject>] = []
+    ) -> ThrowingQueryObservation<RuntimeObject> {
+        let (stream, continuation) = AsyncThrowingStream<QueryChange<RuntimeObject>, any Error>.makeStream(bufferingPolicy: .unbounded)
+        let model = self.model  // not the store: see startObserving
+        startObserving(
+            entity, { () throws(StoreError) in try model.mapping(named: entity) }, where: predicate, orderBy: sort,
+            send: { continuation.yield($0) },
+            fail: { failure, _ in
+                continuation.finish(throwing: failure)
+                return false
+            },
+            end: { failure in continuation.finish(throwing: failure) },
+            onTermination: { handler in continuation.onTermination = { _ in handler() } })
+        return stream
+    }
+
     /// Observes one object by its identity: its snapshot (or none) first, then after every committed
     /// transaction that touches its entity. Failures are reported as ``observe(_:where:orderBy:)`` reports them;
     /// an entity whose identity is not one attribute cannot be observed this way (a failure, then the end).
@@ -345,18 +396,35 @@ extension Store {
         end: @escaping @Sendable (StoreError?) -> Void,
         onTermination: (@escaping @Sendable () -> Void) -> Void
     ) {
+        // The model, not the store: the observer the store keeps must not keep the store (it ends when the store goes).
+        let model = self.model
+        startObserving(
+            "\(T.self)", { () throws(StoreError) in try model.mapping(for: T.self) }, where: predicate, orderBy: sort,
+            send: send, fail: fail, end: end, onTermination: onTermination)
+    }
+
+    /// ``startObserving(_:where:orderBy:send:fail:end:onTermination:)`` of the entity `mapping` gives, named `label`
+    /// in messages.
+    private func startObserving<T: EntityObject>(
+        _ label: String, _ mapping: @escaping @Sendable () throws(StoreError) -> EntitySchema, where predicate: EntityPredicate<T>?,
+        orderBy sort: [Sort<T>],
+        send: @escaping @Sendable (QueryChange<T>) -> Void,
+        fail: @escaping @Sendable (StoreError, [Snapshot<T>]) -> Bool,
+        end: @escaping @Sendable (StoreError?) -> Void,
+        onTermination: (@escaping @Sendable () -> Void) -> Void
+    ) {
         let evaluate: @Sendable (Context) throws -> [Snapshot<T>] = { context in
-            try context.snapshots(T.self, where: predicate, orderBy: sort)
+            try context.snapshots(try mapping(), where: predicate, orderBy: sort, limit: nil)
         }
         let root: EntitySchema
         let initial: [Snapshot<T>]
         listenForOtherProcesses()
         do {
-            root = try model.mapping(for: T.self)
+            root = try mapping()
             initial = try read(evaluate)
         } catch {
-            let failure = StoreError.observationFailed("\(T.self)", error)
-            options.logger.error("observation ended: its query failed", metadata: ["entity": "\(T.self)", "error": "\(error)"])
+            let failure = StoreError.observationFailed(label, error)
+            options.logger.error("observation ended: its query failed", metadata: ["entity": "\(label)", "error": "\(error)"])
             end(failure)
             return
         }
@@ -365,7 +433,7 @@ extension Store {
         // The rows last sent: what the next change is computed from, and what a failure change shows.
         let previous = Locked(initial)
         let id = observers.add(
-            ObserverRegistry.Observer(entities: entities, entity: "\(T.self)") { context in
+            ObserverRegistry.Observer(entities: entities, entity: label) { context in
                 let current = try evaluate(context)
                 let change = previous.withLock { previous in
                     defer { previous = current }

@@ -73,8 +73,9 @@ public final class EntityDescription: Sendable {
         /// Unknown-reference policies by relationship field (a compiled entity declares them with
         /// ``EntityReferencePolicies``).
         let referencePolicies: [Int: StoreDecoder.UnknownReferencePolicy]
-        /// The number of to-one and to-many slots a ``RuntimeObject`` of the entity keeps.
-        let slots: (values: Int, toOne: Int, toMany: Int)
+        /// Per relationship slot of a ``RuntimeObject`` of the entity (relationships in field order): whether it is
+        /// to-many.
+        let linkIsToMany: [Bool]
     }
 
     init(

@@ -30,13 +30,19 @@ public struct EntityRow {
         self.columnOffset = 0
     }
 
-    init(values: [DatabaseValue], mapping: EntitySchema) {
+    /// Values by field index: made by the decoder (`decoded`, already of the attributes' types), or read from a
+    /// backend whose statements are not SQLite's.
+    init(values: [DatabaseValue], mapping: EntitySchema, decoded: Bool = false) {
         self.statement = nil
         self.row = nil
         self.values = values
         self.mapping = mapping
         self.columnOffset = 0
+        self.valuesAreDecoded = decoded
     }
+
+    /// Whether ``values`` were made by the decoder, converted already.
+    private(set) var valuesAreDecoded = false
 
     /// Reads an attribute. Inlinable, so that each `init(row:)` reads its columns with the concrete types'
     /// conversions instead of generic ones.

@@ -59,8 +59,7 @@ public struct RuntimeEntityBuilder: Sendable {
     private var rules: [Int: RelationshipDeleteRule] = [:]
     private var policies: [Int: StoreDecoder.UnknownReferencePolicy] = [:]
     private var indexes: [(names: [String], unique: Bool)] = []
-    private var toOneCount = 0
-    private var toManyCount = 0
+    private var linkIsToMany: [Bool] = []
 
     public init(name: String) {
         self.name = name
@@ -112,14 +111,14 @@ public struct RuntimeEntityBuilder: Sendable {
     ) {
         let index = fields.count
         let relationship: RelationshipDescription
+        let slot = linkIsToMany.count
         if kind == .toOne {
-            relationship = RuntimeRelationships.toOne(name: name, index: index, destination: destination, slot: toOneCount)
-            toOneCount += 1
+            relationship = RuntimeRelationships.toOne(name: name, index: index, destination: destination, slot: slot)
         } else {
             relationship = RuntimeRelationships.toMany(
-                name: name, index: index, destination: destination, ordered: kind == .toManyOrdered, slot: toManyCount)
-            toManyCount += 1
+                name: name, index: index, destination: destination, ordered: kind == .toManyOrdered, slot: slot)
         }
+        linkIsToMany.append(kind != .toOne)
         if let inverse { inverses.append((index, inverse)) }
         if deleteRule != .nullify { rules[index] = deleteRule }
         if let unknownReferences { policies[index] = unknownReferences }
@@ -173,7 +172,7 @@ public struct RuntimeEntityBuilder: Sendable {
             codingKeyPaths: keys, indexes: indexDescriptions,
             declaredInverses: inverses.map { .init(field: $0.field, inverse: .name($0.name)) }, deleteRules: rules,
             problems: problems,
-            runtime: .init(referencePolicies: policies, slots: (fields.count, toOneCount, toManyCount)),
+            runtime: .init(referencePolicies: policies, linkIsToMany: linkIsToMany),
             makeObject: { row in try RuntimeObject(row: row) })
     }
 }
@@ -196,10 +195,18 @@ public final class RuntimeObject: EntityObject, CustomStringConvertible {
     public let entityState = EntityState()
     /// The object's entity.
     public let entity: EntityDescription
+    // The two stored properties opt out of run-time exclusivity checks, as `EntityState`'s do: the decoder writes
+    // every value through them, on the holding context's thread only. With the checks, an import through a model
+    // file spent 190 M instructions of its decoding thread on them (100k reference records, callgrind: +5% of the
+    // compiled model's whole decoding thread).
+
     /// Attribute values by field index (relationship positions hold `.null`).
-    var values: [DatabaseValue]
-    var toOne: [(any EntityObject)?]
-    var toMany: [RuntimeMembers]
+    @exclusivity(unchecked) var values: [DatabaseValue]
+    /// The relationships, one slot per relationship in field order; empty (no allocation) until one is set: most
+    /// objects an import keeps (users, labels) never hold a member in memory.
+    @exclusivity(unchecked) var links: [RuntimeLink] = []
+
+    public var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
 
     /// A new object of `entity`: attributes at their default values (or null), relationships empty. Insert it into a
     /// context to store it.
@@ -208,17 +215,14 @@ public final class RuntimeObject: EntityObject, CustomStringConvertible {
         self.entity = entity
         values = Array(repeating: .null, count: entity.fields.count)
         for attribute in entity.attributes { values[attribute.index] = attribute.defaultValue ?? .null }
-        toOne = Array(repeating: nil, count: entity.runtime!.slots.toOne)
-        toMany = Array(repeating: RuntimeMembers(), count: entity.runtime!.slots.toMany)
     }
 
     public init(row: EntityRow) throws {
         let entity = row.mapping.description
         self.entity = entity
-        toOne = Array(repeating: nil, count: entity.runtime?.slots.toOne ?? 0)
-        toMany = Array(repeating: RuntimeMembers(), count: entity.runtime?.slots.toMany ?? 0)
-        if row.statement == nil, row.row == nil {
-            // Values the decoder made, by field index: already converted to the attributes' types.
+        if row.valuesAreDecoded {
+            // Values the decoder made for this object, by field index, already converted to the attributes' types
+            // (the decoder gives an entity described at run time an array of its own: see `createEntity`).
             values = row.values
             return
         }
@@ -227,9 +231,10 @@ public final class RuntimeObject: EntityObject, CustomStringConvertible {
             let value: DatabaseValue
             if let statement = row.statement {
                 value = statement.value(at: row.column(of: attribute.index))
-            } else {
-                let stored = row.row!
+            } else if let stored = row.row {
                 value = stored[stored.startIndex + Int(row.column(of: attribute.index))]
+            } else {
+                value = row.values[attribute.index]
             }
             do throws(AttributeValueError) {
                 try attribute.writeValue(self, value)
@@ -237,6 +242,40 @@ public final class RuntimeObject: EntityObject, CustomStringConvertible {
                 throw row.mismatch(attribute.index, error)
             }
         }
+    }
+
+    /// The relationship slot `slot`, made with every other slot on first use.
+    @inline(__always)
+    func link(_ slot: Int) -> RuntimeLink? { links.isEmpty ? nil : links[slot] }
+
+    @inline(__always)
+    func setLink(_ slot: Int, _ link: RuntimeLink) {
+        if links.isEmpty { links = entity.runtime!.linkIsToMany.map { $0 ? .many(RuntimeMembers()) : .one(nil) } }
+        links[slot] = link
+    }
+
+    /// The to-one destination in `slot`.
+    @inline(__always)
+    func toOne(_ slot: Int) -> (any EntityObject)? {
+        if case .one(let object)? = link(slot) { return object }
+        return nil
+    }
+
+    /// The to-many members in `slot`.
+    @inline(__always)
+    func toMany(_ slot: Int) -> RuntimeMembers {
+        if case .many(let members)? = link(slot) { return members }
+        return RuntimeMembers()
+    }
+
+    /// Changes the to-many members in `slot` in place (no copy of the members).
+    @inline(__always)
+    func modifyMembers<R>(_ slot: Int, _ body: (inout RuntimeMembers) -> R) -> R {
+        if links.isEmpty { setLink(slot, .many(RuntimeMembers())) }
+        guard case .many(var members) = links[slot] else { preconditionFailure("relationship slot \(slot) is not to-many") }
+        links[slot] = .one(nil)  // the array's slot no longer holds the members: `members` is unique
+        defer { links[slot] = .many(members) }
+        return body(&members)
     }
 
     /// Not an entity: entities described at run time each have their own ``EntityDescription``, which the store is
@@ -528,10 +567,8 @@ enum RuntimeAttributes {
             }
         return AttributeDescription(
             name: name, index: index, valueType: V.self, defaultValue: defaultValue,
-            readValue: { object in RuntimeObject.of(object).values[index] },
-            writeValue: { object, value throws(AttributeValueError) in
-                RuntimeObject.of(object).values[index] = try V(databaseValue: value).databaseValue
-            },
+            readValue: reader(index),
+            writeValue: writer(index, stored(V.self), normalize: { value throws(AttributeValueError) in try V(databaseValue: value).databaseValue }),
             decodeDatabaseValue: decode,
             decodeAndAssign: { object, decoder in
                 let runtime = RuntimeObject.of(object)
@@ -544,6 +581,42 @@ enum RuntimeAttributes {
             },
             encodeValue: { object, encoder in try encode(RuntimeObject.of(object).values[index], encoder) },
             fastKind: fastKind, readsNumbersAsText: numbersAsText)
+    }
+
+    /// What a column of type `V` stores when no conversion is needed: its case, and whether NULL is allowed.
+    private static func stored<V: AttributeValue>(_ type: V.Type) -> (kind: DatabaseValue.Kind?, optional: Bool) {
+        let kind: DatabaseValue.Kind? =
+            switch V.attributeType {
+            case .integer: .integer
+            case .double, .date: .real
+            case .string: .text
+            default: nil  // bools (0 or 1), decimals, UUIDs, URLs, data and JSON are checked by their type
+            }
+        return (kind, V.isOptional)
+    }
+
+    // Not generic, unlike the closures of `make`: the decoder calls them for every value, and a closure made in a
+    // generic function looks up its type's metadata on each call (about 90 M instructions at 100k records).
+    private static func reader(_ index: Int) -> @Sendable (AnyObject) -> DatabaseValue {
+        { object in RuntimeObject.of(object).values[index] }
+    }
+
+    private static func writer(
+        _ index: Int, _ stored: (kind: DatabaseValue.Kind?, optional: Bool),
+        normalize: @escaping @Sendable (DatabaseValue) throws(AttributeValueError) -> DatabaseValue
+    ) -> @Sendable (AnyObject, DatabaseValue) throws(AttributeValueError) -> Void {
+        { object, value throws(AttributeValueError) in
+            // A value already of the column's kind needs no conversion.
+            if let kind = stored.kind, value.kind == kind {
+                RuntimeObject.of(object).values[index] = value
+                return
+            }
+            if value == .null, stored.optional {
+                RuntimeObject.of(object).values[index] = .null
+                return
+            }
+            RuntimeObject.of(object).values[index] = try normalize(value)
+        }
     }
 
     private static func decodeDate(from decoder: any Decoder, _ format: RuntimeDateFormat, optional: Bool) throws -> DatabaseValue {
@@ -577,43 +650,55 @@ enum RuntimeAttributes {
     }
 }
 
+/// One relationship slot of a ``RuntimeObject``.
+enum RuntimeLink {
+    case one((any EntityObject)?)
+    case many(RuntimeMembers)
+}
+
 /// The relationship descriptions of entities described at run time, over a ``RuntimeObject``'s slots.
 enum RuntimeRelationships {
     static func toOne(name: String, index: Int, destination: String, slot: Int) -> RelationshipDescription {
         RelationshipDescription(
             name: name, index: index, kind: .toOne, destination: RuntimeObject.self, destinationName: destination,
-            getOne: { RuntimeObject.of($0).toOne[slot] },
-            setOne: { owner, member in RuntimeObject.of(owner).toOne[slot] = member.map(RuntimeObject.of) },
-            getMany: { owner in RuntimeObject.of(owner).toOne[slot].map { [$0] } ?? [] },
-            setMany: { owner, members in RuntimeObject.of(owner).toOne[slot] = members.first },
+            getOne: { RuntimeObject.of($0).toOne(slot) },
+            setOne: { owner, member in RuntimeObject.of(owner).setLink(slot, .one(member.map(RuntimeObject.of))) },
+            getMany: { owner in RuntimeObject.of(owner).toOne(slot).map { [$0] } ?? [] },
+            setMany: { owner, members in RuntimeObject.of(owner).setLink(slot, .one(members.first)) },
             insertMember: { owner, member in
                 let runtime = RuntimeObject.of(owner)
-                if runtime.toOne[slot] === member { return false }
-                runtime.toOne[slot] = RuntimeObject.of(member)
+                if runtime.toOne(slot) === member { return false }
+                runtime.setLink(slot, .one(RuntimeObject.of(member)))
                 return true
             },
             removeMember: { owner, member in
                 let runtime = RuntimeObject.of(owner)
-                if runtime.toOne[slot] === member { runtime.toOne[slot] = nil }
+                if runtime.toOne(slot) === member { runtime.setLink(slot, .one(nil)) }
             },
-            containsMember: { RuntimeObject.of($0).toOne[slot] === $1 },
-            isEmpty: { RuntimeObject.of($0).toOne[slot] == nil })
+            containsMember: { RuntimeObject.of($0).toOne(slot) === $1 },
+            isEmpty: { RuntimeObject.of($0).toOne(slot) == nil })
     }
 
     static func toMany(name: String, index: Int, destination: String, ordered: Bool, slot: Int) -> RelationshipDescription {
         RelationshipDescription(
             name: name, index: index, kind: ordered ? .toManyOrdered : .toManyUnordered, destination: RuntimeObject.self,
             destinationName: destination,
-            getOne: { RuntimeObject.of($0).toMany[slot].list.first },
+            getOne: { RuntimeObject.of($0).toMany(slot).list.first },
             setOne: { owner, member in
-                RuntimeObject.of(owner).toMany[slot] = RuntimeMembers(member.map { [RuntimeObject.of($0)] } ?? [])
+                RuntimeObject.of(owner).setLink(slot, .many(RuntimeMembers(member.map { [RuntimeObject.of($0)] } ?? [])))
             },
-            getMany: { RuntimeObject.of($0).toMany[slot].list },
-            setMany: { owner, members in RuntimeObject.of(owner).toMany[slot] = RuntimeMembers(members) },
-            insertMember: { owner, member in RuntimeObject.of(owner).toMany[slot].insert(RuntimeObject.of(member)) },
-            removeMember: { owner, member in RuntimeObject.of(owner).toMany[slot].remove(member, ordered: ordered) },
-            containsMember: { RuntimeObject.of($0).toMany[slot].contains($1) },
-            isEmpty: { RuntimeObject.of($0).toMany[slot].list.isEmpty })
+            getMany: { RuntimeObject.of($0).toMany(slot).list },
+            setMany: { owner, members in RuntimeObject.of(owner).setLink(slot, .many(RuntimeMembers(members))) },
+            insertMember: { owner, member in
+                RuntimeObject.of(owner).modifyMembers(slot) { $0.insert(RuntimeObject.of(member)) }
+            },
+            removeMember: { owner, member in
+                let runtime = RuntimeObject.of(owner)
+                guard runtime.toMany(slot).contains(member) else { return }
+                runtime.modifyMembers(slot) { $0.remove(member, ordered: ordered) }
+            },
+            containsMember: { RuntimeObject.of($0).toMany(slot).contains($1) },
+            isEmpty: { RuntimeObject.of($0).toMany(slot).list.isEmpty })
     }
 }
 

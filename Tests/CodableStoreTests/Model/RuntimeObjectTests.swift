@@ -106,6 +106,37 @@ import Testing
         #expect(try storedRows(store, #"SELECT count(*) FROM "Book""#) == [["0"]])
     }
 
+    @Test(arguments: Backend.available)
+    func observationsAndSnapshotsByNameFollowCommits(_ backend: Backend) async throws {
+        let store = try backend.makeStore(entities: [], runtimeEntities: Self.model())
+        var changes = store.observe("Book", where: .field("pages") >= 100, orderBy: [.ascending("isbn")]).makeAsyncIterator()
+        #expect(await changes.next()?.rows.isEmpty == true)
+        try await store.write { context in _ = try StoreDecoder().decodeObjects("Author", from: Data(Self.json.utf8), into: context) }
+        let change = try #require(await changes.next())
+        #expect(change.rows.map { $0[field: "isbn"] } == [.text("111"), .text("222")])
+        #expect(change.inserted == [0, 1])
+        #expect(change.rows.first?[field: "nope"] == nil)
+        let snapshots = try await store.read { context in try context.snapshots("Author", orderBy: [.descending("id")]) }
+        #expect(snapshots.map { $0[field: "name"] } == [.text("Alan"), .text("Ada")])
+        var failing = store.observeThrowing("Publisher").makeAsyncIterator()
+        let error = await #expect(throws: StoreError.self) { _ = try await failing.next() }
+        #expect(error?.code == .observationFailed)
+    }
+
+    /// The store keeps its observers, and an observer must not keep the store: the sequence ends with it.
+    @Test func anObservationByNameEndsWhenTheStoreGoesAway() async throws {
+        var store: Store? = try Store.inMemory(entities: [], runtimeEntities: Self.model())
+        let observation = try #require(store).observe("Author")
+        let task = Task {
+            var count = 0
+            for await _ in observation { count += 1 }
+            return count
+        }
+        try await Task.sleep(for: .milliseconds(20))
+        store = nil
+        #expect(await task.value == 1)
+    }
+
     @Test func wrongNamesTypesAndEntitiesAreRefusedWithWhatIsWrong() throws {
         let store = try Store.inMemory(entities: [], runtimeEntities: Self.model())
         try store.write { context in
