@@ -165,29 +165,10 @@ extension JSONValue {
     /// The value as compact JSON text with every object's keys sorted (by their UTF-8 bytes), numbers as written:
     /// one text for equal values whatever the order of their members (a JSON attribute described at run time).
     func writeSorted(into output: inout [UInt8]) {
-        switch self {
-        case .array(let elements):
-            output.append(UInt8(ascii: "["))
-            for (offset, element) in elements.enumerated() {
-                if offset > 0 { output.append(UInt8(ascii: ",")) }
-                element.writeSorted(into: &output)
-            }
-            output.append(UInt8(ascii: "]"))
-        case .object(let members):
-            output.append(UInt8(ascii: "{"))
-            for (offset, (key, value)) in members.sorted(by: { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }).enumerated() {
-                if offset > 0 { output.append(UInt8(ascii: ",")) }
-                Self.writeString(key, into: &output)
-                output.append(UInt8(ascii: ":"))
-                value.writeSorted(into: &output)
-            }
-            output.append(UInt8(ascii: "}"))
-        default:
-            write(into: &output)
-        }
+        write(into: &output, sortingKeys: true)
     }
 
-    private func write(into output: inout [UInt8]) {
+    private func write(into output: inout [UInt8], sortingKeys: Bool = false) {
         switch self {
         case .null: output += "null".utf8
         case .bool(let value): output += (value ? "true" : "false").utf8
@@ -197,16 +178,17 @@ extension JSONValue {
             output.append(UInt8(ascii: "["))
             for (offset, element) in elements.enumerated() {
                 if offset > 0 { output.append(UInt8(ascii: ",")) }
-                element.write(into: &output)
+                element.write(into: &output, sortingKeys: sortingKeys)
             }
             output.append(UInt8(ascii: "]"))
         case .object(let members):
             output.append(UInt8(ascii: "{"))
-            for (offset, (key, value)) in members.enumerated() {
+            let ordered = sortingKeys ? members.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) } : members
+            for (offset, (key, value)) in ordered.enumerated() {
                 if offset > 0 { output.append(UInt8(ascii: ",")) }
                 Self.writeString(key, into: &output)
                 output.append(UInt8(ascii: ":"))
-                value.write(into: &output)
+                value.write(into: &output, sortingKeys: sortingKeys)
             }
             output.append(UInt8(ascii: "}"))
         }

@@ -68,6 +68,7 @@ package final class Schema: Sendable {
         for name in names where name.hasPrefix("_") || name.lowercased().hasPrefix("sqlite_") {
             problems.append("entity name \(name) is reserved")
         }
+        var unresolved = false
         for description in descriptions {
             for relationship in description.relationships {
                 guard let destination = destinationIndex(relationship), description.isRuntime,
@@ -80,9 +81,11 @@ package final class Schema: Sendable {
                 let known = names.sorted().joined(separator: ", ")
                 problems.append(
                     "\(description.name).\(relationship.name): its destination \(relationship.destinationName ?? "?") is not an entity of the model (\(known))")
+                unresolved = true
             }
         }
-        if !problems.isEmpty {
+        // What follows resolves every destination: a name that resolves to nothing ends the checks here.
+        if unresolved {
             throw StoreError(
                 .invalidModel, "the entities are not a valid model: " + problems.joined(separator: "; "), differences: problems)
         }

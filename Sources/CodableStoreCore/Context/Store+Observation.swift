@@ -247,19 +247,9 @@ extension Store {
     public func observe<T: EntityObject>(
         _ type: T.Type, where predicate: EntityPredicate<T>? = nil, orderBy sort: [Sort<T>] = []
     ) -> QueryObservation<T> {
-        let (stream, continuation) = AsyncStream<QueryChange<T>>.makeStream(bufferingPolicy: .unbounded)
-        startObserving(
-            T.self, where: predicate, orderBy: sort, send: { continuation.yield($0) },
-            fail: { failure, rows in
-                continuation.yield(QueryChange(failure: failure, rows: rows))
-                return true
-            },
-            end: { failure in
-                if let failure { continuation.yield(QueryChange(failure: failure, rows: [])) }
-                continuation.finish()
-            },
-            onTermination: { handler in continuation.onTermination = { _ in handler() } })
-        return stream
+        // The model, not the store: the observer the store keeps must not keep the store (it ends when the store goes).
+        let model = self.model
+        return observation("\(T.self)", { () throws(StoreError) in try model.mapping(for: T.self) }, where: predicate, orderBy: sort)
     }
 
     /// Observes a query as ``observe(_:where:orderBy:)`` does, in a sequence that ends at the first failure by
@@ -289,16 +279,9 @@ extension Store {
     public func observeThrowing<T: EntityObject>(
         _ type: T.Type, where predicate: EntityPredicate<T>? = nil, orderBy sort: [Sort<T>] = []
     ) -> ThrowingQueryObservation<T> {
-        let (stream, continuation) = AsyncThrowingStream<QueryChange<T>, any Error>.makeStream(bufferingPolicy: .unbounded)
-        startObserving(
-            T.self, where: predicate, orderBy: sort, send: { continuation.yield($0) },
-            fail: { failure, _ in
-                continuation.finish(throwing: failure)
-                return false
-            },
-            end: { failure in continuation.finish(throwing: failure) },
-            onTermination: { handler in continuation.onTermination = { _ in handler() } })
-        return stream
+        let model = self.model  // not the store: see observe(_:where:orderBy:)
+        return throwingObservation(
+            "\(T.self)", { () throws(StoreError) in try model.mapping(for: T.self) }, where: predicate, orderBy: sort)
     }
 
     /// Observes a query of the entity named `entity`, described at run time, as ``observe(_:where:orderBy:)`` observes
@@ -312,11 +295,28 @@ extension Store {
     public func observe(
         _ entity: String, where predicate: EntityPredicate<RuntimeObject>? = nil, orderBy sort: [Sort<RuntimeObject>] = []
     ) -> QueryObservation<RuntimeObject> {
-        let (stream, continuation) = AsyncStream<QueryChange<RuntimeObject>>.makeStream(bufferingPolicy: .unbounded)
-        let model = self.model  // not the store: see startObserving
+        let model = self.model  // not the store: see observe(_:where:orderBy:)
+        return observation(entity, { () throws(StoreError) in try model.mapping(named: entity) }, where: predicate, orderBy: sort)
+    }
+
+    /// Observes a query of the entity named `entity` as ``observe(_:where:orderBy:)-(String,_,_)`` does, in a sequence
+    /// that ends at the first failure by throwing it.
+    public func observeThrowing(
+        _ entity: String, where predicate: EntityPredicate<RuntimeObject>? = nil, orderBy sort: [Sort<RuntimeObject>] = []
+    ) -> ThrowingQueryObservation<RuntimeObject> {
+        let model = self.model  // not the store: see observe(_:where:orderBy:)
+        return throwingObservation(
+            entity, { () throws(StoreError) in try model.mapping(named: entity) }, where: predicate, orderBy: sort)
+    }
+
+    /// The sequence of ``observe(_:where:orderBy:)``: failures are sent as changes, and it goes on.
+    private func observation<T: EntityObject>(
+        _ label: String, _ mapping: @escaping @Sendable () throws(StoreError) -> EntitySchema, where predicate: EntityPredicate<T>?,
+        orderBy sort: [Sort<T>]
+    ) -> QueryObservation<T> {
+        let (stream, continuation) = AsyncStream<QueryChange<T>>.makeStream(bufferingPolicy: .unbounded)
         startObserving(
-            entity, { () throws(StoreError) in try model.mapping(named: entity) }, where: predicate, orderBy: sort,
-            send: { continuation.yield($0) },
+            label, mapping, where: predicate, orderBy: sort, send: { continuation.yield($0) },
             fail: { failure, rows in
                 continuation.yield(QueryChange(failure: failure, rows: rows))
                 return true
@@ -329,16 +329,14 @@ extension Store {
         return stream
     }
 
-    /// Observes a query of the entity named `entity` as ``observe(_:where:orderBy:)-(String,_,_)`` does, in a sequence
-    /// that ends at the first failure by throwing it.
-    public func observeThrowing(
-        _ entity: String, where predicate: EntityPredicate<RuntimeObject>? = nil, orderBy sort: [Sort<RuntimeObject>] = []
-    ) -> ThrowingQueryObservation<RuntimeObject> {
-        let (stream, continuation) = AsyncThrowingStream<QueryChange<RuntimeObject>, any Error>.makeStream(bufferingPolicy: .unbounded)
-        let model = self.model  // not the store: see startObserving
+    /// The sequence of ``observeThrowing(_:where:orderBy:)``: the first failure ends it.
+    private func throwingObservation<T: EntityObject>(
+        _ label: String, _ mapping: @escaping @Sendable () throws(StoreError) -> EntitySchema, where predicate: EntityPredicate<T>?,
+        orderBy sort: [Sort<T>]
+    ) -> ThrowingQueryObservation<T> {
+        let (stream, continuation) = AsyncThrowingStream<QueryChange<T>, any Error>.makeStream(bufferingPolicy: .unbounded)
         startObserving(
-            entity, { () throws(StoreError) in try model.mapping(named: entity) }, where: predicate, orderBy: sort,
-            send: { continuation.yield($0) },
+            label, mapping, where: predicate, orderBy: sort, send: { continuation.yield($0) },
             fail: { failure, _ in
                 continuation.finish(throwing: failure)
                 return false
@@ -386,25 +384,10 @@ extension Store {
         return .sql("\(quoteIdentifier(mapping.identityColumns[0])) = ?", [value.databaseValue])
     }
 
-    /// Registers an observation and sends its first results. `send` sends a change; `fail` reports a failed
-    /// refresh with the rows last sent and says whether the observation goes on; `end` ends it (with the failure
-    /// of the first read, if that failed); `onTermination` installs what the sequence's end must do.
-    private func startObserving<T: EntityObject>(
-        _ type: T.Type, where predicate: EntityPredicate<T>?, orderBy sort: [Sort<T>],
-        send: @escaping @Sendable (QueryChange<T>) -> Void,
-        fail: @escaping @Sendable (StoreError, [Snapshot<T>]) -> Bool,
-        end: @escaping @Sendable (StoreError?) -> Void,
-        onTermination: (@escaping @Sendable () -> Void) -> Void
-    ) {
-        // The model, not the store: the observer the store keeps must not keep the store (it ends when the store goes).
-        let model = self.model
-        startObserving(
-            "\(T.self)", { () throws(StoreError) in try model.mapping(for: T.self) }, where: predicate, orderBy: sort,
-            send: send, fail: fail, end: end, onTermination: onTermination)
-    }
-
-    /// ``startObserving(_:where:orderBy:send:fail:end:onTermination:)`` of the entity `mapping` gives, named `label`
-    /// in messages.
+    /// Registers an observation of the entity `mapping` gives (named `label` in messages) and sends its first
+    /// results. `send` sends a change; `fail` reports a failed refresh with the rows last sent and says whether the
+    /// observation goes on; `end` ends it (with the failure of the first read, if that failed); `onTermination`
+    /// installs what the sequence's end must do.
     private func startObserving<T: EntityObject>(
         _ label: String, _ mapping: @escaping @Sendable () throws(StoreError) -> EntitySchema, where predicate: EntityPredicate<T>?,
         orderBy sort: [Sort<T>],
