@@ -47,7 +47,7 @@ extension Store {
         try importJSON(try model.mapping(for: T.self), from: source, options: options, syncing: scope)
     }
 
-    /// Imports a dump of records of the entity named `entity`, described at run time (``RuntimeEntityBuilder``, or a
+    /// Imports a dump of records of the entity named `entity`, described at run time (`RuntimeEntityBuilder`, or a
     /// model file read by `CodableStoreModelFile`), exactly as ``importJSON(_:from:options:syncing:)`` imports a
     /// compiled entity's: the same pipeline, options, report and errors.
     ///

@@ -7,7 +7,7 @@ import Foundation
 #endif
 
 extension ModelFile {
-    /// The file's entities as descriptions a store runs directly (``RuntimeEntityBuilder``): give them to
+    /// The file's entities as descriptions a store runs directly (`RuntimeEntityBuilder`): give them to
     /// `Store(path:entities:runtimeEntities:options:)` and import, fetch and export by entity name, with no Swift
     /// written or compiled. A store opened with them has the same tables, columns and rows as one opened with the
     /// `@Entity` classes ``swiftSource(namespace:isPublic:)`` writes for the same file.

@@ -127,8 +127,8 @@ enum FixtureLoading {
         try records(
             from: file, into: store,
             importLines: { try store.importJSON(entity: entity.name, from: .file(file.path), options: $0) },
-            decodeArray: { data, context in _ = try decoder.decodeObjects(entity.name, from: data, into: context) },
-            decodeObject: { data, context in _ = try decoder.decodeObject(entity.name, from: data, into: context) },
+            decodeArray: { data, context in _ = try decoder.decodeObjects(entity: entity.name, from: data, into: context) },
+            decodeObject: { data, context in _ = try decoder.decodeObject(entity: entity.name, from: data, into: context) },
             decoder: decoder)
     }
 

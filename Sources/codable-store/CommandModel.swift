@@ -126,7 +126,7 @@ struct CommandModel {
         }
         let description = try store.entity(named: root)
         return try store.read { context in
-            try encoder.encode(try context.fetch(root, orderBy: description.identityNames.map { .ascending($0) }))
+            try encoder.encode(try context.fetch(entity: root, orderBy: description.identityNames.map { .ascending($0) }))
         }
     }
 }

@@ -31,7 +31,7 @@ import Testing
         try inferred.stdout.write(toFile: model, atomically: true, encoding: .utf8)
         let database = try Self.open(store, model: model)
         let rows = try database.read { context in
-            try context.fetch("Issue", orderBy: [.ascending("id")]).map { issue -> [String] in
+            try context.fetch(entity: "Issue", orderBy: [.ascending("id")]).map { issue -> [String] in
                 let number = try issue.value("number", as: Int.self)
                 let login = try issue.object("user")?.value("login", as: String.self)
                 let labels = try issue.objects("labels").count
@@ -87,19 +87,19 @@ import Testing
         // JSON Lines, a composite identity (stream, seq): the repeated event is one row.
         let (events, eventsReport) = try inferAndImport(Self.fixture("apis/events.jsonl"), name: "Event", ["--jsonl"])
         #expect(eventsReport.entities["Event"]?.inserted == eventsReport.recordsImported - 1)
-        let paid = try events.read { context in try context.fetch("Event", where: .field("type") == "paid").count }
+        let paid = try events.read { context in try context.fetch(entity: "Event", where: .field("type") == "paid").count }
         #expect(paid == 1)
         // A list inside a wrapper object.
         let (charges, chargesReport) = try inferAndImport(Self.fixture("apis/stripe-charges.json"), name: "Charge", ["--at", "data"])
         #expect(chargesReport.recordsImported > 0)
-        #expect(try charges.read { context in try context.count("Charge") } == chargesReport.entities["Charge"]?.inserted)
+        #expect(try charges.read { context in try context.count(entity: "Charge") } == chargesReport.entities["Charge"]?.inserted)
         // Ids that are numbers in some records and strings in others: one row per id.
         let (mixed, _) = try inferAndImport(Self.fixture("apis/mixed-ids.json"), name: "Item", [])
         let owners = try mixed.read { context in
-            try context.fetch("Owner", orderBy: [.ascending("id")]).map { [try $0.value("id", as: String.self), try $0.value("name", as: String.self)] }
+            try context.fetch(entity: "Owner", orderBy: [.ascending("id")]).map { [try $0.value("id", as: String.self), try $0.value("name", as: String.self)] }
         }
         #expect(owners == [["10", "Ann"], ["11", "Bob"]])
-        #expect(try mixed.read { context in try context.count("Item") } == 3)
+        #expect(try mixed.read { context in try context.count(entity: "Item") } == 3)
     }
 
     @Test func aDumpThatContradictsTheModelNamesTheRecordThePathAndTheModelsLine() throws {
@@ -138,7 +138,16 @@ import Testing
                 == "error: record 0 (line 1, column 2, byte 1) at [0]: Item at [0] has no identity: expected key 'id' but received keys 'title'; the model says Item.id: integer, its identity (\(model):6:7)\n")
         // Nothing of a failed import is kept.
         let database = try Self.open(store, model: model)
-        #expect(try database.read { context in try context.count("Item") } == 0)
+        #expect(try database.read { context in try context.count(entity: "Item") } == 0)
+        // With --on-error skip, the rest is imported and the bad record listed; batches of one, each committed.
+        let skipped = try CLI.run(
+            ["import", "--model", model, "-", "--store", store, "--on-error", "skip", "--batch-size", "1", "--commit-every-batch", "--json"],
+            stdin: Data(#"[{"id": 1, "title": "a"}, {"id": 2, "title": 5}, {"id": 3, "title": "c"}]"#.utf8))
+        #expect(skipped.status == 0, "\(skipped.stderr)")
+        let report = try JSONDecoder().decode(ImportReport.self, from: Data(skipped.stdout.utf8))
+        #expect(report.recordsImported == 2)
+        #expect(report.skippedRecords.map(\.index) == [1])
+        #expect(try database.read { context in try context.count(entity: "Item") } == 2)
     }
 
     @Test func badArgumentsAndModelsAreRefusedWithWhatToDo() throws {
@@ -181,7 +190,7 @@ import Testing
         let report = try JSONDecoder().decode(ImportReport.self, from: Data(synced.stdout.utf8))
         #expect(report.entities["Item"]?.deleted == 2)
         let database = try Self.open(store, model: model)
-        let titles = try database.read { context in try context.fetch("Item").map { try $0.value("title", as: String.self) } }
+        let titles = try database.read { context in try context.fetch(entity: "Item").map { try $0.value("title", as: String.self) } }
         #expect(titles == ["B"])
     }
 }

@@ -160,7 +160,7 @@ import Testing
         #expect(expected.contains("\"Engines\""))
         #expect(String(decoding: try runtime.store.stableExport(), as: UTF8.self) == expected)
         let titles = try runtime.store.read { context in
-            try context.fetch("Post", orderBy: [.ascending("id")]).map { try $0.value("title", as: String.self) }
+            try context.fetch(entity: "Post", orderBy: [.ascending("id")]).map { try $0.value("title", as: String.self) }
         }
         #expect(titles.contains("Engines"))
         // A file of an entity the store does not have names the ones it has.

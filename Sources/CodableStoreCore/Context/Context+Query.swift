@@ -209,7 +209,7 @@ extension Context {
     /// Snapshots of the objects of the entity named `entity`, described at run time, read by field name
     /// (`snapshot[field: "title"]`).
     public func snapshots(
-        _ entity: String, where predicate: EntityPredicate<RuntimeObject>? = nil, orderBy sort: [Sort<RuntimeObject>] = [],
+        entity: String, where predicate: EntityPredicate<RuntimeObject>? = nil, orderBy sort: [Sort<RuntimeObject>] = [],
         limit: Int? = nil
     ) throws -> [Snapshot<RuntimeObject>] {
         try snapshots(try model.mapping(named: entity), where: predicate, orderBy: sort, limit: limit)

@@ -24,31 +24,31 @@ extension Context {
     /// by row id).
     ///
     /// ```swift
-    /// let open = try context.fetch("Issue", where: .field("state") == "open" && .field("comments") >= 10,
+    /// let open = try context.fetch(entity: "Issue", where: .field("state") == "open" && .field("comments") >= 10,
     ///                              orderBy: [.descending("createdAt")], limit: 20)
     /// ```
     /// - Throws: ``StoreError`` for an unknown entity (``StoreError/Code/unknownEntity``), a name that is not a field
     ///   (``StoreError/Code/invalidQuery``), or the store's failure.
     public func fetch(
-        _ entity: String, where predicate: EntityPredicate<RuntimeObject>? = nil, orderBy sort: [Sort<RuntimeObject>] = [],
+        entity: String, where predicate: EntityPredicate<RuntimeObject>? = nil, orderBy sort: [Sort<RuntimeObject>] = [],
         limit: Int? = nil, offset: Int? = nil
     ) throws -> [RuntimeObject] {
         try fetch(try runtimeMapping(entity), where: predicate, orderBy: sort, limit: limit, offset: offset)
     }
 
     /// The number of objects of the entity named `entity` matching `predicate`, pending changes included.
-    public func count(_ entity: String, where predicate: EntityPredicate<RuntimeObject>? = nil) throws -> Int {
+    public func count(entity: String, where predicate: EntityPredicate<RuntimeObject>? = nil) throws -> Int {
         try count(try runtimeMapping(entity), where: predicate)
     }
 
     /// The object of the entity named `entity` with this identity (values in the order of the identity's attributes).
-    public func object(_ entity: String, identity values: [DatabaseValue]) throws -> RuntimeObject? {
+    public func object(entity: String, identity values: [DatabaseValue]) throws -> RuntimeObject? {
         try object(try runtimeMapping(entity), identityValues: values).map(RuntimeObject.of)
     }
 
     /// The object of the entity named `entity` with this single-attribute identity.
-    public func object<V: AttributeValue>(_ entity: String, identity value: V) throws -> RuntimeObject? {
-        try object(entity, identity: [value.databaseValue])
+    public func object<V: AttributeValue>(entity: String, identity value: V) throws -> RuntimeObject? {
+        try object(entity: entity, identity: [value.databaseValue])
     }
 
     private func runtimeMapping(_ name: String) throws(StoreError) -> EntitySchema {
@@ -68,7 +68,7 @@ extension StoreDecoder {
     ///
     /// - Throws: What ``decode(_:from:into:)-(_,Data,_)`` throws; ``StoreError/Code/unknownEntity`` for a name the
     ///   store does not know.
-    public func decodeObjects(_ entity: String, from data: Data, into context: Context) throws -> [RuntimeObject] {
+    public func decodeObjects(entity: String, from data: Data, into context: Context) throws -> [RuntimeObject] {
         let mapping = try context.model.mapping(named: entity)
         return try JSONTape.withDocumentTape(data) { tape in
             try checkingReferences(in: context, savingAtEnd: false) {
@@ -80,7 +80,7 @@ extension StoreDecoder {
     }
 
     /// Decodes one JSON object of the entity named `entity` (described at run time) into the context, with upsert.
-    public func decodeObject(_ entity: String, from data: Data, into context: Context) throws -> RuntimeObject {
+    public func decodeObject(entity: String, from data: Data, into context: Context) throws -> RuntimeObject {
         let mapping = try context.model.mapping(named: entity)
         return try JSONTape.withDocumentTape(data) { tape in
             try checkingReferences(in: context, savingAtEnd: false) {

@@ -288,21 +288,21 @@ extension Store {
     /// a class's: its snapshots are read by field name (``Snapshot/subscript(field:)``).
     ///
     /// ```swift
-    /// for await change in store.observe("Issue", where: .field("state") == "open", orderBy: [.ascending("number")]) {
+    /// for await change in store.observe(entity: "Issue", where: .field("state") == "open", orderBy: [.ascending("number")]) {
     ///     print(change.rows.map { $0[field: "title"] })
     /// }
     /// ```
     public func observe(
-        _ entity: String, where predicate: EntityPredicate<RuntimeObject>? = nil, orderBy sort: [Sort<RuntimeObject>] = []
+        entity: String, where predicate: EntityPredicate<RuntimeObject>? = nil, orderBy sort: [Sort<RuntimeObject>] = []
     ) -> QueryObservation<RuntimeObject> {
         let model = self.model  // not the store: see observe(_:where:orderBy:)
         return observation(entity, { () throws(StoreError) in try model.mapping(named: entity) }, where: predicate, orderBy: sort)
     }
 
-    /// Observes a query of the entity named `entity` as ``observe(_:where:orderBy:)-(String,_,_)`` does, in a sequence
+    /// Observes a query of the entity named `entity` as ``observe(entity:where:orderBy:)`` does, in a sequence
     /// that ends at the first failure by throwing it.
     public func observeThrowing(
-        _ entity: String, where predicate: EntityPredicate<RuntimeObject>? = nil, orderBy sort: [Sort<RuntimeObject>] = []
+        entity: String, where predicate: EntityPredicate<RuntimeObject>? = nil, orderBy sort: [Sort<RuntimeObject>] = []
     ) -> ThrowingQueryObservation<RuntimeObject> {
         let model = self.model  // not the store: see observe(_:where:orderBy:)
         return throwingObservation(

@@ -181,7 +181,7 @@ public struct RuntimeEntityBuilder: Sendable {
 /// its fields read and written by name.
 ///
 /// ```swift
-/// let issue = try context.fetch("Issue", where: .field("state") == "open").first!
+/// let issue = try context.fetch(entity: "Issue", where: .field("state") == "open").first!
 /// issue["title"]                                   // .text("Crash on launch")
 /// let number = try issue.value("number", as: Int.self)
 /// issue["title"] = .text("Crash on launch (iOS 18)")   // tracked: saved by the next save()

@@ -38,7 +38,7 @@ import Testing
     func decodedObjectsAreStoredAndReadByName(_ backend: Backend) throws {
         let store = try backend.makeStore(entities: [], runtimeEntities: Self.model())
         try store.write { context in
-            let authors = try StoreDecoder().decodeObjects("Author", from: Data(Self.json.utf8), into: context)
+            let authors = try StoreDecoder().decodeObjects(entity: "Author", from: Data(Self.json.utf8), into: context)
             #expect(authors.map(\.entity.name) == ["Author", "Author"])
             #expect(try authors[0].objects("books").count == 2)
         }
@@ -48,25 +48,25 @@ import Testing
                 ["333", "Computing", "20", "NULL", "NULL"],
             ])
         try store.read { context in
-            let books = try context.fetch("Book", where: .field("pages") >= 100, orderBy: [.descending("pages")])
+            let books = try context.fetch(entity: "Book", where: .field("pages") >= 100, orderBy: [.descending("pages")])
             #expect(try books.map { try $0.value("isbn", as: String.self) } == ["222", "111"])
-            let notes = try #require(try context.object("Book", identity: "111"))
+            let notes = try #require(try context.object(entity: "Book", identity: "111"))
             #expect(notes["title"] == .text("Notes"))
             #expect(notes["nope"] == nil)
             #expect(try notes.value("price", as: Decimal?.self) == Decimal(string: "12.5"))
             #expect(try notes.object("author")?.value("name", as: String.self) == "Ada")
             #expect(try notes.objects("tags").map { try $0.value("name", as: String.self) } == ["math", "early"])
-            let ada = try #require(try context.object("Author", identity: 1))
+            let ada = try #require(try context.object(entity: "Author", identity: 1))
             #expect(try ada.value("born", as: Date?.self) == Date(timeIntervalSince1970: -4_861_728_000))
             // Predicates through relationships, by name.
-            let byAda = try context.fetch("Book", where: .field("author").matches(.field("name") == "Ada"), orderBy: [.ascending("isbn")])
+            let byAda = try context.fetch(entity: "Book", where: .field("author").matches(.field("name") == "Ada"), orderBy: [.ascending("isbn")])
             #expect(byAda.count == 2)
-            let early = try context.fetch("Author", where: .field("books").any(.field("tags").any(.field("name") == "early")))
+            let early = try context.fetch(entity: "Author", where: .field("books").any(.field("tags").any(.field("name") == "early")))
             #expect(try early.map { try $0.value("name", as: String.self) } == ["Ada"])
-            #expect(try context.count("Book", where: .field("title").begins(with: "Co")) == 1)
-            #expect(try context.count("Book", where: .field("isbn").isIn(["111", "333"])) == 2)
-            #expect(try context.count("Book", where: .field("price").isNull) == 2)
-            let sorted = try context.fetch("Book", orderBy: [.descending("author", "name"), .ascending("isbn")])
+            #expect(try context.count(entity: "Book", where: .field("title").begins(with: "Co")) == 1)
+            #expect(try context.count(entity: "Book", where: .field("isbn").isIn(["111", "333"])) == 2)
+            #expect(try context.count(entity: "Book", where: .field("price").isNull) == 2)
+            let sorted = try context.fetch(entity: "Book", orderBy: [.descending("author", "name"), .ascending("isbn")])
             #expect(try sorted.map { try $0.value("isbn", as: String.self) } == ["333", "111", "222"])
         }
     }
@@ -92,7 +92,7 @@ import Testing
         }
         #expect(try storedRows(store, #"SELECT a.name, b.title, b.pages FROM "Book" b JOIN "Author" a ON a._pk = b.author"#) == [["Grace", "Manual", "100"]])
         let snapshot = try store.write { context in
-            let manual = try #require(try context.object("Book", identity: "999"))
+            let manual = try #require(try context.object(entity: "Book", identity: "999"))
             try manual.setValue(250, for: "pages")
             try manual.setValue(.text("Manual, 2nd ed."), for: "title")
             return manual.snapshot()
@@ -102,23 +102,23 @@ import Testing
         #expect(snapshot.rowID > 0)
         #expect(try storedRows(store, #"SELECT title, pages FROM "Book""#) == [["Manual, 2nd ed.", "250"]])
         // Deleting the author cascades to the book.
-        try store.write { context in try context.delete(try #require(try context.object("Author", identity: 7))) }
+        try store.write { context in try context.delete(try #require(try context.object(entity: "Author", identity: 7))) }
         #expect(try storedRows(store, #"SELECT count(*) FROM "Book""#) == [["0"]])
     }
 
     @Test(arguments: Backend.available)
     func observationsAndSnapshotsByNameFollowCommits(_ backend: Backend) async throws {
         let store = try backend.makeStore(entities: [], runtimeEntities: Self.model())
-        var changes = store.observe("Book", where: .field("pages") >= 100, orderBy: [.ascending("isbn")]).makeAsyncIterator()
+        var changes = store.observe(entity: "Book", where: .field("pages") >= 100, orderBy: [.ascending("isbn")]).makeAsyncIterator()
         #expect(await changes.next()?.rows.isEmpty == true)
-        try await store.write { context in _ = try StoreDecoder().decodeObjects("Author", from: Data(Self.json.utf8), into: context) }
+        try await store.write { context in _ = try StoreDecoder().decodeObjects(entity: "Author", from: Data(Self.json.utf8), into: context) }
         let change = try #require(await changes.next())
         #expect(change.rows.map { $0[field: "isbn"] } == [.text("111"), .text("222")])
         #expect(change.inserted == [0, 1])
         #expect(change.rows.first?[field: "nope"] == nil)
-        let snapshots = try await store.read { context in try context.snapshots("Author", orderBy: [.descending("id")]) }
+        let snapshots = try await store.read { context in try context.snapshots(entity: "Author", orderBy: [.descending("id")]) }
         #expect(snapshots.map { $0[field: "name"] } == [.text("Alan"), .text("Ada")])
-        var failing = store.observeThrowing("Publisher").makeAsyncIterator()
+        var failing = store.observeThrowing(entity: "Publisher").makeAsyncIterator()
         let error = await #expect(throws: StoreError.self) { _ = try await failing.next() }
         #expect(error?.code == .observationFailed)
     }
@@ -126,7 +126,7 @@ import Testing
     /// The store keeps its observers, and an observer must not keep the store: the sequence ends with it.
     @Test func anObservationByNameEndsWhenTheStoreGoesAway() async throws {
         var store: Store? = try Store.inMemory(entities: [], runtimeEntities: Self.model())
-        let observation = try #require(store).observe("Author")
+        let observation = try #require(store).observe(entity: "Author")
         let task = Task {
             var count = 0
             for await _ in observation { count += 1 }
@@ -152,10 +152,10 @@ import Testing
             let author = RuntimeObject(entity: try store.entity(named: "Author"))
             let wrongDestination = #expect(throws: StoreError.self) { try author.setObjects([author], for: "books") }
             #expect(wrongDestination?.message == "Author.books holds Book objects, not Author")
-            let missing = #expect(throws: StoreError.self) { try context.fetch("Publisher") }
+            let missing = #expect(throws: StoreError.self) { try context.fetch(entity: "Publisher") }
             #expect(missing?.code == .unknownEntity)
             #expect(missing?.message == "Publisher is not an entity of this store; its entities are Author, Book, Tag")
-            let badField = #expect(throws: StoreError.self) { try context.fetch("Book", where: .field("chapters") == 3) }
+            let badField = #expect(throws: StoreError.self) { try context.fetch(entity: "Book", where: .field("chapters") == 3) }
             #expect(badField?.code == .invalidQuery)
             // An object of another store's description of the same name.
             let stranger = RuntimeObject(entity: Self.model()[0])

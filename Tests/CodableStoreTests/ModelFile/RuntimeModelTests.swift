@@ -85,7 +85,7 @@ import Testing
         let runtimePath = TestStore.temporaryPath("runtime.sqlite")
         let runtime = try Store(path: runtimePath, entities: [], runtimeEntities: try Self.modelFile("models/orders.yaml").entityDescriptions())
         let decoded = try runtime.write { context in
-            let orders = try StoreDecoder().decodeObjects("Order", from: Data(json.utf8), into: context)
+            let orders = try StoreDecoder().decodeObjects(entity: "Order", from: Data(json.utf8), into: context)
             #expect(orders.count == 3)
             #expect(orders[0] === orders[1])  // one identity, (eu, 7): upserted
             return orders.count
