@@ -185,8 +185,8 @@ public struct RuntimeEntityBuilder: Sendable {
 /// issue["title"]                                   // .text("Crash on launch")
 /// let number = try issue.value("number", as: Int.self)
 /// issue["title"] = .text("Crash on launch (iOS 18)")   // tracked: saved by the next save()
-/// issue.object("user")?["login"]                   // a to-one relationship, loaded on first access
-/// issue.objects("labels").count                    // a to-many relationship
+/// try issue.object("user")?["login"]               // a to-one relationship, loaded on first access
+/// try issue.objects("labels").count                // a to-many relationship
 /// let snapshot = issue.snapshot()                  // Sendable values, for another thread
 /// ```
 /// Assigning a value of the wrong type, or to a name that is not a field, stops the program (as a wrong type does
