@@ -1,15 +1,18 @@
 import CodableStore
+import CodableStoreCore
 import Foundation
 import Logging
-import Synchronization
 import Testing
 
 /// What an observation's sequence sent, collected by a task that iterates it: the test waits for what it expects
 /// (with a deadline) instead of blocking on `next()`.
+///
+/// Behind `Locked` (a pthread mutex), not `Mutex`: the task appends while the test reads, and ThreadSanitizer cannot
+/// see a contended `Mutex` hand over (a CI run reported a race between `count` and the appending task).
 final class ObservationRecorder<Entity: EntityObject>: Sendable {
-    let changes = Mutex<[QueryChange<Entity>]>([])
+    let changes = Locked<[QueryChange<Entity>]>([])
     /// How the sequence ended: nil while it goes on, then the error it threw (or nil inside for a normal end).
-    let end = Mutex<(any Error)??>(nil)
+    let end = Locked<(any Error)??>(nil)
 
     var all: [QueryChange<Entity>] { changes.withLock { $0 } }
     var count: Int { changes.withLock { $0.count } }
@@ -53,8 +56,8 @@ final class ObservationRecorder<Entity: EntityObject>: Sendable {
 }
 
 private final class LogLines: LogHandler, @unchecked Sendable {
-    // @unchecked: `lines` is behind a Mutex; the other properties are set before use.
-    let lines = Mutex<[String]>([])
+    // @unchecked: `lines` is behind a lock; the other properties are set before use.
+    let lines = Locked<[String]>([])
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .info
 
@@ -73,7 +76,7 @@ private final class LogLines: LogHandler, @unchecked Sendable {
 private final class FailingStore: Sendable {
     let vfs = FaultInjectingVFS()
     let path = TestStore.temporaryPath()
-    let failsAtCommit = Mutex(false)
+    let failsAtCommit = Locked(false)
     let log = LogLines()
 
     func open() throws -> Store {
