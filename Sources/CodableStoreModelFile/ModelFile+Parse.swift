@@ -42,8 +42,9 @@ extension ModelFile {
         let root: Node?
         do {
             // The basic resolver: every scalar a string, typed below (`Node.plain…`). The default one resolves tags with
-            // NSRegularExpression, which maps ICU's data: 3.5 MiB of resident memory for an import's whole run.
-            root = try Yams.compose(yaml: text, .basic)
+            // NSRegularExpression, which maps ICU's data: 3.5 MiB of resident memory for an import's whole run. UTF-8
+            // named rather than Yams' default, which reads the environment through Foundation's ProcessInfo to choose.
+            root = try Yams.compose(yaml: text, .basic, .default, .utf8)
         } catch let error as YamlError {
             throw syntaxError(error, file: file)
         } catch {
