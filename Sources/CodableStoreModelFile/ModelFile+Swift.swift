@@ -105,7 +105,11 @@ extension ModelFile {
         }
         func keyPath(_ field: String) -> String { "\\\(name).\(Self.identifier(field))" }
         if !entity.identity.isEmpty {
-            lines += ["", "    \(access)static let identity = Identity(\(entity.identity.map(keyPath).joined(separator: ", ")))"]
+            // A string identity takes numbers as their digits, as the model file's entities do (an id that is a
+            // number in some records and a string in others).
+            let textual = entity.identity.contains { name in entity.attributes.contains { $0.name == name && $0.type == .string } }
+            let options = textual ? ", numbersAsText: true" : ""
+            lines += ["", "    \(access)static let identity = Identity(\(entity.identity.map(keyPath).joined(separator: ", "))\(options))"]
         }
         // Each pair once, on the side that comes first in the file.
         func position(_ entity: String, _ field: String) -> (Int, Int) {

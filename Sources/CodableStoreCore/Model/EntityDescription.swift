@@ -245,6 +245,14 @@ public final class AttributeDescription: Sendable {
         self.encodeValue = encodeValue
     }
 
+    /// The same attribute, taking a JSON number as its text (a `String` identity declared with `numbersAsText`).
+    func readingNumbersAsText() -> AttributeDescription {
+        AttributeDescription(
+            name: name, index: index, valueType: valueType, defaultValue: defaultValue, readValue: readValue,
+            writeValue: writeValue, decodeDatabaseValue: decodeDatabaseValue, decodeAndAssign: decodeAndAssign,
+            encodeValue: encodeValue, fastKind: fastKind, readsNumbersAsText: true)
+    }
+
     /// The typed accessors become type-erased closures here. Inlinable, so that the closures are compiled
     /// (specialized) in the module that declares the entity: generic closures run an order of magnitude
     /// slower, instantiating metadata and calling through witness tables on every use.
@@ -635,6 +643,7 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
             if !fields.isEmpty { indexFields.append((fields, index.isUnique)) }
         }
         var identityFields: [Int] = []
+        var fields = self.fields
         for keyPath in identity?.keyPaths ?? [] {
             guard let index = keyPaths[keyPath] else {
                 problems.append("\(name): an identity key path does not name a stored field")
@@ -647,7 +656,15 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
             if attribute.isOptional {
                 problems.append("\(name).\(attribute.name): an identity attribute cannot be optional")
             }
+            if identity?.readsNumbersAsText == true, attribute.fastKind == .string {
+                fields[index] = .attribute(attribute.readingNumbersAsText())
+            }
             identityFields.append(index)
+        }
+        if identity?.readsNumbersAsText == true,
+            !identityFields.contains(where: { if case .attribute(let attribute) = fields[$0] { attribute.readsNumbersAsText } else { false } })
+        {
+            problems.append("\(name): the identity reads numbers as text, but none of its attributes is a String")
         }
         var keyPathsOfFields: [[String]?] = fields.map { [$0.name] }
         if let codingKeyPaths {

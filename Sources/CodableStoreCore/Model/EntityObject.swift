@@ -71,16 +71,29 @@ extension EntityObject {
 /// An entity without identity is always inserted. The store keeps a UNIQUE index over the identity columns.
 /// Identities are attributes: a relationship cannot be part of one (a store refuses the model); keep the related
 /// object's id in an attribute of its own (its JSON key can be a key path, `"team.id"`) to identify by it.
+///
+/// APIs that send an id as a number in some payloads and as a string in others (`"id": 10` here, `"id": "10"`
+/// there) are met with a `String` identity that reads numbers as their digits:
+///
+/// ```swift
+/// static let identity = Identity(\Owner.id, numbersAsText: true)   // 10 and "10" are one owner, "10"
+/// ```
+/// Without it, a number where a `String` is declared is a type mismatch, as with `JSONDecoder`.
 public struct Identity<Root: AnyObject>: @unchecked Sendable, ExpressibleByArrayLiteral {
     // Key paths are immutable once formed; @unchecked because `PartialKeyPath` does not declare Sendable.
     public let keyPaths: [PartialKeyPath<Root>]
+    /// Whether the identity's `String` attributes take a JSON number as its text (`10` is `"10"`, `1.50` is
+    /// `"1.50"`); its other attributes decode as always.
+    public let readsNumbersAsText: Bool
 
-    public init(_ keyPaths: PartialKeyPath<Root>...) {
+    public init(_ keyPaths: PartialKeyPath<Root>..., numbersAsText: Bool = false) {
         self.keyPaths = keyPaths
+        self.readsNumbersAsText = numbersAsText
     }
 
     public init(arrayLiteral elements: PartialKeyPath<Root>...) {
         self.keyPaths = elements
+        self.readsNumbersAsText = false
     }
 }
 

@@ -62,7 +62,7 @@ enum GeneratedOrders {
         var tags: Set<Tag> = []
         var customer: Customer?
 
-        static let identity = Identity(\Order.region, \Order.number)
+        static let identity = Identity(\Order.region, \Order.number, numbersAsText: true)
         static let inverses = [Inverse(\Order.lines, \Line.order)]
         static let deleteRules = [DeleteRule(\Order.lines, .cascade)]
         static let indexes = [EntityIndex(\Order.placedAt), EntityIndex(\Order.reference, unique: true)]
@@ -88,7 +88,7 @@ enum GeneratedOrders {
         var id: String
         var name: String?
 
-        static let identity = Identity(\Shop.id)
+        static let identity = Identity(\Shop.id, numbersAsText: true)
 
         enum CodingKeys: String, EntityCodingKey {
             case id, name
@@ -105,7 +105,7 @@ enum GeneratedOrders {
         var quantity: Int = 1
         var order: Order?
 
-        static let identity = Identity(\Line.sku, \Line.position)
+        static let identity = Identity(\Line.sku, \Line.position, numbersAsText: true)
 
         enum CodingKeys: String, EntityCodingKey {
             case sku, position, quantity, order
@@ -120,7 +120,7 @@ enum GeneratedOrders {
     @Entity final class Tag {
         var name: String
 
-        static let identity = Identity(\Tag.name)
+        static let identity = Identity(\Tag.name, numbersAsText: true)
 
         enum CodingKeys: String, EntityCodingKey {
             case name

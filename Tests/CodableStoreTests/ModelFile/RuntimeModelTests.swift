@@ -100,4 +100,34 @@ import Testing
         let raw = try RawDatabase(runtimePath)
         #expect(try raw.rows("SELECT extra FROM \"Order\" ORDER BY number") == [[#"{"a":"x","b":[1,true,null,2.5]}"#], [#"[{"y":{"a":1,"b":2},"z":1}]"#]])
     }
+
+    /// Ids that are numbers in some records and strings in others: the inferred model file reads them as text, and so
+    /// do its generated classes (`Identity(…, numbersAsText: true)`), into the same rows, one owner for `"10"` and `10`.
+    @Test func mixedIdsStoreAsTheirTextThroughTheModelFileAndItsGeneratedClasses() throws {
+        let dump = Self.fixtures.appendingPathComponent("apis/mixed-ids.json").path
+        var inference = ModelInference(options: ModelInference.Options(rootName: "Task"))
+        try JSONRecordStream(mode: .array).read(contentsOfFile: dump) { inference.add($0) }
+        let model = inference.model()
+        // The classes compiled with the tests are what the generator writes for this model.
+        let source = try model.swiftSource(namespace: "GeneratedMixedIDs", isPublic: false)
+        #expect(source == (try SwiftGenerationTests.checkedIn("GeneratedMixedIDsModel.swift")))
+
+        let generatedPath = TestStore.temporaryPath("generated.sqlite")
+        let generated = try Store(path: generatedPath, entities: GeneratedMixedIDs.entities)
+        let first = try generated.importJSON(GeneratedMixedIDs.Task.self, from: .file(dump), options: ImportOptions(decoder: GeneratedMixedIDs.decoder()))
+        let runtimePath = TestStore.temporaryPath("runtime.sqlite")
+        let runtime = try Store(path: runtimePath, entities: [], runtimeEntities: try model.entityDescriptions())
+        let second = try runtime.importJSON(entity: "Task", from: .file(dump))
+        #expect(first.recordsImported == 3)
+        #expect(second.recordsImported == 3)
+        let raw = try RawDatabase(generatedPath)
+        #expect(try raw.rows("SELECT id, typeof(id), title FROM Task ORDER BY id") == [["1", "text", "first"], ["2", "text", "second"], ["3", "text", "third"]])
+        #expect(try raw.rows("SELECT o.id, o.name, count(t._pk) FROM Owner o JOIN Task t ON t.owner = o._pk GROUP BY o._pk ORDER BY o.id") == [["10", "Ann", "2"], ["11", "Bob", "1"]])
+        let expected = try SwiftGenerationTests.contents(of: generatedPath)
+        let actual = try SwiftGenerationTests.contents(of: runtimePath)
+        #expect(actual.keys.sorted() == ["Owner", "Task"])
+        for table in expected.keys.sorted() {
+            #expect(actual[table] == expected[table], "table \(table)")
+        }
+    }
 }
