@@ -2,6 +2,14 @@
 import CompilerPluginSupport
 import PackageDescription
 
+#if os(Linux)
+// libpq's headers are at <postgresql/libpq-fe.h>, and the library is loaded on demand (CLibPQLoader).
+let libpqPkgConfig: String? = nil
+#else
+// Homebrew's libpq is keg-only: its headers are found through pkg-config (which also links it).
+let libpqPkgConfig: String? = "libpq"
+#endif
+
 let package = Package(
     name: "CodableStore",
     platforms: [.macOS(.v14)],
@@ -38,11 +46,20 @@ let package = Package(
             name: "CYajl",
             providers: [.apt(["libyajl-dev"]), .brew(["yajl"])]
         ),
-        // PostgreSQL's client library, for the PostgreSQL backend (only CodableStorePostgres links it).
+        // PostgreSQL's client library, for the PostgreSQL backend: its declarations only. The library itself is
+        // loaded when a PostgreSQL store is first opened (CLibPQLoader), so that a program that opens SQLite stores
+        // neither needs it installed nor pays for it and its dependencies. On Linux its headers are found under
+        // /usr/include/postgresql without pkg-config, whose flags would link the library at start-up.
         .systemLibrary(
             name: "CLibPQ",
-            pkgConfig: "libpq",
+            pkgConfig: libpqPkgConfig,
             providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
+        ),
+        // The libpq functions the backend calls, forwarded to the libpq it loads with dlopen on first use.
+        .target(
+            name: "CLibPQLoader",
+            dependencies: ["CLibPQ"],
+            linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
         ),
         .macro(
             name: "CodableStoreMacros",
@@ -95,6 +112,7 @@ let package = Package(
             dependencies: [
                 "CodableStore",
                 "CLibPQ",
+                "CLibPQLoader",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

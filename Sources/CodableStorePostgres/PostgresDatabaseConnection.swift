@@ -1,4 +1,5 @@
 import CLibPQ
+import CLibPQLoader
 import CodableStore
 import Foundation
 import Logging
@@ -34,6 +35,12 @@ final class PostgresDatabaseConnection: DatabaseConnection {
 
     /// Connects, waiting for the server.
     static func connect(_ configuration: PostgresConfiguration, options: Store.Options) throws -> PostgresDatabaseConnection {
+        // libpq is loaded on the first connection, not at start-up (see CLibPQLoader).
+        var failure: UnsafePointer<CChar>?
+        guard codable_store_load_libpq(&failure) == 1 else {
+            let reason = failure.map { String(cString: $0) } ?? "cannot load PostgreSQL's client library (libpq)"
+            throw StoreError(.connectionFailed, "cannot connect to \(configuration.redactedURL): \(reason)")
+        }
         let parameters = configuration.libpqParameters
         let handle = withCStrings(parameters.map(\.keyword)) { keywords in
             withCStrings(parameters.map(\.value)) { values in PQconnectdbParams(keywords, values, 0) }

@@ -123,4 +123,31 @@ struct PostgresCLITests {
         #expect(result.stderr.hasPrefix("error: store: cannot connect to postgres://nobody@127.0.0.1:1/none"), "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
     }
+
+    /// libpq is loaded when a PostgreSQL store is opened, not when the program starts: a SQLite import never loads
+    /// it (nor OpenSSL, Kerberos or LDAP behind it), and a libpq that cannot be loaded is a one-line error that says
+    /// why, for the PostgreSQL store only.
+    @Test func libpqIsLoadedOnlyForAPostgreSQLStore() throws {
+        let fixture = CLI.fixtures.appendingPathComponent("issues-1k.json").path
+        let file = try CLI.temporaryDirectory().appendingPathComponent("issues.sqlite").path
+        // The dynamic loader lists every library it loads (glibc's LD_DEBUG) on standard error.
+        let sqlite = try CLI.run(["import", "issues", fixture, "--store", file], environment: ["LD_DEBUG": "files"])
+        #expect(sqlite.status == 0, "\(sqlite.stderr)")
+        #expect(sqlite.stderr.contains("libsqlite3.so"), "the loader's list is there")
+        #expect(!sqlite.stderr.contains("libpq.so"))
+        #expect(!sqlite.stderr.contains("libssl.so"))
+        let database = server + "?schema=cli_" + UUID().uuidString.lowercased().filter { $0 != "-" }
+        let postgres = try CLI.run(["import", "issues", fixture, "--store", database], environment: ["LD_DEBUG": "files"])
+        #expect(postgres.status == 0)
+        #expect(postgres.stderr.contains("libpq.so.5"))
+
+        let missing = try CLI.run(
+            ["import", "issues", fixture, "--store", database], environment: ["CODABLE_STORE_LIBPQ": "/nonexistent/libpq.so.5"])
+        #expect(missing.status == 1)
+        #expect(
+            missing.stderr == "error: store: cannot connect to \(database): cannot load PostgreSQL's client library (libpq; on Debian or Ubuntu: apt-get install libpq5): /nonexistent/libpq.so.5: cannot open shared object file: No such file or directory\n")
+        // The SQLite store does not need it.
+        let without = try CLI.run(["export", "issues", "--store", file], environment: ["CODABLE_STORE_LIBPQ": "/nonexistent/libpq.so.5"])
+        #expect(without.status == 0, "\(without.stderr)")
+    }
 }
