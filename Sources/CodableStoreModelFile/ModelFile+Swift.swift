@@ -8,8 +8,8 @@ extension ModelFile {
     ///   entity names stay the classes' names.
     /// - Parameter isPublic: whether the declarations are `public` (for a library target).
     ///
-    /// A `json` attribute is a `JSONValue`, an enum of any JSON value declared with the classes (in the namespace
-    /// when there is one), stored as its JSON text with sorted keys; numbers in it are `Double`s.
+    /// A `json` attribute is CodableStore's `JSONValue`: any JSON value, stored as its JSON text with sorted keys and
+    /// numbers as written, as the model file stores it.
     ///
     /// Throws for what compiled entities cannot say: dates in more than one format (the compiled decoder has one
     /// date strategy), and names that are not Swift identifiers.
@@ -45,9 +45,6 @@ extension ModelFile {
         if let namespace {
             try Self.checkIdentifier(namespace, "namespace", fail)
             lines.append("\(access)enum \(namespace) {")
-        }
-        if entities.contains(where: { $0.attributes.contains { $0.type == .json } }) {
-            lines += Self.jsonValueSource(access: access).map { $0.isEmpty ? "" : indent + $0 } + [""]
         }
         var extensions: [String] = []
         for (position, entity) in entities.enumerated() {
@@ -179,50 +176,6 @@ extension ModelFile {
         case .data: "Data"
         case .json: "JSONValue"
         }
-    }
-
-    /// The type of `json` attributes: any JSON value, decoded from whatever the record holds there.
-    private static func jsonValueSource(access: String) -> [String] {
-        [
-            "/// Any JSON value, stored as its JSON text (keys sorted): the type of the model file's `json` attributes.",
-            "\(access)enum JSONValue: Codable, Hashable, Sendable, JSONAttributeValue {",
-            "    case null",
-            "    case bool(Bool)",
-            "    case number(Double)",
-            "    case string(String)",
-            "    case array([JSONValue])",
-            "    case object([String: JSONValue])",
-            "",
-            "    \(access)init(from decoder: any Decoder) throws {",
-            "        let container = try decoder.singleValueContainer()",
-            "        if container.decodeNil() {",
-            "            self = .null",
-            "        } else if let value = try? container.decode(Bool.self) {",
-            "            self = .bool(value)",
-            "        } else if let value = try? container.decode(Double.self) {",
-            "            self = .number(value)",
-            "        } else if let value = try? container.decode(String.self) {",
-            "            self = .string(value)",
-            "        } else if let value = try? container.decode([JSONValue].self) {",
-            "            self = .array(value)",
-            "        } else {",
-            "            self = .object(try container.decode([String: JSONValue].self))",
-            "        }",
-            "    }",
-            "",
-            "    \(access)func encode(to encoder: any Encoder) throws {",
-            "        var container = encoder.singleValueContainer()",
-            "        switch self {",
-            "        case .null: try container.encodeNil()",
-            "        case .bool(let value): try container.encode(value)",
-            "        case .number(let value): try container.encode(value)",
-            "        case .string(let value): try container.encode(value)",
-            "        case .array(let value): try container.encode(value)",
-            "        case .object(let value): try container.encode(value)",
-            "        }",
-            "    }",
-            "}",
-        ]
     }
 
     private static func swiftLiteral(_ value: DefaultValue, _ kind: AttributeKind) -> String {

@@ -74,9 +74,46 @@ extension JSONValue {
     public static func integer(_ value: some BinaryInteger) -> JSONValue { .number(String(value)) }
 }
 
+extension JSONValue {
+    /// The value at `index` of a parsed tape: numbers as written, members in document order.
+    init(tape: JSONTape, at index: JSONTape.Index) {
+        switch tape.kind(of: index) {
+        case .null: self = .null
+        case .bool: self = .bool(tape.bool(at: index) ?? false)
+        case .number: self = .number(tape.number(at: index)?.description ?? "0")
+        case .string: self = .string(tape.string(at: index) ?? "")
+        case .array: self = .array(tape.elements(of: index).map { JSONValue(tape: tape, at: $0) })
+        case .object:
+            self = .object(tape.members(of: index).map { (tape.string(at: $0.key) ?? "", JSONValue(tape: tape, at: $0.value)) })
+        }
+    }
+
+    /// The value with every object's members sorted by key (by their UTF-8 bytes, as ``writeSorted(into:)`` writes).
+    func sortingKeys() -> JSONValue {
+        switch self {
+        case .array(let elements): .array(elements.map { $0.sortingKeys() })
+        case .object(let members):
+            .object(members.map { ($0.0, $0.1.sortingKeys()) }.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) })
+        default: self
+        }
+    }
+
+    /// Parses JSON text, keeping numbers as written.
+    public init(parsing text: String) throws {
+        let tape = try JSONTape.parse(text)
+        self.init(tape: tape, at: tape.root)
+    }
+}
+
 extension JSONValue: Decodable {
-    /// Captures whatever JSON value a decoder is positioned on.
+    /// Captures whatever JSON value a decoder is positioned on. From a ``StoreDecoder``, numbers keep their text
+    /// (`1.50`, integers beyond 64 bits) and members their order; another decoder gives its numbers back as integers
+    /// or `Double`s, and its members sorted by key.
     public init(from decoder: any Decoder) throws {
+        if let decoder = decoder as? StoreDecoderImpl {
+            self = decoder.materialize(decoder.node)
+            return
+        }
         if let container = try? decoder.container(keyedBy: AnyKey.self) {
             var members: [(String, JSONValue)] = []
             for key in container.allKeys.sorted(by: { $0.stringValue < $1.stringValue }) {
@@ -141,6 +178,33 @@ extension JSONValue: Encodable {
             for (key, value) in members { try container.encode(value, forKey: AnyKey(stringValue: key)) }
         }
     }
+}
+
+/// A `json` attribute of any shape: `var payload: JSONValue?` stores the value as its JSON text, object keys
+/// sorted and numbers as written (as a model file's `json` attribute does).
+extension JSONValue: AttributeValue {
+    public static var attributeType: AttributeType { .json }
+
+    public var databaseValue: DatabaseValue {
+        var bytes: [UInt8] = []
+        writeSorted(into: &bytes)
+        return .text(String(decoding: bytes, as: UTF8.self))
+    }
+
+    public init(databaseValue: DatabaseValue) throws(AttributeValueError) {
+        guard case .text(let text) = databaseValue else { throw AttributeValueError(expected: "JSON", found: databaseValue) }
+        do {
+            self = try JSONValue(parsing: text)
+        } catch {
+            throw AttributeValueError(expected: "JSON", found: databaseValue, reason: "invalid JSON: \(error)")
+        }
+    }
+
+    /// Objects' members sorted by key, as the stored text has them: a value decoded again equals the stored one
+    /// whatever the order the API wrote its members in, so that an import of the same record changes nothing.
+    public static func decodeAttribute(from decoder: any Decoder) throws -> JSONValue { try JSONValue(from: decoder).sortingKeys() }
+
+    public func encodeAttribute(to encoder: any Encoder) throws { try encode(to: encoder) }
 }
 
 /// A coding key made from a string or an index.

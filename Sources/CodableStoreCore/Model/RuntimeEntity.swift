@@ -724,8 +724,7 @@ struct RuntimeJSON: AttributeValue {
     private init(text: String) { self.text = text }
 
     func encodeAttribute(to encoder: any Encoder) throws {
-        let value = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
-        try value.encode(to: encoder)
+        try JSONValue(parsing: text).encode(to: encoder)
     }
 }
 
