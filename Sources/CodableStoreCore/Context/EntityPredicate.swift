@@ -180,24 +180,26 @@ struct SubqueryBox: Sendable {
 /// time, see ``RuntimeField``).
 // Key paths are immutable once formed; `AnyKeyPath` just does not declare Sendable.
 struct KeyPathBox: @unchecked Sendable, CustomStringConvertible {
-    let keyPath: AnyKeyPath
+    /// A compiled entity's key path, or nil for a field named at run time (``name``).
+    let keyPath: AnyKeyPath?
+    /// The field's name, for an entity described at run time (`.field("title")`), or nil for a key path.
     let name: String?
     init(_ keyPath: AnyKeyPath) {
         self.keyPath = keyPath
         self.name = nil
     }
     init(name: String) {
-        self.keyPath = \RuntimeObject.entity
+        self.keyPath = nil
         self.name = name
     }
 
     /// The field it names in `description`.
     func field(in description: EntityDescription) -> Int? {
-        if let name { return description.fields.firstIndex { $0.name == name } }
-        return description.fieldIndex(for: keyPath)
+        if let keyPath { return description.fieldIndex(for: keyPath) }
+        return description.fields.firstIndex { $0.name == name }
     }
 
-    var description: String { name ?? "\(keyPath)" }
+    var description: String { name ?? keyPath.map { "\($0)" } ?? "?" }
 }
 
 public func == <Root, V: AttributeValue>(lhs: KeyPath<Root, V>, rhs: V) -> EntityPredicate<Root> {

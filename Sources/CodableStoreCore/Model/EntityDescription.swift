@@ -626,45 +626,37 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
             }
             declaredInverses.append(.init(field: field, inverse: .keyPath(inverse.inverse, destination: inverse.destination)))
         }
-        var indexFields: [(fields: [Int], unique: Bool)] = []
+        var indexDescriptions: [EntityDescription.IndexDescription] = []
         for index in indexes {
-            var fields: [Int] = []
+            var named: [Int] = []
             for keyPath in index.keyPaths {
                 guard let field = keyPaths[keyPath] else {
                     problems.append("\(name): an index key path does not name a stored field")
                     continue
                 }
-                if case .relationship(let relationship) = self.fields[field], relationship.isToMany {
-                    problems.append("\(name).\(relationship.name): a to-many relationship cannot be indexed")
-                    continue
-                }
-                fields.append(field)
+                named.append(field)
             }
-            if !fields.isEmpty { indexFields.append((fields, index.isUnique)) }
+            let fields = EntityDescription.indexableFields(named, of: self.fields, entity: name, problems: &problems)
+            if !fields.isEmpty { indexDescriptions.append(.init(fields: fields, isUnique: index.isUnique)) }
         }
-        var identityFields: [Int] = []
-        var fields = self.fields
+        var named: [Int] = []
         for keyPath in identity?.keyPaths ?? [] {
             guard let index = keyPaths[keyPath] else {
                 problems.append("\(name): an identity key path does not name a stored field")
                 continue
             }
-            guard case .attribute(let attribute) = fields[index] else {
-                problems.append("\(name).\(fields[index].name): a relationship cannot be part of the identity")
-                continue
-            }
-            if attribute.isOptional {
-                problems.append("\(name).\(attribute.name): an identity attribute cannot be optional")
-            }
-            if identity?.readsNumbersAsText == true, attribute.fastKind == .string {
-                fields[index] = .attribute(attribute.readingNumbersAsText())
-            }
-            identityFields.append(index)
+            named.append(index)
         }
-        if identity?.readsNumbersAsText == true,
-            !identityFields.contains(where: { if case .attribute(let attribute) = fields[$0] { attribute.readsNumbersAsText } else { false } })
-        {
-            problems.append("\(name): the identity reads numbers as text, but none of its attributes is a String")
+        let identityFields = EntityDescription.identityFields(named, of: self.fields, entity: name, problems: &problems)
+        var fields = self.fields
+        if identity?.readsNumbersAsText == true {
+            var textual = false
+            for index in identityFields {
+                guard case .attribute(let attribute) = fields[index], attribute.fastKind == .string else { continue }
+                fields[index] = .attribute(attribute.readingNumbersAsText())
+                textual = true
+            }
+            if !textual { problems.append("\(name): the identity reads numbers as text, but none of its attributes is a String") }
         }
         var keyPathsOfFields: [[String]?] = fields.map { [$0.name] }
         if let codingKeyPaths {
@@ -674,13 +666,45 @@ public struct EntityDescriptionBuilder<Root: EntityObject> {
             }
             keyPathsOfFields = fields.map { codingKeyPaths[$0.name] }
         }
-        if fields.count > FieldSet.capacity {
-            problems.append("\(name) has \(fields.count) fields; at most \(FieldSet.capacity) are supported")
-        }
+        EntityDescription.checkFieldCount(fields, entity: name, problems: &problems)
         return EntityDescription(
             name: name, type: Root.self, fields: fields, identity: identityFields, keyPaths: keyPaths,
-            codingKeyPaths: keyPathsOfFields, indexes: indexFields.map { EntityDescription.IndexDescription(fields: $0.fields, isUnique: $0.unique) },
+            codingKeyPaths: keyPathsOfFields, indexes: indexDescriptions,
             declaredInverses: declaredInverses, deleteRules: rules, problems: problems,
             makeObject: { row in try Root(row: row) })
+    }
+}
+
+// The checks both builders make (``EntityDescriptionBuilder`` by key paths, ``RuntimeEntityBuilder`` by names) once
+// each names field indexes: one wording of each problem, whichever way the entity was described.
+extension EntityDescription {
+    /// The identity's fields among `named`: the attributes; a relationship, or an optional attribute, is a problem.
+    static func identityFields(_ named: [Int], of fields: [FieldDescription], entity: String, problems: inout [String]) -> [Int] {
+        var identity: [Int] = []
+        for index in named {
+            guard case .attribute(let attribute) = fields[index] else {
+                problems.append("\(entity).\(fields[index].name): a relationship cannot be part of the identity")
+                continue
+            }
+            if attribute.isOptional { problems.append("\(entity).\(attribute.name): an identity attribute cannot be optional") }
+            identity.append(index)
+        }
+        return identity
+    }
+
+    /// The fields of an index among `named`: a to-many relationship is a problem.
+    static func indexableFields(_ named: [Int], of fields: [FieldDescription], entity: String, problems: inout [String]) -> [Int] {
+        named.filter { index in
+            guard case .relationship(let relationship) = fields[index], relationship.isToMany else { return true }
+            problems.append("\(entity).\(relationship.name): a to-many relationship cannot be indexed")
+            return false
+        }
+    }
+
+    /// More fields than a ``FieldSet`` holds is a problem.
+    static func checkFieldCount(_ fields: [FieldDescription], entity: String, problems: inout [String]) {
+        if fields.count > FieldSet.capacity {
+            problems.append("\(entity) has \(fields.count) fields; at most \(FieldSet.capacity) are supported")
+        }
     }
 }

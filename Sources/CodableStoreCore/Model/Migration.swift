@@ -124,7 +124,7 @@ public struct Migration: Sendable {
         /// `Entity.attribute` for a key path of the entity.
         private static func name(of keyPath: KeyPathBox, in root: any EntityObject.Type) -> String {
             let description = root.entityDescription
-            guard let field = description.fieldIndex(for: keyPath.keyPath) else { return "\(keyPath.keyPath)" }
+            guard let field = keyPath.field(in: description) else { return "\(keyPath)" }
             return "\(description.name).\(description.fields[field].name)"
         }
 

@@ -133,40 +133,29 @@ public struct RuntimeEntityBuilder: Sendable {
     /// The description, identified by the attributes named in `identity` (none: every record inserts an object).
     public func build(identity: [String] = []) -> EntityDescription {
         var problems = self.problems
-        var identityFields: [Int] = []
+        var named: [Int] = []
         for name in identity {
             guard let field = fields.firstIndex(where: { $0.name == name }) else {
                 problems.append("\(self.name): the identity names \(name), which is not one of its attributes")
                 continue
             }
-            guard case .attribute(let attribute) = fields[field] else {
-                problems.append("\(self.name).\(name): a relationship cannot be part of the identity")
-                continue
-            }
-            if attribute.isOptional {
-                problems.append("\(self.name).\(name): an identity attribute cannot be optional")
-            }
-            identityFields.append(field)
+            named.append(field)
         }
+        let identityFields = EntityDescription.identityFields(named, of: fields, entity: name, problems: &problems)
         var indexDescriptions: [EntityDescription.IndexDescription] = []
         for index in indexes {
-            var indexFields: [Int] = []
+            var named: [Int] = []
             for name in index.names {
                 guard let field = fields.firstIndex(where: { $0.name == name }) else {
                     problems.append("\(self.name): an index names \(name), which is not one of its fields")
                     continue
                 }
-                if case .relationship(let relationship) = fields[field], relationship.isToMany {
-                    problems.append("\(self.name).\(name): a to-many relationship cannot be indexed")
-                    continue
-                }
-                indexFields.append(field)
+                named.append(field)
             }
+            let indexFields = EntityDescription.indexableFields(named, of: fields, entity: name, problems: &problems)
             if !indexFields.isEmpty { indexDescriptions.append(.init(fields: indexFields, isUnique: index.unique)) }
         }
-        if fields.count > FieldSet.capacity {
-            problems.append("\(name) has \(fields.count) fields; at most \(FieldSet.capacity) are supported")
-        }
+        EntityDescription.checkFieldCount(fields, entity: name, problems: &problems)
         return EntityDescription(
             name: name, type: RuntimeObject.self, fields: fields, identity: identityFields, keyPaths: [:],
             codingKeyPaths: keys, indexes: indexDescriptions,

@@ -285,8 +285,8 @@ enum SQLiteMigration {
             }
             return (index, attribute)
         }
-        func attributeName(_ keyPath: AnyKeyPath, _ mapping: EntitySchema) throws -> String {
-            guard let field = mapping.description.fieldIndex(for: keyPath),
+        func attributeName(_ keyPath: KeyPathBox, _ mapping: EntitySchema) throws -> String {
+            guard let field = keyPath.field(in: mapping.description),
                 case .attribute(let attribute) = mapping.description.fields[field]
             else { throw StepError("\(keyPath) is not an attribute of \(mapping.name)") }
             return attribute.name
@@ -326,7 +326,7 @@ enum SQLiteMigration {
             }
         case .renameAttribute(let old, let keyPath, let root):
             let mapping = try model.mapping(for: root)
-            let new = try attributeName(keyPath.keyPath, mapping)
+            let new = try attributeName(keyPath, mapping)
             let (index, attribute) = try storedAttribute(old, of: mapping.name)
             let table = quoteIdentifier(mapping.name)
             try connection.execute(sql: "ALTER TABLE \(table) RENAME COLUMN \(quoteIdentifier(old)) TO \(quoteIdentifier(new))")
@@ -345,7 +345,7 @@ enum SQLiteMigration {
             }
         case .changeType(let keyPath, let root, let transform):
             let mapping = try model.mapping(for: root)
-            let name = try attributeName(keyPath.keyPath, mapping)
+            let name = try attributeName(keyPath, mapping)
             let (index, attribute) = try storedAttribute(name, of: mapping.name)
             let declared = mapping.description.attributes.first { $0.name == name }!
             stored.entities[index].attributes[attribute].type = declared.type.name
