@@ -190,9 +190,18 @@ extension ModelFile {
             guard let root else { throw error(nil, "", "the file is empty: expected 'version' and 'entities'") }
             var version: Int?
             var entities: [Entity] = []
+            var migrations: [Migration] = []
             var sawEntities = false
-            for (name, key, value) in try mapping(root, "", allowed: ["version", "entities"]) {
+            for (name, key, value) in try mapping(root, "", allowed: ["version", "entities", "migrations"]) {
                 switch name {
+                case "migrations":
+                    note(key, "migrations")
+                    guard case .sequence(let sequence) = value else {
+                        throw error(value, "migrations", "expected a list of migrations, found \(describe(value))")
+                    }
+                    for (position, element) in sequence.enumerated() {
+                        migrations.append(try migration(element, "migrations.\(position)"))
+                    }
                 case "version":
                     guard case .scalar = value, let number = value.plainInt else {
                         throw error(value, "version", "expected a whole number, found \(describe(value))")
@@ -211,7 +220,57 @@ extension ModelFile {
             }
             if version == nil { throw error(root, "version", "missing: the file must say 'version: \(ModelFile.currentVersion)'") }
             if !sawEntities || entities.isEmpty { throw error(root, "entities", "missing: the file declares no entity") }
-            return ModelFile(entities: entities)
+            return ModelFile(entities: entities, migrations: migrations)
+        }
+
+        mutating func migration(_ node: Node, _ field: String) throws(ModelFileError) -> Migration {
+            note(node, field)
+            var name: String?
+            var steps: [Step] = []
+            for (key, keyNode, value) in try mapping(node, field, allowed: ["name", "steps"]) {
+                let path = "\(field).\(key)"
+                note(keyNode, path)
+                if key == "name" {
+                    name = try string(value, path)
+                    continue
+                }
+                guard case .sequence(let sequence) = value else {
+                    throw error(value, path, "expected a list of steps, found \(describe(value))")
+                }
+                for (position, element) in sequence.enumerated() { steps.append(try step(element, "\(path).\(position)")) }
+            }
+            guard let name else { throw error(node, "\(field).name", "missing: a migration needs a name, which the store records") }
+            return Migration(name: name, steps: steps)
+        }
+
+        mutating func step(_ node: Node, _ field: String) throws(ModelFileError) -> Step {
+            note(node, field)
+            let kinds = ["renameEntity", "renameAttribute", "changeIdentity", "sql"]
+            let pairs = try mapping(node, field, allowed: kinds)
+            guard pairs.count == 1, let (kind, _, value) = pairs.first else {
+                throw error(node, field, "a step is one of \(kinds.joined(separator: ", ")), with its details")
+            }
+            let path = "\(field).\(kind)"
+            func arguments(_ names: [String]) throws(ModelFileError) -> [String: String] {
+                var found: [String: String] = [:]
+                for (name, _, argument) in try mapping(value, path, allowed: names) { found[name] = try string(argument, "\(path).\(name)") }
+                for name in names where found[name] == nil {
+                    throw error(value, "\(path).\(name)", "missing: \(kind) needs \(names.joined(separator: ", "))")
+                }
+                return found
+            }
+            switch kind {
+            case "renameEntity":
+                let found = try arguments(["from", "to"])
+                return .renameEntity(from: found["from"]!, to: found["to"]!)
+            case "renameAttribute":
+                let found = try arguments(["entity", "from", "to"])
+                return .renameAttribute(entity: found["entity"]!, from: found["from"]!, to: found["to"]!)
+            case "changeIdentity":
+                return .changeIdentity(entity: try arguments(["entity"])["entity"]!)
+            default:
+                return .sql(try string(value, path))
+            }
         }
 
         mutating func entity(_ name: String, key: Node, _ node: Node) throws(ModelFileError) -> Entity {

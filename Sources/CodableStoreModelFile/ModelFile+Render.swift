@@ -39,6 +39,25 @@ extension ModelFile {
                 }
             }
         }
+        if !migrations.isEmpty {
+            lines += ["", "migrations:"]
+            for migration in migrations {
+                lines.append("  - name: \(Self.scalar(migration.name))")
+                lines.append("    steps:")
+                for step in migration.steps {
+                    switch step {
+                    case .renameEntity(let from, let to):
+                        lines.append("      - renameEntity: {from: \(Self.scalar(from)), to: \(Self.scalar(to))}")
+                    case .renameAttribute(let entity, let from, let to):
+                        lines.append("      - renameAttribute: {entity: \(Self.scalar(entity)), from: \(Self.scalar(from)), to: \(Self.scalar(to))}")
+                    case .changeIdentity(let entity):
+                        lines.append("      - changeIdentity: {entity: \(Self.scalar(entity))}")
+                    case .sql(let text):
+                        lines.append("      - sql: \(Self.quoted(text))")
+                    }
+                }
+            }
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -7,6 +7,22 @@ import Foundation
 #endif
 
 extension ModelFile {
+    /// The file's ``migrations`` as a store runs them (`Store.Options.migrations`), by entity and attribute name.
+    public func storeMigrations() -> [CodableStoreCore.Migration] {
+        migrations.map { migration in
+            CodableStoreCore.Migration(
+                migration.name,
+                migration.steps.map { step in
+                    switch step {
+                    case .renameEntity(let from, let to): .renameEntity(from, toEntityNamed: to)
+                    case .renameAttribute(let entity, let from, let to): .renameAttribute(from, to: to, ofEntityNamed: entity)
+                    case .changeIdentity(let entity): .changeIdentity(ofEntityNamed: entity)
+                    case .sql(let text): .sql(text)
+                    }
+                })
+        }
+    }
+
     /// The file's entities as descriptions a store runs directly (`RuntimeEntityBuilder`): give them to
     /// `Store(path:entities:runtimeEntities:options:)` and import, fetch and export by entity name, with no Swift
     /// written or compiled. A store opened with them has the same tables, columns and rows as one opened with the

@@ -96,6 +96,37 @@ extension ModelFile {
                 }
             }
         }
+        // Migrations: what a step names on the file's side exists in this file (the old names are the store's).
+        var migrationNames: Set<String> = []
+        for (position, migration) in migrations.enumerated() {
+            let path = "migrations.\(position)"
+            if migration.name.isEmpty { throw fail("\(path).name", "a migration needs a name, which the store records") }
+            if !migrationNames.insert(migration.name).inserted {
+                throw fail("\(path).name", "two migrations are named '\(migration.name)': a store records each by its name")
+            }
+            for (index, step) in migration.steps.enumerated() {
+                let field = "\(path).steps.\(index)"
+                func entity(_ name: String, _ argument: String) throws(ModelFileError) -> Entity {
+                    guard let entity = byName[name] else {
+                        throw fail("\(field).\(argument)", "'\(name)' is no entity of this file (entities: \(entities.map(\.name).joined(separator: ", ")))")
+                    }
+                    return entity
+                }
+                switch step {
+                case .renameEntity(_, let to):
+                    _ = try entity(to, "renameEntity.to")
+                case .renameAttribute(let name, _, let to):
+                    let declared = try entity(name, "renameAttribute.entity")
+                    guard declared.attributes.contains(where: { $0.name == to }) else {
+                        throw fail("\(field).renameAttribute.to", "'\(to)' is no attribute of \(name)")
+                    }
+                case .changeIdentity(let name):
+                    _ = try entity(name, "changeIdentity.entity")
+                case .sql(let text):
+                    if text.allSatisfy(\.isWhitespace) { throw fail("\(field).sql", "the SQL is empty") }
+                }
+            }
+        }
     }
 
     private func checkFieldName(

@@ -30,9 +30,50 @@ public struct ModelFile: Sendable, Equatable {
     public static let currentVersion = 1
 
     public var entities: [Entity]
+    /// The changes a store made with an earlier version of this file needs before it takes this one (a renamed
+    /// attribute or entity, a new identity, a data fix in SQL), oldest first: see ``Migration``.
+    public var migrations: [Migration]
 
-    public init(entities: [Entity]) {
+    public init(entities: [Entity], migrations: [Migration] = []) {
         self.entities = entities
+        self.migrations = migrations
+    }
+
+    /// A named change of the model that adding tables and columns cannot make, as CodableStore's `Migration` is for
+    /// compiled entities. A store runs the migrations it has not recorded when it opens, then records them: never
+    /// rename one that has run.
+    ///
+    /// ```yaml
+    /// migrations:
+    ///   - name: heading instead of title
+    ///     steps:
+    ///       - renameAttribute: {entity: Issue, from: title, to: heading}
+    ///   - name: tickets are issues
+    ///     steps:
+    ///       - renameEntity: {from: Ticket, to: Issue}
+    ///       - sql: DELETE FROM Issue WHERE number IS NULL
+    ///       - changeIdentity: {entity: Issue}
+    /// ```
+    public struct Migration: Sendable, Equatable {
+        public var name: String
+        public var steps: [Step]
+
+        public init(name: String, steps: [Step]) {
+            self.name = name
+            self.steps = steps
+        }
+    }
+
+    /// One change of a ``Migration``; names are those of the store before the migration (`from`) and of this file.
+    public enum Step: Sendable, Equatable {
+        /// The entity stored as `from` is the file's entity `to`: its rows, relationships and links are kept.
+        case renameEntity(from: String, to: String)
+        /// The attribute stored as `from` is the attribute `to` of `entity`: its values are kept.
+        case renameAttribute(entity: String, from: String, to: String)
+        /// `entity`'s identity is the file's now (stored rows sharing it fail the migration).
+        case changeIdentity(entity: String)
+        /// SQL statements run as they are, between the other steps.
+        case sql(String)
     }
 
     /// One entity: a table, and an object type whose fields are read and written by name.

@@ -109,7 +109,10 @@ struct CommandModel {
     }
 
     func open(_ location: String, options: Store.Options = Store.Options()) throws -> Store {
-        try StoreLocation.open(location, entities: entities, runtimeEntities: runtimeEntities, options: options)
+        var options = options
+        // A model file's migrations run when a store made with an earlier version of the file opens.
+        if let file { options.migrations += file.model.storeMigrations() }
+        return try StoreLocation.open(location, entities: entities, runtimeEntities: runtimeEntities, options: options)
     }
 
     func importJSON(into store: Store, from source: ImportSource, options: ImportOptions, sync: Bool) throws -> ImportReport {

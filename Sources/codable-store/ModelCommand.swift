@@ -39,7 +39,8 @@ struct ModelCommand: ParsableCommand {
                 throw ExitCode.failure
             }
             let fields = file.entities.reduce(0) { $0 + $1.attributes.count + $1.relationships.count }
-            try writeResult("\(name): \(file.entities.count) entit\(file.entities.count == 1 ? "y" : "ies"), \(fields) fields: ok\n", to: nil)
+            let migrations = file.migrations.isEmpty ? "" : ", \(file.migrations.count) migration\(file.migrations.count == 1 ? "" : "s")"
+            try writeResult("\(name): \(file.entities.count) entit\(file.entities.count == 1 ? "y" : "ies"), \(fields) fields\(migrations): ok\n", to: nil)
             return
         }
         let file: ModelFile

@@ -193,4 +193,50 @@ import Testing
         let titles = try database.read { context in try context.fetch(entity: "Item").map { try $0.value("title", as: String.self) } }
         #expect(titles == ["B"])
     }
+
+    /// An edited model file says what changed (`migrations:`), and the next import into the store made with the old
+    /// file keeps its rows: the renamed attribute keeps its values.
+    @Test func aModelFilesMigrationsRunOnTheStoreItsEarlierVersionMade() throws {
+        let directory = try CLI.temporaryDirectory()
+        let store = directory.appendingPathComponent("items.sqlite").path
+        let first = directory.appendingPathComponent("v1.yaml").path
+        let second = directory.appendingPathComponent("v2.yaml").path
+        let dump = directory.appendingPathComponent("items.json").path
+        try "version: 1\nentities:\n  Item:\n    identity: [id]\n    attributes:\n      id: integer\n      title: string\n"
+            .write(toFile: first, atomically: true, encoding: .utf8)
+        try """
+            version: 1
+            entities:
+              Item:
+                identity: [id]
+                attributes:
+                  id: integer
+                  heading: {type: string, key: title}
+            migrations:
+              - name: heading instead of title
+                steps:
+                  - renameAttribute: {entity: Item, from: title, to: heading}
+
+            """.write(toFile: second, atomically: true, encoding: .utf8)
+        try #"[{"id": 1, "title": "one"}, {"id": 2, "title": "two"}]"#.write(toFile: dump, atomically: true, encoding: .utf8)
+        let before = try CLI.run(["import", "--model", first, dump, "--store", store])
+        #expect(before.status == 0, "\(before.stderr)")
+        // Without the migration, the store refuses the edited model, naming the difference.
+        let unmigrated = directory.appendingPathComponent("unmigrated.yaml").path
+        try String(contentsOfFile: second, encoding: .utf8).components(separatedBy: "migrations:")[0].write(toFile: unmigrated, atomically: true, encoding: .utf8)
+        let refused = try CLI.run(["import", "--model", unmigrated, dump, "--store", store])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("Item.title: attribute was removed"), "\(refused.stderr)")
+
+        let check = try CLI.run(["model", "--check", second])
+        #expect(check.stdout == "\(second): 1 entity, 2 fields, 1 migration: ok\n")
+        try #"[{"id": 3, "title": "three"}]"#.write(toFile: dump, atomically: true, encoding: .utf8)
+        let after = try CLI.run(["import", "--model", second, dump, "--store", store, "--json"])
+        #expect(after.status == 0, "\(after.stderr)")
+        #expect(
+            try Connection(path: store).rows(sql: "SELECT id, heading FROM Item ORDER BY id")
+                == [[.integer(1), .text("one")], [.integer(2), .text("two")], [.integer(3), .text("three")]])
+        let exported = try CLI.run(["export", "--model", second, "--store", store])
+        #expect(exported.stdout.contains(#"{"id":2,"title":"two"}"#), "\(exported.stdout)")
+    }
 }

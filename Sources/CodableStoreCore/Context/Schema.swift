@@ -283,6 +283,14 @@ package final class Schema: Sendable {
     }
 
     /// The mapping of the entity named `name`.
+    /// The mapping of the entity a migration step names.
+    func mapping(for reference: EntityReference) throws(StoreError) -> EntitySchema {
+        switch reference {
+        case .type(let type): try mapping(for: type)
+        case .name(let name): try mapping(named: name)
+        }
+    }
+
     package func mapping(named name: String) throws(StoreError) -> EntitySchema {
         guard let index = indexByName[name] else {
             throw StoreError(

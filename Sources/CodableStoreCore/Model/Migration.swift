@@ -66,10 +66,10 @@ public struct Migration: Sendable {
     /// property name.
     public struct Step: Sendable, CustomStringConvertible {
         enum Kind: Sendable {
-            case renameEntity(from: String, to: any EntityObject.Type)
-            case renameAttribute(from: String, to: KeyPathBox, root: any EntityObject.Type)
-            case changeType(of: KeyPathBox, root: any EntityObject.Type, transform: @Sendable (DatabaseValue) throws -> DatabaseValue)
-            case changeIdentity(of: any EntityObject.Type)
+            case renameEntity(from: String, to: EntityReference)
+            case renameAttribute(from: String, to: KeyPathBox, root: EntityReference)
+            case changeType(of: KeyPathBox, root: EntityReference, transform: @Sendable (DatabaseValue) throws -> DatabaseValue)
+            case changeIdentity(of: EntityReference)
             case sql(String)
             case custom(@Sendable (Connection) throws -> Void)
         }
@@ -77,12 +77,37 @@ public struct Migration: Sendable {
 
         /// The entity stored as `oldName` is the declared entity `type` now; its rows, relationships and links are kept.
         public static func renameEntity(_ oldName: String, to type: any EntityObject.Type) -> Step {
-            Step(kind: .renameEntity(from: oldName, to: type))
+            Step(kind: .renameEntity(from: oldName, to: .type(type)))
         }
 
         /// The attribute stored as `oldName` is the attribute at `keyPath` now; its values are kept.
         public static func renameAttribute<Root: EntityObject, Value>(_ oldName: String, to keyPath: KeyPath<Root, Value>) -> Step {
-            Step(kind: .renameAttribute(from: oldName, to: KeyPathBox(keyPath), root: Root.self))
+            Step(kind: .renameAttribute(from: oldName, to: KeyPathBox(keyPath), root: .type(Root.self)))
+        }
+
+        /// ``renameEntity(_:to:)`` for an entity described at run time: the entity stored as `oldName` is the declared
+        /// entity `newName` now.
+        public static func renameEntity(_ oldName: String, toEntityNamed newName: String) -> Step {
+            Step(kind: .renameEntity(from: oldName, to: .name(newName)))
+        }
+
+        /// ``renameAttribute(_:to:)`` for an entity described at run time: the attribute stored as `oldName` is the
+        /// declared attribute `newName` of the entity `entity` now.
+        public static func renameAttribute(_ oldName: String, to newName: String, ofEntityNamed entity: String) -> Step {
+            Step(kind: .renameAttribute(from: oldName, to: KeyPathBox(name: newName), root: .name(entity)))
+        }
+
+        /// ``changeType(of:_:)`` for an entity described at run time: each stored value of the attribute `attribute`
+        /// of `entity` becomes `transform`'s result.
+        public static func changeType(
+            of attribute: String, ofEntityNamed entity: String, _ transform: @escaping @Sendable (DatabaseValue) throws -> DatabaseValue
+        ) -> Step {
+            Step(kind: .changeType(of: KeyPathBox(name: attribute), root: .name(entity), transform: transform))
+        }
+
+        /// ``changeIdentity(of:)`` for an entity described at run time.
+        public static func changeIdentity(ofEntityNamed entity: String) -> Step {
+            Step(kind: .changeIdentity(of: .name(entity)))
         }
 
         /// The attribute at `keyPath` has a new type: each stored value (of the old type, `Old`) becomes
@@ -92,7 +117,7 @@ public struct Migration: Sendable {
         ) -> Step {
             Step(
                 kind: .changeType(
-                    of: KeyPathBox(keyPath), root: Root.self,
+                    of: KeyPathBox(keyPath), root: .type(Root.self),
                     transform: { value in try transform(try Old(databaseValue: value)).databaseValue }))
         }
 
@@ -100,14 +125,14 @@ public struct Migration: Sendable {
         public static func changeType<Root: EntityObject, Value>(
             of keyPath: KeyPath<Root, Value>, _ transform: @escaping @Sendable (DatabaseValue) throws -> DatabaseValue
         ) -> Step {
-            Step(kind: .changeType(of: KeyPathBox(keyPath), root: Root.self, transform: transform))
+            Step(kind: .changeType(of: KeyPathBox(keyPath), root: .type(Root.self), transform: transform))
         }
 
         /// The entity's identity is the declared one now. Stored rows that share the new identity once every step ran
         /// fail the migration, naming this step and the shared values: remove the duplicates in an earlier step
         /// (``sql(_:)``).
         public static func changeIdentity<Root: EntityObject>(of type: Root.Type) -> Step {
-            Step(kind: .changeIdentity(of: type))
+            Step(kind: .changeIdentity(of: .type(type)))
         }
 
         /// SQL statements run as they are (separated by `;`), for data fixes between the other steps. Tables and
@@ -121,9 +146,10 @@ public struct Migration: Sendable {
             Step(kind: .custom(body))
         }
 
-        /// `Entity.attribute` for a key path of the entity.
-        private static func name(of keyPath: KeyPathBox, in root: any EntityObject.Type) -> String {
-            let description = root.entityDescription
+        /// `Entity.attribute` for a key path (or name) of the entity.
+        private static func name(of keyPath: KeyPathBox, in root: EntityReference) -> String {
+            guard case .type(let type) = root else { return "\(root.name).\(keyPath)" }
+            let description = type.entityDescription
             guard let field = keyPath.field(in: description) else { return "\(keyPath)" }
             return "\(description.name).\(description.fields[field].name)"
         }
@@ -132,13 +158,26 @@ public struct Migration: Sendable {
         /// `renameEntity(Ticket to Bug)`, `changeType(of: Bug.score)`, `sql(…)` (its first 60 characters).
         public var description: String {
             switch kind {
-            case .renameEntity(let from, let to): "renameEntity(\(from) to \(to.entityDescription.name))"
+            case .renameEntity(let from, let to): "renameEntity(\(from) to \(to.name))"
             case .renameAttribute(let from, let to, let root): "renameAttribute(\(from) to \(Self.name(of: to, in: root)))"
             case .changeType(let keyPath, let root, _): "changeType(of: \(Self.name(of: keyPath, in: root)))"
-            case .changeIdentity(let type): "changeIdentity(of: \(type.entityDescription.name))"
+            case .changeIdentity(let entity): "changeIdentity(of: \(entity.name))"
             case .sql(let sql): "sql(\(sql.count > 60 ? sql.prefix(60) + "…" : sql))"
             case .custom: "custom"
             }
+        }
+    }
+}
+
+/// An entity a migration step names: by its class, or by its name (an entity described at run time).
+enum EntityReference: Sendable {
+    case type(any EntityObject.Type)
+    case name(String)
+
+    var name: String {
+        switch self {
+        case .type(let type): type.entityDescription.name
+        case .name(let name): name
         }
     }
 }

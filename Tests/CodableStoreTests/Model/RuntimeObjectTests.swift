@@ -190,4 +190,50 @@ import Testing
         }
         #expect(inverse?.differences == ["Book.author: its declared inverse works is not a relationship of Writer"])
     }
+
+    /// Migration steps that name entities and attributes (what a model file's `migrations:` become): a renamed entity
+    /// and attribute keep their rows and values, a type change transforms them, and a step naming no entity fails
+    /// the migration with nothing changed.
+    @Test func migrationsByNameKeepTheRowsOfRenamedEntitiesAndAttributes() throws {
+        let path = TestStore.temporaryPath()
+        var ticket = RuntimeEntityBuilder(name: "Ticket")
+        ticket.attribute("id", .integer)
+        ticket.attribute("title", .string)
+        ticket.attribute("score", .integer)
+        try Store(path: path, entities: [], runtimeEntities: [ticket.build(identity: ["id"])]).write { context in
+            _ = try StoreDecoder().decodeObjects(
+                entity: "Ticket", from: Data(#"[{"id": 1, "title": "a", "score": 5}, {"id": 2, "title": "b", "score": 7}]"#.utf8),
+                into: context)
+        }
+        var issue = RuntimeEntityBuilder(name: "Issue")
+        issue.attribute("id", .integer)
+        issue.attribute("heading", .string)
+        issue.attribute("score", .string)
+        let entities = [issue.build(identity: ["id"])]
+
+        var wrong = Store.Options()
+        wrong.migrations = [Migration("tickets are issues", [.renameEntity("Ticket", toEntityNamed: "Isue")])]
+        let failure = try #require(throws: StoreError.self) { _ = try Store(path: path, entities: [], runtimeEntities: entities, options: wrong) }
+        #expect(failure.code == .migrationFailed)
+        #expect(failure.message.hasPrefix("migration 'tickets are issues', step 1 (renameEntity(Ticket to Isue)) failed: Isue is not an entity of this store"), "\(failure)")
+        #expect(try RawDatabase(path).rows("SELECT id, title FROM Ticket ORDER BY id") == [["1", "a"], ["2", "b"]])
+
+        var options = Store.Options()
+        options.migrations = [
+            Migration("tickets are issues", [.renameEntity("Ticket", toEntityNamed: "Issue")]),
+            Migration(
+                "heading, and score as text",
+                [
+                    .renameAttribute("title", to: "heading", ofEntityNamed: "Issue"),
+                    .changeType(of: "score", ofEntityNamed: "Issue") { value in
+                        guard case .integer(let number) = value else { return value }
+                        return .text("\(number) points")
+                    },
+                ]),
+        ]
+        let store = try Store(path: path, entities: [], runtimeEntities: entities, options: options)
+        #expect(try RawDatabase(path).rows("SELECT id, heading, score FROM Issue ORDER BY id") == [["1", "a", "5 points"], ["2", "b", "7 points"]])
+        #expect(try store.appliedMigrations().map(\.steps) == [["renameEntity(Ticket to Issue)"], ["renameAttribute(title to Issue.heading)", "changeType(of: Issue.score)"]])
+        #expect(try store.read { context in try context.object(entity: "Issue", identity: 2)?["heading"] } == .text("b"))
+    }
 }

@@ -222,7 +222,62 @@ import Testing
         #expect(failure.message == "unknown field 'optinal' (expected one of: type, optional, format, key, default)")
         let top = try #require(error(of: "version: 1\nentites:\n  A: {}\n"))
         #expect(top.line == 2 && top.column == 1)
-        #expect(top.message == "unknown field 'entites' (expected one of: version, entities)")
+        #expect(top.message == "unknown field 'entites' (expected one of: version, entities, migrations)")
+    }
+
+    /// `migrations:` reads, renders and reads back the same, and what a step names on the file's side must exist.
+    @Test func migrationsRoundTripAndNameWhatTheFileDeclares() throws {
+        let text = """
+            version: 1
+            entities:
+              Issue:
+                identity: [id]
+                attributes:
+                  id: integer
+                  heading: string?
+
+            migrations:
+              - name: "tickets are issues"
+                steps:
+                  - renameEntity: {from: Ticket, to: Issue}
+                  - sql: "DELETE FROM Issue WHERE id IS NULL"
+                  - changeIdentity: {entity: Issue}
+              - name: "heading instead of title"
+                steps:
+                  - renameAttribute: {entity: Issue, from: title, to: heading}
+
+            """
+        let model = try ModelFile.parse(text, file: "model.yaml")
+        #expect(
+            model.migrations == [
+                ModelFile.Migration(
+                    name: "tickets are issues",
+                    steps: [.renameEntity(from: "Ticket", to: "Issue"), .sql("DELETE FROM Issue WHERE id IS NULL"), .changeIdentity(entity: "Issue")]),
+                ModelFile.Migration(name: "heading instead of title", steps: [.renameAttribute(entity: "Issue", from: "title", to: "heading")]),
+            ])
+        #expect(model.rendered() == text)
+        #expect(try ModelFile.parse(model.rendered()) == model)
+        #expect(model.storeMigrations().map(\.name) == ["tickets are issues", "heading instead of title"])
+        #expect(model.storeMigrations()[0].steps.map(\.description) == ["renameEntity(Ticket to Issue)", "sql(DELETE FROM Issue WHERE id IS NULL)", "changeIdentity(of: Issue)"])
+
+        func failure(_ migrations: String) throws -> ModelFileError {
+            try #require(error(of: "version: 1\nentities:\n  Issue:\n    attributes:\n      id: integer\nmigrations:\n" + migrations))
+        }
+        let noAttribute = try failure("  - name: m\n    steps:\n      - renameAttribute: {entity: Issue, from: title, to: heading}\n")
+        #expect(noAttribute.description == "model.yaml:9:9: migrations.0.steps.0.renameAttribute.to: 'heading' is no attribute of Issue")
+        let noEntity = try failure("  - name: m\n    steps:\n      - renameEntity: {from: Ticket, to: Bug}\n")
+        #expect(noEntity.message == "'Bug' is no entity of this file (entities: Issue)")
+        #expect(noEntity.line == 9)
+        let twice = try failure("  - name: m\n    steps: []\n  - name: m\n    steps: []\n")
+        #expect(twice.field == "migrations.1.name")
+        #expect(twice.message == "two migrations are named 'm': a store records each by its name")
+        let unnamed = try failure("  - steps: []\n")
+        #expect(unnamed.message == "missing: a migration needs a name, which the store records")
+        let unknown = try failure("  - name: m\n    steps:\n      - dropEntity: {name: Issue}\n")
+        #expect(unknown.field == "migrations.0.steps.0.dropEntity")
+        #expect(unknown.message == "unknown field 'dropEntity' (expected one of: renameEntity, renameAttribute, changeIdentity, sql)")
+        let incomplete = try failure("  - name: m\n    steps:\n      - renameAttribute: {entity: Issue, to: id}\n")
+        #expect(incomplete.message == "missing: renameAttribute needs entity, from, to")
     }
 
     @Test func anIdentityThatNamesNoAttribute() throws {
