@@ -1,8 +1,9 @@
 extension ModelFile {
     /// The `@Entity` classes this model stands for: one class per entity, with its identity, `CodingKeys` (JSON keys
     /// and key paths, and the entity's delimiter), relationships with declared inverses, delete rules, reference
-    /// policies and indexes, and a `decoder()` whose date strategy is the file's date format. They decode the same
-    /// JSON into the same tables and columns as the file does.
+    /// policies and indexes, a `decoder()` whose date strategy is the file's date format, and the file's
+    /// ``migrations`` as `Migration`s (when it has some). They decode the same JSON into the same tables and columns
+    /// as the file does.
     ///
     /// - Parameter namespace: an enum to declare the classes in (`enum Shop { @Entity final class Order … }`); the
     ///   entity names stay the classes' names.
@@ -69,7 +70,7 @@ extension ModelFile {
             "    decoder.dateDecodingStrategy = \(dateStrategy)",
             "    return decoder",
             "}",
-        ]
+        ] + migrationsSource(access: access)
         if namespace != nil {
             // In the namespace, beside the classes.
             lines += [""] + helpers.map { $0.isEmpty ? "" : "    " + $0 } + ["}"]
@@ -176,6 +177,26 @@ extension ModelFile {
         case .data: "Data"
         case .json: "JSONValue"
         }
+    }
+
+    /// The file's migrations as `Migration`s with the classes' key paths, to give the store
+    /// (`Store.Options(migrations:)`): nothing when the file has none.
+    private func migrationsSource(access: String) -> [String] {
+        guard !migrations.isEmpty else { return [] }
+        func propertyPath(_ entity: String, _ attribute: String) -> String { "\\\(entity).\(Self.identifier(attribute))" }
+        var lines = ["", "/// The model file's migrations, oldest first: give them to the store (`Store.Options(migrations:)`).", "\(access)static let migrations: [Migration] = ["]
+        for migration in migrations {
+            let steps = migration.steps.map { step -> String in
+                switch step {
+                case .renameEntity(let from, let to): ".renameEntity(\(Self.stringLiteral(from)), to: \(to).self)"
+                case .renameAttribute(let entity, let from, let to): ".renameAttribute(\(Self.stringLiteral(from)), to: \(propertyPath(entity, to)))"
+                case .changeIdentity(let entity): ".changeIdentity(of: \(entity).self)"
+                case .sql(let text): ".sql(\(Self.stringLiteral(text)))"
+                }
+            }
+            lines.append("    Migration(\(Self.stringLiteral(migration.name)), [\(steps.joined(separator: ", "))]),")
+        }
+        return lines + ["]"]
     }
 
     private static func swiftLiteral(_ value: DefaultValue, _ kind: AttributeKind) -> String {

@@ -119,6 +119,11 @@ enum GeneratedOrders {
         decoder.dateDecodingStrategy = .millisecondsSince1970
         return decoder
     }
+
+    /// The model file's migrations, oldest first: give them to the store (`Store.Options(migrations:)`).
+    static let migrations: [Migration] = [
+        Migration("shop names", [.renameAttribute("title", to: \Shop.name), .sql("UPDATE Shop SET name = NULL WHERE name = ''")]),
+    ]
 }
 
 extension GeneratedOrders.Order: EntityReferencePolicies {

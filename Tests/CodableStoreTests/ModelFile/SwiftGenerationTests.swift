@@ -173,4 +173,20 @@ import Testing
                 == [["1", "bug"], ["2", "bug"], ["2", "docs"]])
         #expect(try raw.rows("SELECT m.title, u.login FROM Milestone m JOIN User u ON u._pk = m.creator") == [["v1.0", "octocat"]])
     }
+
+    /// The generated `migrations` (from the file's `migrations:`) take a store the earlier model made to the classes:
+    /// the renamed attribute keeps its values, and the SQL step runs after it.
+    @Test func theGeneratedMigrationsRunOnAStoreTheEarlierModelMade() throws {
+        let path = TestStore.temporaryPath()
+        var shop = RuntimeEntityBuilder(name: "Shop")
+        shop.attribute("id", .string)
+        shop.attribute("title", .string, optional: true)
+        try Store(path: path, entities: [], runtimeEntities: [shop.build(identity: ["id"])]).write { context in
+            _ = try StoreDecoder().decodeObjects(
+                entity: "Shop", from: Data(#"[{"id": "north", "title": "North"}, {"id": "south", "title": ""}]"#.utf8), into: context)
+        }
+        let store = try Store(path: path, entities: GeneratedOrders.entities, options: .init(migrations: GeneratedOrders.migrations))
+        #expect(try RawDatabase(path).rows("SELECT id, name FROM Shop ORDER BY id") == [["north", "North"], ["south", "NULL"]])
+        #expect(try store.appliedMigrations().map(\.name) == ["shop names"])
+    }
 }
