@@ -112,7 +112,17 @@ struct CommandModel {
         var options = options
         // A model file's migrations run when a store made with an earlier version of the file opens.
         if let file { options.migrations += file.model.storeMigrations() }
-        return try StoreLocation.open(location, entities: entities, runtimeEntities: runtimeEntities, options: options)
+        do {
+            return try StoreLocation.open(location, entities: entities, runtimeEntities: runtimeEntities, options: options)
+        } catch let error as StoreError where error.code == .schemaMismatch && file != nil && !error.differences.isEmpty {
+            // The library's remedy names Swift (Store.Options.migrations); a model file says it in its own words.
+            throw StoreError(
+                .schemaMismatch,
+                "the store was made with another version of the model: \(error.differences.joined(separator: "; ")). "
+                    + "Say what changed in the model file's 'migrations:' (renameAttribute, renameEntity, changeIdentity, sql), "
+                    + "or import into a new store",
+                differences: error.differences)
+        }
     }
 
     func importJSON(into store: Store, from source: ImportSource, options: ImportOptions, sync: Bool) throws -> ImportReport {
