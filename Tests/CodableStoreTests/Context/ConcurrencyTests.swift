@@ -1,14 +1,13 @@
 import CodableStore
 import Foundation
-import Synchronization
 import Testing
 
 @Suite struct ConcurrencyTests {
     @Test func readsDuringALongWriteNeitherFailNorSeeUncommittedRows() async throws {
         let store = try Store(path: TestStore.temporaryPath(), entities: TestStore.entities)
         try await store.write { try $0.insert(Person(id: 0, name: "committed")) }
-        let inserted = Mutex(false)
-        let release = Mutex(false)
+        let inserted = Locked(false)
+        let release = Locked(false)
 
         let writer = Task {
             try await store.write { context in

@@ -2,7 +2,6 @@ import CodableStore
 import CodableStoreSQLite
 import Foundation
 import IssuesModel
-import Synchronization
 import Testing
 
 /// `ImportOptions.exclusiveAccess`: the import takes the store for itself (a rollback journal instead of the WAL) when
@@ -67,8 +66,8 @@ import Testing
             let store = try Store(path: path, entities: issueEntities, options: .init(busyTimeout: 20))
             _ = try store.importJSON(GitIssue.self, from: .file(try ImportTests.dump(count: 10)), options: Self.options(exclusive: false))
             let before = try RawDatabase(path).value("SELECT count(*) FROM GitIssue")
-            let outside = Mutex<[String]>([])
-            let storeReads = Mutex<[String]>([])
+            let outside = Locked<[String]>([])
+            let storeReads = Locked<[String]>([])
             var options = Self.options(exclusive: exclusive, batchSize: 40)
             options.progress = { _ in
                 outside.withLock { $0.append(Self.readOutside(path)) }

@@ -1,7 +1,6 @@
 import CSQLite
 import CodableStore
 import Foundation
-import Synchronization
 import Testing
 
 /// Helpers shared by the tests: temporary store files, a raw SQLite oracle, a statement log.
@@ -85,7 +84,7 @@ final class RawDatabase {
 
 /// Collects the SQL of executed statements, to count queries and check what was written.
 final class StatementLog: Sendable {
-    private let statements = Mutex<[String]>([])
+    private let statements = Locked<[String]>([])
 
     var observer: @Sendable (String) -> Void {
         { [self] sql in statements.withLock { $0.append(sql) } }
