@@ -1,9 +1,6 @@
-// The libpq functions CodableStorePostgres calls, defined here as forwarders to the libpq that
-// `codable_store_load_libpq` opens with dlopen, so that nothing links libpq when the program starts.
-//
-// The forwarders are hidden: they resolve the Swift module's calls inside the program, and are not exported, so
-// that libpq's calls to its own functions still reach libpq's definitions. A function CodableStorePostgres
-// starts to call must be added to FORWARDED below (the link fails until it is).
+// The libpq functions CodableStorePostgres calls (CLibPQLoader.h lists them), defined as `codable_store_PQ…`
+// forwarders to the libpq that `codable_store_load_libpq` opens with dlopen, so that nothing links libpq when the
+// program starts.
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -11,39 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#pragma GCC visibility push(hidden)
-#if __has_include(<libpq-fe.h>)
-#include <libpq-fe.h>
-#else
-#include <postgresql/libpq-fe.h>
-#endif
 #include "CLibPQLoader.h"
 
-// name, return type, parameters, arguments
-#define FORWARDED(X) \
-    X(PQconnectdbParams, PGconn *, (const char *const *keywords, const char *const *values, int expand_dbname), (keywords, values, expand_dbname)) \
-    X(PQstatus, ConnStatusType, (const PGconn *conn), (conn)) \
-    X(PQerrorMessage, char *, (const PGconn *conn), (conn)) \
-    X(PQsocket, int, (const PGconn *conn), (conn)) \
-    X(PQsetNoticeReceiver, PQnoticeReceiver, (PGconn *conn, PQnoticeReceiver proc, void *arg), (conn, proc, arg)) \
-    X(PQexecParams, PGresult *, (PGconn *conn, const char *command, int nParams, const Oid *paramTypes, const char *const *paramValues, const int *paramLengths, const int *paramFormats, int resultFormat), (conn, command, nParams, paramTypes, paramValues, paramLengths, paramFormats, resultFormat)) \
-    X(PQresultStatus, ExecStatusType, (const PGresult *res), (res)) \
-    X(PQresultErrorMessage, char *, (const PGresult *res), (res)) \
-    X(PQresultErrorField, char *, (const PGresult *res, int fieldcode), (res, fieldcode)) \
-    X(PQntuples, int, (const PGresult *res), (res)) \
-    X(PQnfields, int, (const PGresult *res), (res)) \
-    X(PQftype, Oid, (const PGresult *res, int field_num), (res, field_num)) \
-    X(PQgetvalue, char *, (const PGresult *res, int tup_num, int field_num), (res, tup_num, field_num)) \
-    X(PQgetlength, int, (const PGresult *res, int tup_num, int field_num), (res, tup_num, field_num)) \
-    X(PQgetisnull, int, (const PGresult *res, int tup_num, int field_num), (res, tup_num, field_num)) \
-    X(PQconsumeInput, int, (PGconn *conn), (conn)) \
-    X(PQisBusy, int, (PGconn *conn), (conn)) \
-    X(PQnotifies, PGnotify *, (PGconn *conn), (conn))
-
-#define FORWARDED_VOID(X) \
-    X(PQfinish, (PGconn *conn), (conn)) \
-    X(PQclear, (PGresult *res), (res)) \
-    X(PQfreemem, (void *ptr), (ptr))
+#define FORWARDED(X) CODABLE_STORE_LIBPQ_FUNCTIONS(X)
+#define FORWARDED_VOID(X) CODABLE_STORE_LIBPQ_VOID_FUNCTIONS(X)
 
 #define POINTER(name, type, parameters, arguments) static type(*loaded_##name) parameters;
 #define POINTER_VOID(name, parameters, arguments) static void(*loaded_##name) parameters;
@@ -51,9 +19,9 @@ FORWARDED(POINTER)
 FORWARDED_VOID(POINTER_VOID)
 
 #define FORWARDER(name, type, parameters, arguments) \
-    type name parameters { return loaded_##name arguments; }
+    __attribute__((visibility("hidden"))) type codable_store_##name parameters { return loaded_##name arguments; }
 #define FORWARDER_VOID(name, parameters, arguments) \
-    void name parameters { loaded_##name arguments; }
+    __attribute__((visibility("hidden"))) void codable_store_##name parameters { loaded_##name arguments; }
 FORWARDED(FORWARDER)
 FORWARDED_VOID(FORWARDER_VOID)
 
@@ -116,4 +84,3 @@ int codable_store_load_libpq(const char **error) {
     return 1;
 }
 
-#pragma GCC visibility pop

@@ -43,24 +43,24 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         }
         let parameters = configuration.libpqParameters
         let handle = withCStrings(parameters.map(\.keyword)) { keywords in
-            withCStrings(parameters.map(\.value)) { values in PQconnectdbParams(keywords, values, 0) }
+            withCStrings(parameters.map(\.value)) { values in codable_store_PQconnectdbParams(keywords, values, 0) }
         }
         guard let handle else {
             throw StoreError(.connectionFailed, "cannot connect to \(configuration.redactedURL): out of memory")
         }
-        guard PQstatus(handle) == CONNECTION_OK else {
+        guard codable_store_PQstatus(handle) == CONNECTION_OK else {
             let error = PostgresError(result: nil, connection: handle, sql: nil)
-            PQfinish(handle)
+            codable_store_PQfinish(handle)
             throw StoreError(.connectionFailed, "cannot connect to \(configuration.redactedURL): \(error.message)", cause: error)
         }
         let connection = PostgresDatabaseConnection(handle: handle, options: options)
         // The server's notices (`schema "x" already exists, skipping`) go to the log, not to standard error.
-        PQsetNoticeReceiver(handle, { context, result in
-            guard let context, let result, let text = PQresultErrorMessage(result) else { return }
+        codable_store_PQsetNoticeReceiver(handle, { context, result in
+            guard let context, let result, let text = codable_store_PQresultErrorMessage(result) else { return }
             let connection = Unmanaged<PostgresDatabaseConnection>.fromOpaque(context).takeUnretainedValue()
             let message = String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
             // An error between statements comes this way too: the server's last word before it ends the session.
-            if let severity = PQresultErrorField(result, Int32(UInt8(ascii: "V"))),
+            if let severity = codable_store_PQresultErrorField(result, Int32(UInt8(ascii: "V"))),
                 ["FATAL", "PANIC"].contains(String(cString: severity))
             {
                 connection.serverEndedSession = true
@@ -77,14 +77,14 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     /// server's last message and the end of the stream, when it went away) reads it here, without waiting.
     var isClosed: Bool {
         guard let handle else { return true }
-        if PQstatus(handle) == CONNECTION_OK, !isInsideTransaction {
+        if codable_store_PQstatus(handle) == CONNECTION_OK, !isInsideTransaction {
             // The server's last message may come in one read and the end of the stream in the next (or a moment later,
             // as the server's process exits): the message, parsed (PQisBusy), says so already.
             var reads = 0
             while reads < 4, readInput(waitingMilliseconds: 0) == .read { reads += 1 }
-            if reads > 0 { _ = PQisBusy(handle) }
+            if reads > 0 { _ = codable_store_PQisBusy(handle) }
         }
-        return serverEndedSession || PQstatus(handle) != CONNECTION_OK
+        return serverEndedSession || codable_store_PQstatus(handle) != CONNECTION_OK
     }
 
     enum InputState { case nothing, read, failed }
@@ -93,16 +93,16 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     /// running a statement (for notifications, or to see that the server went away).
     func readInput(waitingMilliseconds milliseconds: Int32) -> InputState {
         guard let handle else { return .failed }
-        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        var descriptor = pollfd(fd: codable_store_PQsocket(handle), events: Int16(POLLIN), revents: 0)
         guard poll(&descriptor, 1, milliseconds) > 0 else { return .nothing }  // EINTR too: the caller asks again
-        return PQconsumeInput(handle) != 0 ? .read : .failed
+        return codable_store_PQconsumeInput(handle) != 0 ? .read : .failed
     }
 
     /// Closes the connection (telling the server, if it is still there).
     func close() {
         guard let handle else { return }
         self.handle = nil
-        PQfinish(handle)
+        codable_store_PQfinish(handle)
     }
 
     // MARK: - Running statements
@@ -125,10 +125,10 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         let start = ContinuousClock.now
         let texts = try arguments.map { try Self.text(of: $0, sql: postgresSQL) }
         let result = withCStrings(texts) { values in
-            PQexecParams(handle, postgresSQL, Int32(texts.count), nil, values, nil, nil, 0)
+            codable_store_PQexecParams(handle, postgresSQL, Int32(texts.count), nil, values, nil, nil, 0)
         }
-        defer { PQclear(result) }
-        switch result.map(PQresultStatus) {
+        defer { codable_store_PQclear(result) }
+        switch result.map(codable_store_PQresultStatus) {
         case PGRES_COMMAND_OK?, PGRES_TUPLES_OK?, PGRES_EMPTY_QUERY?:
             break
         default:
@@ -138,22 +138,22 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         // The statement's time as the client sees it: the round trip and the server's work.
         profiler?(sql, ContinuousClock.now - start)
         guard let result else { return [] }
-        let rowCount = PQntuples(result)
-        let columnCount = PQnfields(result)
+        let rowCount = codable_store_PQntuples(result)
+        let columnCount = codable_store_PQnfields(result)
         guard rowCount > 0, columnCount > 0 else { return [] }
-        let types = (0..<columnCount).map { PQftype(result, $0) }
+        let types = (0..<columnCount).map { codable_store_PQftype(result, $0) }
         var rows: [[DatabaseValue]] = []
         rows.reserveCapacity(Int(rowCount))
         for row in 0..<rowCount {
             var values: [DatabaseValue] = []
             values.reserveCapacity(Int(columnCount))
             for column in 0..<columnCount {
-                if PQgetisnull(result, row, column) != 0 {
+                if codable_store_PQgetisnull(result, row, column) != 0 {
                     values.append(.null)
                     continue
                 }
                 let bytes = UnsafeRawBufferPointer(
-                    start: PQgetvalue(result, row, column), count: Int(PQgetlength(result, row, column)))
+                    start: codable_store_PQgetvalue(result, row, column), count: Int(codable_store_PQgetlength(result, row, column)))
                 values.append(try Self.value(of: bytes, type: types[Int(column)], sql: postgresSQL))
             }
             rows.append(values)

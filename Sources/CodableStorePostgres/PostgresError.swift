@@ -1,4 +1,5 @@
 import CLibPQ
+import CLibPQLoader
 import CodableStore
 import Foundation
 
@@ -38,7 +39,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// never part of it.
     init(result: OpaquePointer?, connection: OpaquePointer?, sql: String?) {
         func field(_ code: Character) -> String? {
-            guard let result, let value = PQresultErrorField(result, Int32(code.asciiValue!)) else { return nil }
+            guard let result, let value = codable_store_PQresultErrorField(result, Int32(code.asciiValue!)) else { return nil }
             return String(cString: value)
         }
         if let message = field("M") {
@@ -50,7 +51,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
 
     /// libpq's last message for `connection`, on one line (it ends its messages with a line feed).
     static func connectionMessage(_ connection: OpaquePointer?) -> String {
-        guard let connection, let text = PQerrorMessage(connection) else { return "out of memory" }
+        guard let connection, let text = codable_store_PQerrorMessage(connection) else { return "out of memory" }
         let lines = String(cString: text).split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         return lines.isEmpty ? "the connection failed" : lines.joined(separator: "; ")

@@ -1,4 +1,5 @@
 import CLibPQ
+import CLibPQLoader
 import CodableStore
 import Foundation
 import Logging
@@ -291,9 +292,9 @@ final class PostgresListener: @unchecked Sendable {
                     metadata: ["error": "\(PostgresError.connectionMessage(handle))"])
                 return
             }
-            while let notification = PQnotifies(handle) {
+            while let notification = codable_store_PQnotifies(handle) {
                 let payload = notification.pointee.extra.map { String(cString: $0) } ?? ""
-                PQfreemem(notification)
+                codable_store_PQfreemem(notification)
                 handler(payload)
             }
         }
