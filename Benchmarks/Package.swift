@@ -17,10 +17,11 @@ let package = Package(
     targets: [
         // The raw baseline talks to libsqlite3 directly, not through CodableStore's wrapper.
         .systemLibrary(name: "CSQLiteBenchmark", providers: [.apt(["libsqlite3-dev"])]),
-        // The limit baseline: a hand-written C importer on yajl's callback parser and raw sqlite3.
+        // The limit baselines: hand-written C importers on yajl's callback parser, into SQLite with raw sqlite3
+        // (limit_importer.c) and into PostgreSQL with libpq's COPY (postgres_limit_importer.c).
         .target(
             name: "CLimitImporter",
-            linkerSettings: [.linkedLibrary("yajl"), .linkedLibrary("sqlite3")]
+            linkerSettings: [.linkedLibrary("yajl"), .linkedLibrary("sqlite3"), .linkedLibrary("pq")]
         ),
         .target(
             name: "BenchmarkSupport",

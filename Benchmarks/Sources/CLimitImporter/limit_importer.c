@@ -1,46 +1,21 @@
 // The import benchmark's limit baseline: see include/limit_importer.h.
 #include "limit_importer.h"
+#include "record_parser.h"
 
 #include <sqlite3.h>
-#include <yajl/yajl_parse.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define BATCH 64
-#define MAX_LABELS 32
-#define MAX_DEPTH 64
-
-typedef struct { size_t offset, length; int is_null; } text;
-
-typedef struct {
-    int64_t id, number, comments, user_id;
-    double created_at, updated_at, score;
-    text title, state, body, login;
-    int has_user, has_labels, label_count;
-    int64_t label_ids[MAX_LABELS];
-    text label_names[MAX_LABELS];
-} record;
-
-enum context { TOP, RECORDS, RECORD, USER, LABELS, LABEL, SKIP };
-enum key {
-    K_OTHER, K_ID, K_NUMBER, K_TITLE, K_STATE, K_CREATED, K_UPDATED, K_COMMENTS, K_SCORE, K_BODY, K_USER, K_LABELS,
-    K_LOGIN, K_NAME
-};
 
 typedef struct {
     sqlite3 *db;
-    record batch[BATCH];
+    // The batch being written, as the parser hands it over.
+    const record *batch;
     int count;
-    char *arena;  // the batch's strings
-    size_t arena_used, arena_capacity;
-    enum context stack[MAX_DEPTH];
-    int depth;
-    enum key key;
-    int64_t records;
-    int failed;
+    const char *arena;
     // A batch's labels and links, flat.
     struct { int64_t id; text name; } label_rows[BATCH * MAX_LABELS];
     struct { int64_t issue, label; } link_rows[BATCH * MAX_LABELS];
@@ -50,31 +25,7 @@ typedef struct {
 
 static int fail(importer *im, const char *what) {
     fprintf(stderr, "limit importer: %s: %s\n", what, im->db ? sqlite3_errmsg(im->db) : "");
-    im->failed = 1;
     return 0;
-}
-
-static text keep(importer *im, const unsigned char *bytes, size_t length) {
-    if (im->arena_used + length > im->arena_capacity) {
-        im->arena_capacity = (im->arena_used + length) * 2;
-        im->arena = realloc(im->arena, im->arena_capacity);
-    }
-    memcpy(im->arena + im->arena_used, bytes, length);
-    text t = {im->arena_used, length, 0};
-    im->arena_used += length;
-    return t;
-}
-
-static double iso8601(const unsigned char *s, size_t length) {
-    char buffer[32];
-    if (length >= sizeof buffer) return 0;
-    memcpy(buffer, s, length);
-    buffer[length] = 0;
-    struct tm tm = {0};
-    if (sscanf(buffer, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6) return 0;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return (double)timegm(&tm);
 }
 
 // MARK: - Writing
@@ -117,8 +68,12 @@ static int superseded(importer *im, int position) {
     return 0;
 }
 
-static int flush(importer *im) {
-    if (im->count == 0) return 1;
+/// The parser's sink: writes a batch of records.
+static int flush(void *context, const record *records, int count, const char *arena) {
+    importer *im = context;
+    im->batch = records;
+    im->count = count;
+    im->arena = arena;
     int n = 0, p;
     // Users, in record order (a later record's login wins).
     sqlite3_stmt *s;
@@ -129,7 +84,7 @@ static int flush(importer *im) {
         if (!s) return 0;
         p = 1;
         for (int i = 0; i < im->count; i++) {
-            record *r = &im->batch[i];
+            const record *r = &im->batch[i];
             if (!r->has_user) continue;
             sqlite3_bind_int64(s, p++, r->user_id);
             bind_text(im, s, p++, r->login);
@@ -167,7 +122,7 @@ static int flush(importer *im) {
     if (!s) return 0;
     p = 1;
     for (int i = 0; i < im->count; i++) {
-        record *r = &im->batch[i];
+        const record *r = &im->batch[i];
         sqlite3_bind_int64(s, p++, r->id);
         sqlite3_bind_int64(s, p++, r->number);
         bind_text(im, s, p++, r->title);
@@ -194,7 +149,7 @@ static int flush(importer *im) {
     }
     int links = 0;
     for (int i = 0; i < im->count; i++) {
-        record *r = &im->batch[i];
+        const record *r = &im->batch[i];
         if (!r->has_labels || superseded(im, i)) continue;
         for (int j = 0; j < r->label_count; j++) {
             im->link_rows[links].issue = r->id;
@@ -214,148 +169,8 @@ static int flush(importer *im) {
         if (!run(im, s)) return 0;
         done += rows;
     }
-    im->count = 0;
-    im->arena_used = 0;
     return 1;
 }
-
-// MARK: - Parsing
-
-static enum context top(importer *im) { return im->stack[im->depth - 1]; }
-
-static int push(importer *im, enum context c) {
-    if (im->depth == MAX_DEPTH) return 0;
-    im->stack[im->depth++] = c;
-    return 1;
-}
-
-static record *current(importer *im) { return &im->batch[im->count]; }
-
-static int on_start_map(void *ctx) {
-    importer *im = ctx;
-    enum context c = top(im);
-    if (c == RECORDS) {
-        memset(current(im), 0, sizeof(record));
-        current(im)->body.is_null = 1;
-        return push(im, RECORD);
-    }
-    if (c == RECORD && im->key == K_USER) {
-        current(im)->has_user = 1;
-        current(im)->login.is_null = 1;
-        return push(im, USER);
-    }
-    if (c == LABELS) {
-        record *r = current(im);
-        if (r->label_count == MAX_LABELS) return fail(im, "too many labels");
-        r->label_names[r->label_count].is_null = 1;
-        r->label_count++;
-        return push(im, LABEL);
-    }
-    return push(im, SKIP);
-}
-
-static int on_end_map(void *ctx) {
-    importer *im = ctx;
-    enum context c = top(im);
-    im->depth--;
-    if (c == RECORD) {
-        im->records++;
-        if (++im->count == BATCH) return flush(im);
-    }
-    return 1;
-}
-
-static int on_start_array(void *ctx) {
-    importer *im = ctx;
-    enum context c = top(im);
-    if (c == TOP) return push(im, RECORDS);
-    if (c == RECORD && im->key == K_LABELS) {
-        current(im)->has_labels = 1;
-        return push(im, LABELS);
-    }
-    return push(im, SKIP);
-}
-
-static int on_end_array(void *ctx) {
-    importer *im = ctx;
-    im->depth--;
-    return 1;
-}
-
-static int on_map_key(void *ctx, const unsigned char *key, size_t length) {
-    importer *im = ctx;
-#define IS(name) (length == sizeof(name) - 1 && memcmp(key, name, length) == 0)
-    switch (top(im)) {
-    case RECORD:
-        im->key = IS("id") ? K_ID : IS("number") ? K_NUMBER : IS("title") ? K_TITLE : IS("state") ? K_STATE
-            : IS("created_at") ? K_CREATED : IS("updated_at") ? K_UPDATED : IS("comments") ? K_COMMENTS
-            : IS("score") ? K_SCORE : IS("body") ? K_BODY : IS("user") ? K_USER : IS("labels") ? K_LABELS : K_OTHER;
-        break;
-    case USER: im->key = IS("id") ? K_ID : IS("login") ? K_LOGIN : K_OTHER; break;
-    case LABEL: im->key = IS("id") ? K_ID : IS("name") ? K_NAME : K_OTHER; break;
-    default: im->key = K_OTHER;
-    }
-#undef IS
-    return 1;
-}
-
-static int on_number(void *ctx, const char *s, size_t length) {
-    importer *im = ctx;
-    char buffer[64];
-    if (length >= sizeof buffer) return fail(im, "number too long");
-    memcpy(buffer, s, length);
-    buffer[length] = 0;
-    record *r = current(im);
-    switch (top(im)) {
-    case RECORD:
-        switch (im->key) {
-        case K_ID: r->id = strtoll(buffer, NULL, 10); break;
-        case K_NUMBER: r->number = strtoll(buffer, NULL, 10); break;
-        case K_COMMENTS: r->comments = strtoll(buffer, NULL, 10); break;
-        case K_SCORE: r->score = strtod(buffer, NULL); break;
-        default: break;
-        }
-        break;
-    case USER: if (im->key == K_ID) r->user_id = strtoll(buffer, NULL, 10); break;
-    case LABEL: if (im->key == K_ID) r->label_ids[r->label_count - 1] = strtoll(buffer, NULL, 10); break;
-    default: break;
-    }
-    return 1;
-}
-
-static int on_string(void *ctx, const unsigned char *s, size_t length) {
-    importer *im = ctx;
-    record *r = current(im);
-    switch (top(im)) {
-    case RECORD:
-        switch (im->key) {
-        case K_TITLE: r->title = keep(im, s, length); break;
-        case K_STATE: r->state = keep(im, s, length); break;
-        case K_BODY: r->body = keep(im, s, length); break;
-        case K_CREATED: r->created_at = iso8601(s, length); break;
-        case K_UPDATED: r->updated_at = iso8601(s, length); break;
-        default: break;
-        }
-        break;
-    case USER: if (im->key == K_LOGIN) r->login = keep(im, s, length); break;
-    case LABEL: if (im->key == K_NAME) r->label_names[r->label_count - 1] = keep(im, s, length); break;
-    default: break;
-    }
-    return 1;
-}
-
-static int on_null(void *ctx) {
-    importer *im = ctx;
-    if (top(im) == RECORD && im->key == K_USER) current(im)->has_user = 0;
-    if (top(im) == RECORD && im->key == K_BODY) current(im)->body.is_null = 1;
-    return 1;
-}
-
-static int on_boolean(void *ctx, int value) { (void)ctx; (void)value; return 1; }
-
-static const yajl_callbacks callbacks = {
-    on_null, on_boolean, NULL, NULL, on_number, on_string, on_start_map, on_map_key, on_end_map, on_start_array, on_end_array,
-};
 
 // MARK: - The import
 
@@ -395,17 +210,6 @@ static const char *codablestore_schema =
 int64_t limit_import(const char *dump_path, const char *store_path, int wal) {
     importer *im = calloc(1, sizeof(importer));
     int64_t result = -1;
-    FILE *file = fopen(dump_path, "rb");
-    yajl_handle parser = yajl_alloc(&callbacks, NULL, im);
-    unsigned char *chunk = malloc(64 << 10);
-    if (!file) {
-        fprintf(stderr, "limit importer: cannot open %s\n", dump_path);
-        goto done;
-    }
-    im->stack[0] = TOP;
-    im->depth = 1;
-    im->arena_capacity = 1 << 20;
-    im->arena = malloc(im->arena_capacity);
     if (sqlite3_open(store_path, &im->db) != SQLITE_OK) { fail(im, "open"); goto done; }
     char pragmas[256];
     snprintf(pragmas, sizeof pragmas, "PRAGMA journal_mode = %s; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536;",
@@ -420,20 +224,10 @@ int64_t limit_import(const char *dump_path, const char *store_path, int wal) {
         goto done;
     }
     if (sqlite3_exec(im->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) { fail(im, "begin"); goto done; }
-    size_t read;
-    while ((read = fread(chunk, 1, 64 << 10, file)) > 0) {
-        if (yajl_parse(parser, chunk, read) != yajl_status_ok) {
-            if (!im->failed) {
-                unsigned char *message = yajl_get_error(parser, 0, chunk, read);
-                fprintf(stderr, "limit importer: %s\n", message);
-                yajl_free_error(parser, message);
-            }
-            goto done;
-        }
-    }
-    if (yajl_complete_parse(parser) != yajl_status_ok || !flush(im)) goto done;
+    int64_t records = parse_records(dump_path, BATCH, flush, im);
+    if (records < 0) goto done;
     if (sqlite3_exec(im->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) { fail(im, "commit"); goto done; }
-    result = im->records;
+    result = records;
 done:
     for (int i = 0; i <= BATCH; i++) {
         sqlite3_finalize(im->users[i]);
@@ -443,10 +237,6 @@ done:
         sqlite3_finalize(im->link[i]);
     }
     if (im->db) sqlite3_close(im->db);
-    if (file) fclose(file);
-    yajl_free(parser);
-    free(chunk);
-    free(im->arena);
     free(im);
     return result;
 }

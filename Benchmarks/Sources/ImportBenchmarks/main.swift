@@ -177,6 +177,14 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
             .deletingLastPathComponent().appendingPathComponent("Scripts/postgres-baseline.sh").path
         try runProcess("/bin/bash", [script, dump, parts[0], parts[1]])
         records = -1
+    case "postgres-limit":
+        // The C limit baseline for PostgreSQL (Sources/CLimitImporter/postgres_limit_importer.c) on the JSON dump;
+        // `--store URL#SCHEMA`. LIMIT_COPY=text copies in the text format, LIMIT_PROFILE=1 prints its phases.
+        let parts = store.split(separator: "#", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { fatalError("postgres-limit wants --store URL#SCHEMA") }
+        let imported = postgres_limit_import(dump, parts[0], parts[1])
+        guard imported >= 0 else { exit(1) }
+        records = Int(imported)
     case "import", "import-sync", "import-exclusive", "import-plain":
         let profile = Mutex<[String: (count: Int, time: Duration)]>([:])
         var storeOptions = Store.Options()
@@ -396,11 +404,102 @@ func psql(_ url: String, _ arguments: [String]) throws -> String {
     try runProcess("/usr/bin/env", ["psql", url, "-q", "-At", "-v", "ON_ERROR_STOP=1"] + arguments)
 }
 
-// `--postgres URL`: the import into PostgreSQL against the psql baseline (COPY into staging, one upsert per table), in
-// alternating rounds with fresh schemas, rows checked equal; and the same import into SQLite, for comparison.
+/// The process id of the PostgreSQL server's postmaster, the parent of its checkpointer; nil where /proc does not
+/// show it (a server on another machine).
+func postmasterPID(_ url: String) throws -> Int32? {
+    let checkpointer = try psql(url, ["-c", "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'"])
+    guard let pid = Int32(checkpointer.trimmingCharacters(in: .whitespacesAndNewlines)), let stat = procStat(pid) else { return nil }
+    return Int32(stat[1])
+}
+
+/// The fields of /proc/PID/stat after the command's name: [state, ppid, …]; utime is [11], stime [12], cutime [13],
+/// cstime [14], in clock ticks.
+func procStat(_ pid: Int32) -> [Substring]? {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = text.lastIndex(of: ")")
+    else { return nil }
+    return text[text.index(after: close)...].split(separator: " ")
+}
+
+/// The CPU time (user and system, in seconds) a PostgreSQL server on this machine has used so far: its postmaster's
+/// own, that of its children that ended (a connection's backend ends with it), and that of those running, from /proc.
+func serverCPUSeconds(postmaster: Int32) -> Double {
+    let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+    func cpu(_ stat: [Substring]) -> Double { (11...14).reduce(0) { $0 + (Double(stat[$1]) ?? 0) } / ticks }
+    var total = procStat(postmaster).map(cpu) ?? 0
+    for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+        guard let pid = Int32(entry), let stat = procStat(pid), stat.count > 14, Int32(stat[1]) == postmaster else { continue }
+        total += cpu(stat)
+    }
+    return total
+}
+
+/// The CPU time (user and system) of this process's children that ended, in seconds: a contender's child and the
+/// programs it ran (psql under bash for the psql baseline).
+func childrenCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_CHILDREN.rawValue), &usage)
+    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// A contender against PostgreSQL: wall time, peak RSS, and the CPU time of the client and of the server (nil
+/// when the server's is not known).
+struct PostgresRun {
+    var seconds: Double, rss: Double, client: Double, server: Double?
+}
+
+/// A round of the `--postgres` mode: the three imports, and the re-imports of ours and of the C limit.
+struct PostgresRound {
+    var ours, psql, limit, oursAgain, limitAgain: PostgresRun
+}
+
+func runPostgres(_ contender: String, dump: String, store: String, postmaster: Int32?) throws -> PostgresRun {
+    let server = postmaster.map { serverCPUSeconds(postmaster: $0) }
+    let client = childrenCPUSeconds()
+    let result = try run(contender, dump: dump, store: store)
+    let clientCPU = childrenCPUSeconds() - client
+    // A connection's backend ends after its client, and its CPU time is counted once the postmaster has reaped it.
+    usleep(200_000)
+    let serverCPU = postmaster.map { serverCPUSeconds(postmaster: $0) - server! }
+    return PostgresRun(seconds: result.seconds, rss: result.rss, client: clientCPU, server: serverCPU)
+}
+
+/// Runs contenders one after the other, starting with the round's own (the order rotates with the rounds); their
+/// results in the order given.
+func runRotating(round: Int, postmaster: Int32?, _ contenders: [(contender: String, dump: String, store: String)]) throws -> [PostgresRun] {
+    var results = [PostgresRun?](repeating: nil, count: contenders.count)
+    for step in 0..<contenders.count {
+        let index = (round + step) % contenders.count
+        let c = contenders[index]
+        results[index] = try runPostgres(c.contender, dump: c.dump, store: c.store, postmaster: postmaster)
+    }
+    return results.map { $0! }
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+// `--postgres URL`: the import into PostgreSQL against the psql baseline (COPY into staging, one upsert per table) and
+// the C limit (Sources/CLimitImporter/postgres_limit_importer.c), in rounds of rotating order with fresh schemas,
+// rows checked equal; then the re-import of the same dump (ours and the limit's); and the same import into SQLite,
+// for comparison. Server CPU is measured from /proc when the server runs on this machine.
 if let server = option("--postgres") {
     let compare = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Scripts/postgres-compare.sql").path
+    let postmaster = try postmasterPID(server)
+    /// Checks with postgres-compare.sql that the schema `base` (minimal layout) holds the rows of bench_ours.
+    func checkRows(_ base: String, _ what: String) throws {
+        let differences = try psql(server, ["-v", "ours=bench_ours", "-v", "base=\(base)", "-F", "=", "-f", compare])
+        guard differences.split(separator: "\n").allSatisfy({ $0.hasSuffix("=0") }) else {
+            fatalError("the PostgreSQL stores differ (\(what)): \(differences)")
+        }
+    }
+    func cpu(_ run: PostgresRun) -> String {
+        String(format: "client %.2f s, server %@", run.client, run.server.map { String(format: "%.2f s", $0) } ?? "?")
+    }
     for count in counts {
         let dump = directory.appendingPathComponent("issues-\(count).json").path
         let lines = directory.appendingPathComponent("issues-\(count).jsonl").path
@@ -409,21 +508,34 @@ if let server = option("--postgres") {
         print("\(count) records into PostgreSQL")
         var best = (ours: Double.infinity, baseline: Double.infinity, rss: 0.0)
         var ratios: [Double] = []
+        var runs: [PostgresRound] = []
         for round in 0..<rounds {
-            try psql(server, ["-c", "SET client_min_messages = warning; DROP SCHEMA IF EXISTS bench_ours CASCADE; DROP SCHEMA IF EXISTS bench_base CASCADE"])
-            let (ours, baseline) = try runPair(
-                round: round, ("import-postgres", dump, server + "?schema=bench_ours"),
-                ("postgres-baseline", lines, server + "#bench_base"))
-            let differences = try psql(server, ["-v", "ours=bench_ours", "-v", "base=bench_base", "-F", "=", "-f", compare])
-            guard differences.split(separator: "\n").allSatisfy({ $0.hasSuffix("=0") }) else {
-                fatalError("the PostgreSQL stores differ: \(differences)")
-            }
+            try psql(server, ["-c", "SET client_min_messages = warning; DROP SCHEMA IF EXISTS bench_ours CASCADE; DROP SCHEMA IF EXISTS bench_base CASCADE; DROP SCHEMA IF EXISTS bench_limit CASCADE"])
+            let first = try runRotating(round: round, postmaster: postmaster, [
+                ("import-postgres", dump, server + "?schema=bench_ours"), ("postgres-baseline", lines, server + "#bench_base"),
+                ("postgres-limit", dump, server + "#bench_limit"),
+            ])
+            let (ours, baseline, limit) = (first[0], first[1], first[2])
+            try checkRows("bench_base", "psql baseline")
+            try checkRows("bench_limit", "C limit")
             best.ours = min(best.ours, ours.seconds)
             best.baseline = min(best.baseline, baseline.seconds)
             best.rss = max(best.rss, ours.rss)
             ratios.append(ours.seconds / baseline.seconds)
             print(String(format: "  round %d: ours %.2f s, psql baseline %.2f s, ratio %.2f (rows equal)", round + 1,
                          ours.seconds, baseline.seconds, ours.seconds / baseline.seconds))
+            // The re-import: the same dump again into the schemas just filled, ours and the limit's, alternating.
+            let again = try runRotating(round: round, postmaster: postmaster, [
+                ("import-postgres", dump, server + "?schema=bench_ours"), ("postgres-limit", dump, server + "#bench_limit"),
+            ])
+            try checkRows("bench_limit", "C limit, re-imported")
+            try checkRows("bench_base", "ours re-imported, psql baseline")
+            runs.append(PostgresRound(ours: ours, psql: baseline, limit: limit, oursAgain: again[0], limitAgain: again[1]))
+            print(String(format: "    ours %.2f s, psql %.2f s, limit %.2f s: ours/limit %.2f, ours/psql %.2f (rows equal)",
+                         ours.seconds, baseline.seconds, limit.seconds, ours.seconds / limit.seconds, ours.seconds / baseline.seconds))
+            print("    CPU: ours \(cpu(ours)); psql \(cpu(baseline)); limit \(cpu(limit))")
+            print(String(format: "    re-import: ours %.2f s, limit %.2f s: ours/limit %.2f (rows equal); CPU: ours %@; limit %@",
+                         again[0].seconds, again[1].seconds, again[0].seconds / again[1].seconds, cpu(again[0]), cpu(again[1])))
         }
         let sqliteStore = directory.appendingPathComponent("store-\(count)-postgres-comparison.sqlite").path
         removeStore(sqliteStore)
@@ -431,6 +543,27 @@ if let server = option("--postgres") {
         print(String(format: "  best: ours %.2f s (peak RSS %.1f MiB), psql baseline %.2f s: %.2fx; rounds %@",
                      best.ours, best.rss, best.baseline, best.ours / best.baseline,
                      ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
+        let limitBest = runs.map(\.limit.seconds).min()!
+        let psqlBest = runs.map(\.psql.seconds).min()!
+        let oursAgainBest = runs.map(\.oursAgain.seconds).min()!
+        let limitAgainBest = runs.map(\.limitAgain.seconds).min()!
+        let perRound = { (ratios: [Double]) in ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ") }
+        print(String(format: "  best: ours %.2f s, psql %.2f s, limit %.2f s (peak RSS %.1f MiB): ours/limit %.2fx, ours/psql %.2fx; ours/limit per round %@",
+                     best.ours, psqlBest, limitBest, runs.map(\.limit.rss).max()!, best.ours / limitBest, best.ours / psqlBest,
+                     perRound(runs.map { $0.ours.seconds / $0.limit.seconds })))
+        print(String(format: "  re-import best: ours %.2f s (peak RSS %.1f MiB), limit %.2f s: ours/limit %.2fx; per round %@",
+                     oursAgainBest, runs.map(\.oursAgain.rss).max()!, limitAgainBest, oursAgainBest / limitAgainBest,
+                     perRound(runs.map { $0.oursAgain.seconds / $0.limitAgain.seconds })))
+        if runs.allSatisfy({ $0.ours.server != nil }) {
+            // Client / server CPU seconds of one contender, medians over the rounds.
+            func cpuMedians(_ name: String, _ contender: [PostgresRun]) -> String {
+                String(format: "%@ %.2f / %.2f s", name, median(contender.map(\.client)), median(contender.map { $0.server ?? 0 }))
+            }
+            let first = [cpuMedians("ours", runs.map(\.ours)), cpuMedians("psql", runs.map(\.psql)), cpuMedians("limit", runs.map(\.limit))]
+            let again = [cpuMedians("ours", runs.map(\.oursAgain)), cpuMedians("limit", runs.map(\.limitAgain))]
+            print("  CPU, medians (client / server): import: " + first.joined(separator: ", ")
+                + "; re-import: " + again.joined(separator: ", "))
+        }
         print(String(format: "  the same import into SQLite: %.2f s (peak RSS %.1f MiB)", sqlite.seconds, sqlite.rss))
         removeStore(sqliteStore)
     }
