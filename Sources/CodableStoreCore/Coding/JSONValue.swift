@@ -80,7 +80,7 @@ extension JSONValue {
         switch tape.kind(of: index) {
         case .null: self = .null
         case .bool: self = .bool(tape.bool(at: index) ?? false)
-        case .number: self = .number(tape.number(at: index)?.description ?? "0")
+        case .number: self = .number(tape.number(at: index)?.description ?? "")
         case .string: self = .string(tape.string(at: index) ?? "")
         case .array: self = .array(tape.elements(of: index).map { JSONValue(tape: tape, at: $0) })
         case .object:

@@ -90,16 +90,7 @@ extension StoreDecoderImpl {
     }
 
     /// The JSON value at `node` as a tree.
-    func materialize(_ node: Node) -> JSONValue {
-        switch tape.kind(of: node) {
-        case .null: .null
-        case .bool: .bool(bool(node))
-        case .number: .number(numberText(node))
-        case .string: .string(string(node))
-        case .array: .array(elements(node).map(materialize))
-        case .object: .object(members(node).map { ($0.key, materialize($0.value)) })
-        }
-    }
+    func materialize(_ node: Node) -> JSONValue { JSONValue(tape: tape, at: node) }
 
     // MARK: - Fields
 
