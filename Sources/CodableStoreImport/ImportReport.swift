@@ -119,6 +119,10 @@ public struct ImportReport: Sendable, Codable, Equatable {
     /// ``ImportOptions/skipsUnchangedRecords``; they count as unchanged in ``entities``); nil when the import did
     /// not look for them.
     public var unchangedRecordsSkipped: Int?
+    /// Transactions rolled back and run again because another writer's transaction ran at the same moment (a
+    /// deadlock, an identity both inserted at once; PostgreSQL only, see `Store/Options/maximumWriteAttempts`): the
+    /// whole import in one transaction, or a batch when batches are committed. Nil when none was.
+    public var retries: Int?
 
     public var recordsPerSecond: Double { duration > 0 ? Double(recordsRead) / duration : 0 }
     public var megabytesPerSecond: Double { duration > 0 ? Double(bytesRead) / 1_048_576 / duration : 0 }
@@ -153,6 +157,9 @@ public struct ImportReport: Sendable, Codable, Equatable {
         case true?: lines.append("the store was held exclusively (rollback journal)")
         case false?: lines.append("exclusive access not granted (another connection has the store open): imported in WAL mode")
         case nil: break
+        }
+        if let retries {
+            lines.append("\(retries) transaction\(retries == 1 ? "" : "s") run again after meeting another writer's")
         }
         if let sync {
             lines.append(

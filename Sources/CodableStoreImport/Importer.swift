@@ -31,11 +31,19 @@ final class Importer {
     /// In one transaction: whether the store has triggers besides its ``StampGuards`` (asked once the write lock is
     /// held, so that nobody adds one meanwhile).
     var storeHasTriggers = true
+    /// How many times a batch committed alone runs at most (`Store.Options.maximumWriteAttempts`).
+    let maximumWriteAttempts: Int
+    /// Whether the import's transaction runs with no other writer beside it: the import runs again after meeting
+    /// another writer's (see `DatabaseConnection.beginWriteTransaction(alone:)`).
+    let alone: Bool
 
     init(
         connection: any DatabaseConnection, storage: SQLStorage, mapping: EntitySchema, options: ImportOptions,
+        maximumWriteAttempts: Int = 1, alone: Bool = false,
         deleteUnseen: ((Context, SyncTracker) throws -> (deleted: [Int: Int], missing: Int))? = nil
     ) {
+        self.maximumWriteAttempts = maximumWriteAttempts
+        self.alone = alone
         self.deleteUnseen = deleteUnseen
         self.connection = connection
         self.storage = storage
@@ -101,7 +109,7 @@ final class Importer {
             foreignKeysOff = deleteUnseen == nil ? try connection.setForeignKeyEnforcement(false) : false
             context.enforcesForeignKeys = !foreignKeysOff
             if !options.commitEveryBatch {
-                try connection.beginWriteTransaction()
+                try connection.beginWriteTransaction(alone: alone)
                 storeHasTriggers = try connection.hasTriggers()
             }
         } catch {
@@ -454,7 +462,55 @@ final class Importer {
             reportProgress()
             return
         }
-        if options.commitEveryBatch { try connection.beginWriteTransaction() }
+        guard options.commitEveryBatch else {
+            try decodeAndSaveBatch(prepared)
+            return
+        }
+        // A batch that meets another writer's transaction (a deadlock, an identity both inserted at once) is rolled
+        // back and runs again, from the counts and deferred references it started with (see
+        // Store.Options.maximumWriteAttempts).
+        let (mark, reportMark, skippedMark) = (context.transactionMark(), report, skippedErrors)
+        var attempts = 1
+        while true {
+            do {
+                try connection.beginWriteTransaction(alone: attempts > 1)
+                try decodeAndSaveBatch(prepared)
+                try connection.announceChanges(to: model.mappings.map(\.name))
+                try connection.commit()
+                // Another import may mark an entity as having digests between two batches: read them again.
+                context.stampedEntityIndexes = nil
+                break
+            } catch let error where attempts < maximumWriteAttempts
+                && storage.dialect.isTransientConflict((error as? ImportError)?.underlyingError ?? error)
+            {
+                connection.rollbackIgnoringErrors()
+                context.restore(mark)
+                (report, skippedErrors) = (reportMark, skippedMark)
+                report.retries = attempts + (reportMark.retries ?? 0)
+                options.logger.notice(
+                    "batch runs again: another writer's transaction ran at the same moment",
+                    metadata: ["attempt": "\(attempts + 1)", "error": "\(error)"])
+                Store.backOff(attempt: attempts)
+                attempts += 1
+            } catch {
+                if attempts == maximumWriteAttempts, storage.dialect.isTransientConflict((error as? ImportError)?.underlyingError ?? error) {
+                    throw ImportError(
+                        reason: "batch of records \(batch.first?.index ?? 0)-\(batch.last?.index ?? 0) met other writers' "
+                            + "transactions on each of its \(attempts) attempts and was rolled back (last: \(error)); "
+                            + "the batches before were committed",
+                        underlyingError: StoreError(.writeConflict, "\(error)", cause: error))
+                }
+                throw error
+            }
+        }
+        batch.removeAll(keepingCapacity: true)
+        options.logger.debug("batch saved", metadata: ["records": "\(report.recordsRead)", "bytes": "\(bytesRead)"])
+        reportProgress()
+    }
+
+    /// Decodes and saves the current batch (without committing it), leaving out (and reporting) records that fail
+    /// under the skip policy: a failing record rolls the batch back, and the batch is decoded again without it.
+    private func decodeAndSaveBatch(_ prepared: BatchLookup?) throws {
         var excluded = Set<Int>()
         while true {
             let before = context.writeCounts
@@ -491,16 +547,12 @@ final class Importer {
         } else {
             context.reset()
         }
-        batch.removeAll(keepingCapacity: true)
         try checkSkipLimit()
-        if options.commitEveryBatch {
-            try connection.announceChanges(to: model.mappings.map(\.name))
-            try connection.commit()
-            // Another import may mark an entity as having digests between two batches: read them again.
-            context.stampedEntityIndexes = nil
+        if !options.commitEveryBatch {
+            batch.removeAll(keepingCapacity: true)
+            options.logger.debug("batch saved", metadata: ["records": "\(report.recordsRead)", "bytes": "\(bytesRead)"])
+            reportProgress()
         }
-        options.logger.debug("batch saved", metadata: ["records": "\(report.recordsRead)", "bytes": "\(bytesRead)"])
-        reportProgress()
     }
 
     /// Decodes the batch's records but `excluded` (skipped ones, by position) and saves them (hands them to the
@@ -521,6 +573,8 @@ final class Importer {
         }
         try stage.decode(items, keys: prepared?.keys, failure: { index, error in
             let position = positions[index]
+            // A conflict with another writer is the transaction's, not the record's: it runs again.
+            if storage.dialect.isTransientConflict(error) { return error }
             if options.failurePolicy == .skip { return SkipRecord(position: position, error: error) }
             return locate(error, batch[position])
         }) { _ in }

@@ -75,9 +75,29 @@ extension Store {
         }
         // The store's idle readers would keep the writer from taking the store for itself.
         if options.exclusiveAccess { connections.closeIdleReaders() }
-        let report = try withWriter { connection in
-            try Importer(connection: connection, storage: storage, mapping: mapping, options: options, deleteUnseen: deleteUnseen)
-                .run(source)
+        // On a server with writers in parallel, an import in one transaction that meets another writer's (a deadlock,
+        // an identity both inserted at once) runs again from the start of its file; one that commits every batch runs
+        // the batch again (see Importer.processBatch). Standard input cannot be read twice.
+        let dialect = storage.dialect
+        let runsAgain: Bool
+        if case .file = source, !options.commitEveryBatch { runsAgain = true } else { runsAgain = false }
+        var report: ImportReport
+        do {
+            report = try retryingConflicts(
+                operation: "import",
+                isConflict: { error in runsAgain && dialect.isTransientConflict((error as? ImportError)?.underlyingError ?? error) }
+            ) { retries in
+                var report = try withWriter { connection in
+                    try Importer(
+                        connection: connection, storage: storage, mapping: mapping, options: options,
+                        maximumWriteAttempts: self.options.maximumWriteAttempts, alone: retries > 0, deleteUnseen: deleteUnseen)
+                        .run(source)
+                }
+                if retries > 0 { report.retries = retries + (report.retries ?? 0) }
+                return report
+            }
+        } catch let error as StoreError where error.code == .writeConflict {
+            throw Importer.importError(error)
         }
         var touched = Set(model.mappings.filter { report.entities[$0.name] != nil }.map(\.index))
         for mapping in model.mappings where report.entities[mapping.name].map({ $0.deleted > 0 }) == true {

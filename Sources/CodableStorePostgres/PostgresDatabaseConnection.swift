@@ -133,7 +133,12 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             break
         default:
             if isInsideTransaction { isAborted = true }
-            throw PostgresError(result: result, connection: handle, sql: postgresSQL)
+            let error = PostgresError(result: result, connection: handle, sql: postgresSQL)
+            // Another writer held a lock (the schema's, a row's) for longer than the busy timeout.
+            if error.sqlState == PostgresError.lockNotAvailable {
+                throw StoreError.storeBusy(waitedMilliseconds: busyTimeout, cause: error)
+            }
+            throw error
         }
         // The statement's time as the client sees it: the round trip and the server's work.
         profiler?(sql, ContinuousClock.now - start)
@@ -285,24 +290,66 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     /// PostgreSQL takes up to 65,535 parameters per statement.
     var maximumVariableCount: Int { 32_766 }
 
+    /// Begins a write: other processes' writes run beside it (row ids come from the server's sequences, identity
+    /// conflicts and deadlocks are run again, see ``PostgresDialect/isTransientConflict(_:)``); only a schema change
+    /// (``beginSchemaTransaction()``) keeps them out, and waits for them. No lock is waited for longer than the
+    /// store's busy timeout.
     func beginWriteTransaction() throws {
+        try beginLocked(exclusive: false)
+    }
+
+    /// A write alone takes the schema lock for itself, as a schema change does: it waits for the writes running, and
+    /// new ones wait for it.
+    func beginWriteTransaction(alone: Bool) throws {
+        try beginLocked(exclusive: alone)
+    }
+
+    /// Begins a transaction that changes the schema: it waits for every write of every process to end, and keeps
+    /// new ones out until it commits.
+    func beginSchemaTransaction() throws {
+        try beginLocked(exclusive: true)
+    }
+
+    private func beginLocked(exclusive: Bool) throws {
         try begin("BEGIN ISOLATION LEVEL READ COMMITTED")
         do {
-            // Writes are serialized per schema across every process, as SQLite serializes them per file: a write sees
-            // everything committed before it, and its row ids and identity lookups cannot race another writer's.
+            // The schema lock, shared by writes and taken alone by schema changes (a transaction-scoped advisory lock
+            // on the schema's name); lock_timeout bounds every wait of the transaction, for row locks too.
+            let lock = exclusive ? "pg_advisory_xact_lock" : "pg_advisory_xact_lock_shared"
             _ = try run(
-                "SET LOCAL lock_timeout", postgresSQL: "SET LOCAL lock_timeout = \(max(1, Int(busyTimeout)))", arguments: [])
-            _ = try run(
-                "SELECT pg_advisory_xact_lock(…)",
-                postgresSQL: "SELECT pg_advisory_xact_lock(hashtextextended('codablestore.' || current_schema(), 0))",
+                "SELECT set_config('lock_timeout', …), \(lock)(…)",
+                postgresSQL: "SELECT set_config('lock_timeout', '\(max(1, Int(busyTimeout)))', true), "
+                    + "\(lock)(hashtextextended('codablestore.' || current_schema(), 0))",
                 arguments: [])
-        } catch let error as PostgresError where error.sqlState == PostgresError.lockNotAvailable {
-            rollbackIgnoringErrors()
-            throw StoreError.storeBusy(waitedMilliseconds: busyTimeout, cause: error)
         } catch {
             rollbackIgnoringErrors()
             throw error
         }
+    }
+
+    // MARK: - Row ids
+
+    /// Row ids come from each table's identity sequence (see ``PostgresSchema/rowIDBlock``), a block per `nextval`:
+    /// the rest of a block a context did not use waits here for the next reservation.
+    /// Locked: a context gives ids back from its own thread while an import's writer thread runs statements.
+    private let reservedRowIDs = Locked<[String: Range<Int64>]>([:])
+
+    var reservesRowIDs: Bool { true }
+
+    func reserveRowIDs(table: String) throws -> Range<Int64>? {
+        if let reserved = reservedRowIDs.withLock({ $0.removeValue(forKey: table) }), !reserved.isEmpty { return reserved }
+        let statement = try cached("SELECT nextval(pg_get_serial_sequence(?, '_pk'))")
+        try statement.bind(.text(quoteIdentifier(table)), at: 1)
+        guard try statement.step(), case .integer(let first) = statement.value(at: 0) else {
+            throw PostgresError(sqlState: nil, message: "the table \(table) has no row id sequence", sql: nil)
+        }
+        statement.reset()
+        return first..<(first + PostgresSchema.rowIDBlock)
+    }
+
+    func returnRowIDs(_ rowIDs: Range<Int64>, table: String) {
+        guard !rowIDs.isEmpty else { return }
+        reservedRowIDs.withLock { $0[table] = rowIDs }
     }
 
     func beginReadTransaction() throws {

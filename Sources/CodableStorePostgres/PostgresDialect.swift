@@ -93,6 +93,23 @@ struct PostgresDialect: SQLDialect {
         return Self.isPrimaryKeyDetail(error.detail)
     }
 
+    /// A deadlock or a serialization failure; or an identity conflict of an insert: the store's writes look an
+    /// identity up before inserting it, so a conflict means that another writer inserted it since (the insert waited
+    /// for that writer's commit), and the lookup of a second attempt finds its row. An insert of an identity the
+    /// caller's own code duplicated fails the same way on every attempt, and is thrown as it is after the last.
+    func isTransientConflict(_ error: any Error) -> Bool {
+        if let error = error as? PostgresError {
+            return error.sqlState == PostgresError.deadlockDetected || error.sqlState == PostgresError.serializationFailure
+        }
+        if let error = error as? StoreError {
+            if error.code == .identityConflict, let cause = error.cause as? PostgresError {
+                return cause.sqlState == PostgresError.uniqueViolation
+            }
+            return error.cause.map(isTransientConflict) ?? false
+        }
+        return false
+    }
+
     /// `Key (id)=(5) already exists.` → `id = 5`; `Key (repo, number)=(r, 101)` → `repo, number = r, 101`.
     func conflictingValues(_ error: any Error) -> String? {
         guard let detail = (error as? PostgresError)?.detail, detail.hasPrefix("Key ("),

@@ -123,15 +123,17 @@ final class PostgresStepGatherer: StepGatherer {
             let types = ["bigint"] + mapping.columns[..<mapping.insertColumnCount].map(PostgresSchema.arrayElementType)
             let sql = "INSERT INTO \(quoteIdentifier(mapping.name)) (" + columns.map(quoteIdentifier).joined(separator: ", ")
                 + ") SELECT * FROM " + unnest(types)
+            // In identity order: writers that insert the same identities at once wait for each other in one order.
+            let identity = mapping.identityColumns.compactMap { name in mapping.columns.firstIndex { $0.name == name }.map { $0 + 1 } }
             do {
-                try execute(sql, rows, types.count)
+                try execute(sql, identity.isEmpty ? rows : Self.sorted(rows, by: identity), types.count)
             } catch let error where storage.dialect.isUniqueViolation(error) {
                 throw storage.identityConflict(mapping, error, values: storage.dialect.conflictingValues(error))
             }
         case .update(let entity, let fields):
             let mapping = model.mappings[entity]
-            // The last update of a row wins, as it would have run last.
-            let latest = lastOfEach(rows) { $0.last! }
+            // The last update of a row wins, as it would have run last; rows in row id order.
+            let latest = Self.sorted(lastOfEach(rows) { $0.last! }, by: [fields.count])
             let names = (0..<fields.count).map { "v\($0)" }
             let types = fields.map { field in
                 mapping.columns[Int(mapping.columnOfField[field]) - 1]
@@ -148,7 +150,7 @@ final class PostgresStepGatherer: StepGatherer {
             }
         case .link(let table):
             // One row per link (a second position for the same link in one statement is refused): the last wins.
-            let latest = lastOfEach(rows) { [$0[$0.startIndex], $0[$0.startIndex + 1]] }
+            let latest = Self.sorted(lastOfEach(rows) { [$0[$0.startIndex], $0[$0.startIndex + 1]] }, by: [0, 1])
             let join = model.joinTables[table]
             if join.hasPosition {
                 let types = ["bigint", "bigint", "bigint"]
@@ -168,10 +170,46 @@ final class PostgresStepGatherer: StepGatherer {
             try execute(
                 "DELETE FROM \(quoteIdentifier(model.joinTables[table].name)) WHERE (\"source\", \"target\") IN "
                     + "(SELECT * FROM \(unnest(["bigint", "bigint"])))",
-                rows, 2)
+                Self.sorted(rows, by: [0, 1]), 2)
         case .delete(let entity):
             try execute(
-                "DELETE FROM \(quoteIdentifier(model.mappings[entity].name)) WHERE \"_pk\" = ANY (?::bigint[])", rows, 1)
+                "DELETE FROM \(quoteIdentifier(model.mappings[entity].name)) WHERE \"_pk\" = ANY (?::bigint[])",
+                Self.sorted(rows, by: [0]), 1)
+        }
+    }
+
+    /// The rows ordered by the values at `positions` (in each row): every writer locks rows, and the entries of unique
+    /// indexes, in the same order, so that two writers of the same rows wait for each other instead of deadlocking.
+    static func sorted(_ rows: [ArraySlice<DatabaseValue>], by positions: [Int]) -> [ArraySlice<DatabaseValue>] {
+        rows.sorted { a, b in
+            for position in positions {
+                let (x, y) = (a[a.startIndex + position], b[b.startIndex + position])
+                if x == y { continue }
+                return precedes(x, y)
+            }
+            return false
+        }
+    }
+
+    /// An order of values: NULL, numbers, text, bytes (as SQLite orders them).
+    private static func precedes(_ x: DatabaseValue, _ y: DatabaseValue) -> Bool {
+        switch (x, y) {
+        case (.integer(let a), .integer(let b)): return a < b
+        case (.real(let a), .real(let b)): return a < b
+        case (.integer(let a), .real(let b)): return Double(a) < b
+        case (.real(let a), .integer(let b)): return a < Double(b)
+        case (.text(let a), .text(let b)): return a.utf8.lexicographicallyPrecedes(b.utf8)
+        case (.blob(let a), .blob(let b)): return a.lexicographicallyPrecedes(b)
+        default: return rank(x) < rank(y)
+        }
+    }
+
+    private static func rank(_ value: DatabaseValue) -> Int {
+        switch value {
+        case .null: 0
+        case .integer, .real: 1
+        case .text: 2
+        case .blob: 3
         }
     }
 

@@ -89,8 +89,10 @@ extension Store {
     /// as a SQLite store.
     ///
     /// The schema is created on first open, checked on later ones, and additive changes are applied, as for SQLite.
-    /// Writes are serialized across every process that opens the same store (a transaction-scoped advisory lock),
-    /// so identities stay unique and no update is lost; reads run in `REPEATABLE READ` snapshots beside them.
+    /// The writes of different processes run in parallel: row ids come from the server's sequences, identities stay
+    /// unique, and a write that met another's (an identity both inserted, a deadlock) runs again with no other writer
+    /// beside it (see `Store/Options/maximumWriteAttempts`); schema changes keep other writers out. Reads run in
+    /// `REPEATABLE READ` snapshots beside them.
     ///
     /// The synchronous methods of the returned store wait for the server on the calling thread; call them from
     /// threads of your own (a command-line tool's main thread), and the `async` variants from Swift concurrency:
@@ -130,8 +132,9 @@ extension Store {
     }
 }
 
-/// The connections of a PostgreSQL store: one writer behind a lock (writes of this process are serialized here,
-/// and across processes by the server's advisory lock), and a pool of readers.
+/// The connections of a PostgreSQL store: one writer behind a lock (writes of this process are serialized here; those
+/// of other processes run beside them, see `PostgresDatabaseConnection.beginWriteTransaction()`), and a pool of
+/// readers.
 final class PostgresBackend: StoreBackend {
     private let configuration: PostgresConfiguration
     private let options: Store.Options
@@ -193,9 +196,9 @@ final class PostgresBackend: StoreBackend {
     }
 
     func prepareSchema(for model: Schema, options: Store.Options) throws {
-        try withWriter { connection in
+        try writer.withLock { box in
             try PostgresSchema.prepare(
-                connection, model: model, policy: options.schemaChangePolicy, migrations: options.migrations, logger: options.logger)
+                box.connection, model: model, policy: options.schemaChangePolicy, migrations: options.migrations, logger: options.logger)
         }
     }
 

@@ -60,6 +60,34 @@ extension Context {
         deferredReferences = lastSave.deferredReferences
     }
 
+    /// What a transaction that may run again goes back to (see ``restore(_:)``).
+    package struct TransactionMark {
+        fileprivate let bookkeeping: SavedBookkeeping
+        fileprivate let unchangedRecordsSkipped: Int
+    }
+
+    /// The counts and deferred references as they are now, between two transactions (an import's batches committed
+    /// one by one), for a transaction that may have to run again.
+    package func transactionMark() -> TransactionMark {
+        TransactionMark(
+            bookkeeping: SavedBookkeeping(writeCounts: writeCounts, touchedEntities: touchedEntities, deferredReferences: deferredReferences),
+            unchangedRecordsSkipped: unchangedRecordsSkipped)
+    }
+
+    /// After the transaction begun at `mark` was rolled back: lets go of every object, as ``reset()`` does, and goes
+    /// back to the mark's counts and deferred references, so that the transaction can run again from its start.
+    package func restore(_ mark: TransactionMark) {
+        reset()
+        unsavedWritesMark = nil
+        writeCounts = mark.bookkeeping.writeCounts
+        touchedEntities = mark.bookkeeping.touchedEntities
+        deferredReferences = mark.bookkeeping.deferredReferences
+        unchangedRecordsSkipped = mark.unchangedRecordsSkipped
+        lastSave = mark.bookkeeping
+        // What another writer committed meanwhile is read again.
+        stampedEntityIndexes = nil
+    }
+
     /// Opens the savepoint of the writes since the last save, before a flush that is not a save writes.
     func markUnsavedWrites() throws {
         guard unsavedWritesMark == nil else { return }
@@ -91,7 +119,7 @@ extension Context {
         }
         registries = Array(repeating: [:], count: model.mappings.count)
         identityIndexes = Array(repeating: nil, count: model.mappings.count)
-        nextRowIDs = Array(repeating: nil, count: model.mappings.count)
+        forgetRowIDs()
         storedKeys = Array(repeating: nil, count: model.mappings.count)
         insertedObjects = []
         updatedObjects = []

@@ -123,6 +123,11 @@ public final class Context {
     /// longer answer identity lookups right until they are written (see `lookUp`).
     @exclusivity(unchecked) var hasUnwrittenIdentityChanges = false
     @exclusivity(unchecked) var nextRowIDs: [Int64?]
+    /// Where the row ids the database reserved for each entity end (see ``DatabaseConnection/reserveRowIDs(table:)``);
+    /// `Int64.max` where new rows follow the table's largest row id.
+    @exclusivity(unchecked) var rowIDLimits: [Int64]
+    /// Whether the connection reserves row ids (see ``rowIDLimits``).
+    let reservesRowIDs: Bool
     /// An error raised where it could not be thrown (a relationship load inside a property getter);
     /// the next save throws it.
     var deferredError: (any Error)?
@@ -154,6 +159,8 @@ public final class Context {
         self.isReadOnly = isReadOnly
         self.registries = Array(repeating: [:], count: model.mappings.count)
         self.nextRowIDs = Array(repeating: nil, count: model.mappings.count)
+        self.rowIDLimits = Array(repeating: .max, count: model.mappings.count)
+        self.reservesRowIDs = connection.reservesRowIDs
         self.identityIndexes = Array(repeating: nil, count: model.mappings.count)
         self.storedKeys = Array(repeating: nil, count: model.mappings.count)
         self.materializedCounts = Array(repeating: 0, count: model.mappings.count)
@@ -178,7 +185,6 @@ public final class Context {
     package func reset() {
         readyReferences = []  // their objects go; deferred references themselves are kept by row id
         invalidate()
-        nextRowIDs = Array(repeating: nil, count: model.mappings.count)
         deletedObjects.removeAll()
         discardedInsertions.removeAll()
         unchangedRows.removeAll()
@@ -357,6 +363,7 @@ public final class Context {
         detachedObjects = []
         registries = Array(repeating: [:], count: model.mappings.count)
         identityIndexes = Array(repeating: nil, count: model.mappings.count)
+        forgetRowIDs()
         materializedCounts = Array(repeating: 0, count: model.mappings.count)
         insertedObjects = []
         updatedObjects = []
@@ -515,10 +522,34 @@ public final class Context {
         if pendingReferenceCount > 0 { objectArrived(object, mapping, identity: identity) }
     }
 
+    /// Forgets the next row id of each entity (read again on the next insert), giving reserved ones that were not
+    /// used back to the connection.
+    func forgetRowIDs() {
+        if reservesRowIDs {
+            for entity in nextRowIDs.indices {
+                guard let next = nextRowIDs[entity], next < rowIDLimits[entity] else { continue }
+                storeConnection.returnRowIDs(next..<rowIDLimits[entity], table: model.mappings[entity].name)
+            }
+            rowIDLimits = Array(repeating: .max, count: model.mappings.count)
+        }
+        nextRowIDs = Array(repeating: nil, count: model.mappings.count)
+    }
+
     private func nextRowID(for entity: Int) throws -> Int64 {
-        if let next = nextRowIDs[entity] {
+        if let next = nextRowIDs[entity], next < rowIDLimits[entity] {
             nextRowIDs[entity] = next + 1
             return next
+        }
+        // A server with writers in parallel hands out row ids in blocks (a statement of its own: no plan handed to
+        // a writer thread needs to be written first).
+        if reservesRowIDs {
+            let table = model.mappings[entity].name
+            guard let reserved = try withSharedConnection({ try $0.reserveRowIDs(table: table) }), !reserved.isEmpty else {
+                throw StoreError(.unsupported, "the store's database reserved no row ids for \(table)")
+            }
+            nextRowIDs[entity] = reserved.lowerBound + 1
+            rowIDLimits[entity] = reserved.upperBound
+            return reserved.lowerBound
         }
         // The write transaction holds the write lock, so no one else inserts until it ends.
         let statement = try connection.cached(storage.largestRowID(model.mappings[entity]))

@@ -1,6 +1,12 @@
 import Dispatch
 import Logging
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A SQLite-backed store of entities: the `Sendable` entry point for reading and writing.
 ///
 /// ```swift
@@ -58,6 +64,12 @@ public final class Store: Sendable {
         /// The model's migrations, oldest first: the changes adding tables and columns cannot make (see ``Migration``).
         /// The ones the store has not recorded run when it opens.
         public var migrations: [Migration]
+        /// How many times a write (``Store/write(_:)-2mz68``, an import's transaction) runs at most, on a backend with
+        /// writers in parallel (PostgreSQL), when it fails only because another writer's transaction ran at the same
+        /// moment (a deadlock, a serialization failure, an identity the other inserted first): the transaction is
+        /// rolled back and run again from its start. 1 never runs one twice. SQLite's write lock keeps other writers
+        /// out, so its writes never run twice.
+        public var maximumWriteAttempts: Int
 
         public init(
             schemaChangePolicy: SchemaChangePolicy = .fail,
@@ -68,9 +80,11 @@ public final class Store: Sendable {
             statementProfiler: (@Sendable (String, Duration) -> Void)? = nil,
             logger: Logger = Logger(label: "CodableStore", factory: { _ in SwiftLogNoOpLogHandler() }),
             vfs: String? = nil,
-            migrations: [Migration] = []
+            migrations: [Migration] = [],
+            maximumWriteAttempts: Int = 8
         ) {
             self.migrations = migrations
+            self.maximumWriteAttempts = max(1, maximumWriteAttempts)
             self.logger = logger
             self.vfs = vfs
             self.schemaChangePolicy = schemaChangePolicy
@@ -89,7 +103,7 @@ public final class Store: Sendable {
     package let model: Schema
     /// How the model's rows are written in SQLite: the backend side of the context's write plans.
     package let storage: SQLStorage
-    let options: Options
+    package let options: Options
     /// The writer connection and the readers' pool.
     package let connections: any StoreBackend
     /// The SQLite connections, for a SQLite store (``withWriterConnection(_:)``).
@@ -166,13 +180,59 @@ public final class Store: Sendable {
 
     /// Runs `body` in a write transaction: saves and commits when it returns, rolls back when it throws.
     ///
-    /// Writes are serialized: a second `write` waits for the first to finish.
+    /// Writes are serialized: a second `write` waits for the first to finish. On PostgreSQL, where the writers of
+    /// other processes write at the same time, a transaction that fails only because of one of theirs (a deadlock,
+    /// an identity both inserted at once) is rolled back and `body` runs again, with a new context, with no other
+    /// writer beside it (it waits for those running to end), up to ``Options/maximumWriteAttempts`` times: keep
+    /// `body` free of effects outside the context.
     /// - Returns: What `body` returns.
     public func write<T: Sendable>(_ body: (Context) throws -> T) throws -> T {
+        try retryingConflicts(operation: "write") { retries in try writeOnce(alone: retries > 0, body) }
+    }
+
+    /// Runs `attempt` again while it fails with a conflict of writers in parallel (``SQLDialect/isTransientConflict(_:)``),
+    /// up to ``Options/maximumWriteAttempts`` times, waiting a little longer each time (a random share of it, so that
+    /// writers that met do not meet again). `attempt` gets the number of attempts before it: from the second on, it
+    /// writes alone (``DatabaseConnection/beginWriteTransaction(alone:)``), so that it cannot meet another writer again. The last attempt's conflict is thrown as it is when it is an identity
+    /// conflict (which may be the caller's own), otherwise as a ``StoreError/Code/writeConflict``.
+    package func retryingConflicts<T>(
+        operation: String, isConflict: ((any Error) -> Bool)? = nil, _ attempt: (_ retries: Int) throws -> T
+    ) throws -> T {
+        var attempts = 1
+        while true {
+            do {
+                return try attempt(attempts - 1)
+            } catch let error where (isConflict ?? storage.dialect.isTransientConflict)(error) {
+                guard attempts < options.maximumWriteAttempts else {
+                    if let storeError = error as? StoreError, storeError.code == .identityConflict { throw error }
+                    throw StoreError(
+                        .writeConflict,
+                        "the \(operation) met other writers' transactions on each of its \(attempts) attempts and was rolled back "
+                            + "(last: \(error)); run it again, or allow more attempts with Store.Options.maximumWriteAttempts",
+                        cause: error)
+                }
+                options.logger.notice(
+                    "\(operation) runs again: another writer's transaction ran at the same moment",
+                    metadata: ["attempt": "\(attempts + 1)", "error": "\(error)"])
+                Self.backOff(attempt: attempts)
+                attempts += 1
+            }
+        }
+    }
+
+    /// Waits before attempt `attempt + 1` of a transaction that met another writer's: 1, 2, 4… ms up to 64, a random
+    /// half of it or more.
+    package static func backOff(attempt: Int) {
+        let ceiling = UInt32(1 << min(max(attempt - 1, 0), 6)) * 1_000
+        usleep(UInt32.random(in: (ceiling / 2)...ceiling))
+    }
+
+    /// `alone`: with no other writer beside it (see ``DatabaseConnection/beginWriteTransaction(alone:)``).
+    private func writeOnce<T: Sendable>(alone: Bool, _ body: (Context) throws -> T) throws -> T {
         do {
             var touched = Set<Int>()  // filled on this thread, inside the (non-escaping) closure below
             let result = try connections.withWriter { connection in
-                try connection.inWriteTransaction {
+                try connection.inWriteTransaction(alone: alone) {
                     let context = Context(connection: connection, storage: storage, isReadOnly: false)
                     defer { context.invalidate() }
                     let result = try body(context)

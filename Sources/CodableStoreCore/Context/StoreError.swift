@@ -14,7 +14,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         private enum Wrapped: String, Sendable {
             case schemaMismatch, invalidModel, unknownEntity, identityConflict, valueMismatch
             case readOnly, wrongContext, invalidObject, invalidQuery, relationshipLoad, missingIdentity, storeBusy
-            case deleteDenied, migrationFailed, unsupported, connectionFailed, observationFailed
+            case deleteDenied, migrationFailed, unsupported, connectionFailed, observationFailed, writeConflict
         }
         private let wrapped: Wrapped
         private init(_ wrapped: Wrapped) { self.wrapped = wrapped }
@@ -54,6 +54,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let deleteDenied = Code(.deleteDenied)
         /// A step of a ``Migration`` failed (or left rows that do not fit the model): the store was not changed.
         public static let migrationFailed = Code(.migrationFailed)
+        /// A write met other writers' transactions (deadlocks, serialization failures) on every one of its
+        /// ``Store/Options/maximumWriteAttempts`` attempts, on a backend with writers in parallel (PostgreSQL): nothing
+        /// of it was committed. Its ``StoreError/cause`` is the last attempt's error.
+        public static let writeConflict = Code(.writeConflict)
         /// An observation could not read its query's results (``Store/observe(_:where:orderBy:)``): its
         /// ``StoreError/cause`` is the read's error.
         public static let observationFailed = Code(.observationFailed)

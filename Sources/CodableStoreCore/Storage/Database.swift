@@ -99,6 +99,10 @@ package protocol DatabaseConnection: AnyObject {
     var isInsideTransaction: Bool { get }
     /// Begins a transaction that writes, holding the store's write lock from the start.
     func beginWriteTransaction() throws
+    /// Begins a transaction that writes with no other writer beside it, on a backend whose writers otherwise write in
+    /// parallel (it waits for theirs to end, and keeps new ones waiting until it ends): what a transaction that met
+    /// another writer's runs again in, so that its second attempt cannot meet one. Elsewhere a write transaction.
+    func beginWriteTransaction(alone: Bool) throws
     /// Begins a transaction that only reads one consistent snapshot.
     func beginReadTransaction() throws
     /// Commits the transaction the caller has begun.
@@ -146,6 +150,14 @@ package protocol DatabaseConnection: AnyObject {
     /// Gives the database back to other connections, in WAL mode again, after ``takeExclusiveAccess()`` and outside a
     /// transaction.
     func releaseExclusiveAccess() throws
+    /// Row ids for new rows of `table` that no other writer will use, from the database (a server's sequence, in
+    /// blocks), inside a write transaction; nil for a backend whose write lock keeps other writers out, where new
+    /// rows follow the table's largest row id.
+    func reserveRowIDs(table: String) throws -> Range<Int64>?
+    /// Takes back reserved row ids that were not used (a context let go of its objects), for the next reservation.
+    func returnRowIDs(_ rowIDs: Range<Int64>, table: String)
+    /// Whether ``reserveRowIDs(table:)`` reserves row ids (a server with writers in parallel).
+    var reservesRowIDs: Bool { get }
 }
 
 /// Indexes an import dropped and builds once its rows are in (see ``DatabaseConnection/deferIndexesOfEmptyTables()``).
@@ -173,6 +185,10 @@ extension DatabaseConnection {
     package func deferIndexesOfEmptyTables() throws -> (any DeferredIndexes)? { nil }
     package func takeExclusiveAccess() throws -> Bool { false }
     package func releaseExclusiveAccess() throws {}
+    package func reserveRowIDs(table: String) throws -> Range<Int64>? { nil }
+    package func beginWriteTransaction(alone: Bool) throws { try beginWriteTransaction() }
+    package func returnRowIDs(_ rowIDs: Range<Int64>, table: String) {}
+    package var reservesRowIDs: Bool { false }
 }
 
 extension DatabaseConnection {
@@ -195,8 +211,8 @@ extension DatabaseConnection {
 
     /// Runs `body` in a write transaction (``beginWriteTransaction()``): commits when it returns, rolls back when
     /// it throws.
-    package func inWriteTransaction<T>(_ body: () throws -> T) throws -> T {
-        try beginWriteTransaction()
+    package func inWriteTransaction<T>(alone: Bool = false, _ body: () throws -> T) throws -> T {
+        try beginWriteTransaction(alone: alone)
         return try inBegunTransaction(body)
     }
 

@@ -54,6 +54,11 @@ package protocol SQLDialect: Sendable {
     func isUniqueViolation(_ error: any Error) -> Bool
     /// Whether an error is a violation of a primary key (a row id taken).
     func isPrimaryKeyViolation(_ error: any Error) -> Bool
+    /// Whether a write failed only because another writer's transaction ran at the same moment (a deadlock, a
+    /// serialization failure, an identity that another writer inserted after this one looked it up): the transaction
+    /// was rolled back, and running it again is expected to succeed. Never for a backend whose write lock keeps
+    /// other writers out (false by default).
+    func isTransientConflict(_ error: any Error) -> Bool
     /// The values of a unique violation as the backend reports them (`id = 5`), where rows cannot be run again to
     /// find the conflicting one (``continuesAfterError``); nil by default.
     func conflictingValues(_ error: any Error) -> String?
@@ -75,6 +80,7 @@ extension SQLDialect {
     }
 
     package func conflictingValues(_ error: any Error) -> String? { nil }
+    package func isTransientConflict(_ error: any Error) -> Bool { false }
 
     package func makeStepGatherer(
         storage: SQLStorage, statements: @escaping (String) throws -> any DatabaseStatement
