@@ -116,6 +116,110 @@ struct PostgresCLITests {
         #expect(users == 50)
     }
 
+    /// Runs `codable-store import issues` on each dump at once, one process each, into `database`; returns each one's
+    /// report, once every process ended (expecting each to succeed).
+    private func importAtOnce(_ dumps: [String], into database: String, _ extra: [String] = []) throws -> [ImportReport] {
+        let started = try dumps.map { path in
+            let process = Process()
+            process.executableURL = CLI.binary
+            process.arguments = ["import", "issues", path, "--store", database, "--json", "--wait", "120"] + extra
+            let (output, errors) = (Pipe(), Pipe())
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            return (process, output, errors)
+        }
+        return try started.map { process, output, errors in
+            let data = CLI.readToEnd(output.fileHandleForReading)
+            let message = String(decoding: CLI.readToEnd(errors.fileHandleForReading), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(message)")
+            // Progress lines only: a conflict that ran again is no error of the user's.
+            #expect(!message.contains("error"), "\(message)")
+            return try JSONDecoder().decode(ImportReport.self, from: data)
+        }
+    }
+
+    /// A dump of issues `ids` (in that order), titled `title`, each with a user of 50 and two labels of 18.
+    private func issuesDump(_ ids: [Int], title: String, in directory: URL) throws -> String {
+        let records = ids.map { id in
+            #"{"id":\#(id),"number":\#(id),"title":"\#(title)","state":"open","created_at":"2024-01-01T00:00:00Z","updated_at":"2024-01-02T00:00:00Z","comments":0,"score":1.5,"user":{"id":\#(id % 50),"login":"u\#(id % 50)"},"labels":[{"id":\#(id % 7),"name":"l\#(id % 7)"},{"id":\#(7 + id % 11),"name":"l\#(7 + id % 11)"}]}"#
+        }
+        let path = directory.appendingPathComponent("\(title).json").path
+        try Data(("[" + records.joined(separator: ",") + "]").utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// 4 and 8 processes import overlapping dumps (each overlapping the next by two thirds, in shuffled order) into
+    /// one store at once, in one transaction each or a commit per batch: one row per identity, every link there,
+    /// each issue as one of the dumps that had it wrote it, and an observer in this process hears the last commit.
+    @Test(arguments: [4, 8], [false, true])
+    func manyProcessesImportingOverlappingDumpsAtOnce(writers: Int, commitEveryBatch: Bool) async throws {
+        let database = server + "?schema=cli_" + UUID().uuidString.lowercased().filter { $0 != "-" }
+        let directory = try CLI.temporaryDirectory()
+        var generator = SystemRandomNumberGenerator()
+        let windows = (0..<writers).map { writer in Array(400 * writer..<400 * writer + 1_200).shuffled(using: &generator) }
+        let dumps = try windows.indices.map { try issuesDump(windows[$0], title: "w\($0)", in: directory) }
+        let everyID = Set(windows.joined())
+
+        // The observer: a store of this process, opened before the imports (it creates the schema).
+        let store = try await Store.open(postgres: database, entities: ReferenceModel.entities)
+        let latest = Locked(-1)
+        let observer = Task {
+            for await change in store.observe(Issue.self) { latest.withLock { $0 = change.rows.count } }
+        }
+        defer { observer.cancel() }
+
+        let reports = try importAtOnce(dumps, into: database, ["--batch-size", "200"] + (commitEveryBatch ? ["--commit-every-batch"] : []))
+        let issues = reports.map { $0.entities["Issue"] ?? .init() }
+        #expect(issues.map(\.inserted).reduce(0, +) == everyID.count)
+        #expect(issues.allSatisfy { $0.inserted + $0.updated == 1_200 }, "\(issues)")
+
+        let (count, titles, users, labels) = try await store.read { context in
+            let issues = try context.fetch(Issue.self)
+            return (
+                issues.count, Dictionary(uniqueKeysWithValues: issues.map { ($0.id, $0.title) }), try context.count(User.self),
+                Dictionary(uniqueKeysWithValues: issues.map { ($0.id, Set($0.labels.map(\.id))) }))
+        }
+        #expect(count == everyID.count)
+        #expect(users == 50)
+        for id in everyID {
+            let writtenBy = windows.indices.filter { windows[$0].contains(id) }.map { "w\($0)" }
+            #expect(writtenBy.contains(titles[id] ?? ""), "issue \(id): \(titles[id] ?? "missing")")
+            #expect(labels[id] == [id % 7, 7 + id % 11], "issue \(id)")
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while latest.withLock({ $0 }) != everyID.count, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let heard = latest.withLock { $0 }
+        #expect(heard == everyID.count, "the observer heard the last commit")
+    }
+
+    /// Processes importing one dump at once end as one import of it; processes importing disjoint dumps at once, as
+    /// the same imports one after the other.
+    @Test func importsAtOnceEqualOneImportOfTheSameDumpAndSerialImportsOfDisjointOnes() throws {
+        let directory = try CLI.temporaryDirectory()
+        func schema() -> String { server + "?schema=cli_" + UUID().uuidString.lowercased().filter { $0 != "-" } }
+        func export(_ database: String) throws -> String {
+            let result = try CLI.run(["export", "issues", "--store", database, "--stable"])
+            #expect(result.status == 0, "\(result.stderr)")
+            return result.stdout
+        }
+        let same = try issuesDump(Array(0..<1_500).shuffled(), title: "same", in: directory)
+        let (atOnce, once) = (schema(), schema())
+        let reports = try importAtOnce(Array(repeating: same, count: 4), into: atOnce, ["--commit-every-batch", "--batch-size", "250"])
+        #expect(reports.map { $0.entities["Issue"]?.inserted ?? 0 }.reduce(0, +) == 1_500)
+        _ = try importAtOnce([same], into: once)
+        #expect(try export(atOnce) == export(once))
+
+        let disjoint = try (0..<4).map { part in try issuesDump(Array(part * 500..<(part + 1) * 500), title: "part\(part)", in: directory) }
+        let (parallel, serial) = (schema(), schema())
+        _ = try importAtOnce(disjoint, into: parallel)
+        for dump in disjoint { _ = try importAtOnce([dump], into: serial) }
+        let exported = try export(parallel)
+        #expect(exported == (try export(serial)))
+        #expect(exported.contains("\"part3\""))
+    }
+
     @Test func anUnreachableServerIsAOneLineError() throws {
         let result = try CLI.run(["import", "issues", CLI.fixtures.appendingPathComponent("issues-1k.json").path,
                                   "--store", "postgres://nobody@127.0.0.1:1/none"])
