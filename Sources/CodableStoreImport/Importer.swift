@@ -473,7 +473,7 @@ final class Importer {
         var attempts = 1
         while true {
             do {
-                try connection.beginWriteTransaction(alone: attempts > 1)
+                try connection.beginWriteTransaction(alone: Store.writesAlone(afterRetries: attempts - 1))
                 try decodeAndSaveBatch(prepared)
                 try connection.announceChanges(to: model.mappings.map(\.name))
                 try connection.commit()
@@ -573,8 +573,10 @@ final class Importer {
         }
         try stage.decode(items, keys: prepared?.keys, failure: { index, error in
             let position = positions[index]
-            // A conflict with another writer is the transaction's, not the record's: it runs again.
+            // A conflict with another writer is the transaction's, not the record's: it runs again. A lost connection,
+            // a failing server or a lock waited for too long are the store's.
             if storage.dialect.isTransientConflict(error) { return error }
+            if let failure = error as? StoreError, [.connectionFailed, .serverFailed, .storeBusy].contains(failure.code) { return error }
             if options.failurePolicy == .skip { return SkipRecord(position: position, error: error) }
             return locate(error, batch[position])
         }) { _ in }

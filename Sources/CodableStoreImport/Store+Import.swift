@@ -90,7 +90,7 @@ extension Store {
                 var report = try withWriter { connection in
                     try Importer(
                         connection: connection, storage: storage, mapping: mapping, options: options,
-                        maximumWriteAttempts: self.options.maximumWriteAttempts, alone: retries > 0, deleteUnseen: deleteUnseen)
+                        maximumWriteAttempts: self.options.maximumWriteAttempts, alone: Store.writesAlone(afterRetries: retries), deleteUnseen: deleteUnseen)
                         .run(source)
                 }
                 if retries > 0 { report.retries = retries + (report.retries ?? 0) }

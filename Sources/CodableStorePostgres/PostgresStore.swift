@@ -17,7 +17,8 @@ import Synchronization
 /// `?schema=NAME` keeps the store's tables in that schema (created if needed) instead of the user's default (`public`).
 /// Every other query item is a libpq connection parameter, passed on as it is: `sslmode` (`prefer` by default: TLS
 /// when the server offers it; `require`, `verify-full` with `sslrootcert=/path/to/ca.pem`), `connect_timeout` (10
-/// seconds by default), `application_name`… An unknown one fails the connection, naming it. What the URL leaves out,
+/// seconds by default), `keepalives_idle` (30 seconds by default: with 3 probes 10 seconds apart, a server host that
+/// vanished is noticed within a minute), `application_name`… An unknown one fails the connection, naming it. What the URL leaves out,
 /// libpq takes from its environment variables (`PGPASSWORD`, `PGSSLMODE`…) and files (`~/.pgpass`), as `psql` does.
 public struct PostgresConfiguration: Sendable {
     /// The host name or address; for a Unix socket, the folder that holds it (starting with `/`).
@@ -74,6 +75,10 @@ public struct PostgresConfiguration: Sendable {
             // libpq waits as long as the system does for a host that does not answer (minutes): ten seconds, as
             // postgres-nio did, unless the URL says otherwise.
             ("connect_timeout", "10"),
+            // A server host that vanishes without closing the connection (a network partition, a powered-off
+            // machine) would leave a statement waiting for hours: TCP keepalives find it within a minute (30 s idle,
+            // then 3 probes 10 s apart). Over a Unix socket, libpq ignores them.
+            ("keepalives", "1"), ("keepalives_idle", "30"), ("keepalives_interval", "10"), ("keepalives_count", "3"),
         ]
         for (keyword, value) in parameters.sorted(by: { $0.key < $1.key }) {
             list.removeAll { $0.keyword == keyword }
@@ -90,8 +95,8 @@ extension Store {
     ///
     /// The schema is created on first open, checked on later ones, and additive changes are applied, as for SQLite.
     /// The writes of different processes run in parallel: row ids come from the server's sequences, identities stay
-    /// unique, and a write that met another's (an identity both inserted, a deadlock) runs again with no other writer
-    /// beside it (see `Store/Options/maximumWriteAttempts`); schema changes keep other writers out. Reads run in
+    /// unique, and a write that met another's (an identity both inserted, a deadlock) runs again, from its third attempt
+    /// with no other writer beside it (see `Store/Options/maximumWriteAttempts`); schema changes keep other writers out. Reads run in
     /// `REPEATABLE READ` snapshots beside them.
     ///
     /// The synchronous methods of the returned store wait for the server on the calling thread; call them from
