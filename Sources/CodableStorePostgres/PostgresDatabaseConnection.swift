@@ -25,8 +25,12 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     /// server is shutting down): the end of the stream may not have arrived yet.
     private var serverEndedSession = false
 
-    private init(handle: OpaquePointer, options: Store.Options) {
+    /// The store's URL without its password, for the errors of a lost connection or a failing server.
+    let storeName: String
+
+    private init(handle: OpaquePointer, options: Store.Options, storeName: String) {
         self.handle = handle
+        self.storeName = storeName
         self.logger = options.logger
         self.observer = options.statementObserver
         self.profiler = options.statementProfiler
@@ -53,7 +57,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             codable_store_PQfinish(handle)
             throw StoreError(.connectionFailed, "cannot connect to \(configuration.redactedURL): \(error.message)", cause: error)
         }
-        let connection = PostgresDatabaseConnection(handle: handle, options: options)
+        let connection = PostgresDatabaseConnection(handle: handle, options: options, storeName: configuration.redactedURL)
         // The server's notices (`schema "x" already exists, skipping`) go to the log, not to standard error.
         codable_store_PQsetNoticeReceiver(handle, { context, result in
             guard let context, let result, let text = codable_store_PQresultErrorMessage(result) else { return }
@@ -120,7 +124,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
                 sql: postgresSQL)
         }
         guard let handle else {
-            throw PostgresError(sqlState: nil, message: "the connection is closed", sql: postgresSQL)
+            throw failure(PostgresError(sqlState: nil, message: "the connection is closed", sql: postgresSQL))
         }
         let start = ContinuousClock.now
         let texts = try arguments.map { try Self.text(of: $0, sql: postgresSQL) }
@@ -133,12 +137,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             break
         default:
             if isInsideTransaction { isAborted = true }
-            let error = PostgresError(result: result, connection: handle, sql: postgresSQL)
-            // Another writer held a lock (the schema's, a row's) for longer than the busy timeout.
-            if error.sqlState == PostgresError.lockNotAvailable {
-                throw StoreError.storeBusy(waitedMilliseconds: busyTimeout, cause: error)
-            }
-            throw error
+            throw failure(PostgresError(result: result, connection: handle, sql: postgresSQL))
         }
         // The statement's time as the client sees it: the round trip and the server's work.
         profiler?(sql, ContinuousClock.now - start)
@@ -164,6 +163,37 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             rows.append(values)
         }
         return rows
+    }
+
+    /// The error of a statement the server refused or could not run: a ``StoreError`` that names the store when the
+    /// failure is the server's or the connection's rather than the statement's (the connection lost, the server shut
+    /// down, a full disk, a statement timeout, a lock waited for too long), the server's error otherwise.
+    ///
+    /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/errcodes-appendix.html>
+    func failure(_ error: PostgresError) -> any Error {
+        let state = error.sqlState ?? ""
+        // Another writer held a lock (the schema's, a row's) for longer than the busy timeout.
+        if state == PostgresError.lockNotAvailable {
+            return StoreError.storeBusy(waitedMilliseconds: busyTimeout, cause: error)
+        }
+        let lost = handle.map { codable_store_PQstatus($0) != CONNECTION_OK } ?? true
+        // No state: libpq's own failure (the server went away mid-statement); 08: connection exceptions; 57P01-03:
+        // the server shuts down, crashed, or is starting.
+        if lost || error.sqlState == nil || state.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(state) {
+            return StoreError(
+                .connectionFailed,
+                "lost the connection to \(storeName): \(error.message)\(error.sqlState.map { " (PostgreSQL \($0))" } ?? ""); "
+                    + "what the transaction wrote was rolled back",
+                cause: error)
+        }
+        // 53: insufficient resources (disk full, out of memory); 58: system errors (I/O); 57014: a statement canceled
+        // (statement_timeout, or by an administrator).
+        if state.hasPrefix("53") || state.hasPrefix("58") || state == "57014" {
+            return StoreError(
+                .serverFailed, "the server of \(storeName) failed: \(error.message) (PostgreSQL \(state)); the transaction was rolled back",
+                cause: error)
+        }
+        return error
     }
 
     /// An argument's text form, as the server reads it for any type; nil for NULL.

@@ -15,6 +15,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             case schemaMismatch, invalidModel, unknownEntity, identityConflict, valueMismatch
             case readOnly, wrongContext, invalidObject, invalidQuery, relationshipLoad, missingIdentity, storeBusy
             case deleteDenied, migrationFailed, unsupported, connectionFailed, observationFailed, writeConflict
+            case serverFailed
         }
         private let wrapped: Wrapped
         private init(_ wrapped: Wrapped) { self.wrapped = wrapped }
@@ -42,6 +43,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let unsupported = Code(.unsupported)
         /// The database server cannot be reached, or refused the connection (PostgreSQL).
         public static let connectionFailed = Code(.connectionFailed)
+        /// The database server failed a statement for a reason of its own rather than of the data: its disk is full,
+        /// it ran out of memory, a statement ran longer than its `statement_timeout`, an I/O error (PostgreSQL). Its
+        /// ``StoreError/cause`` is the server's error. The transaction was rolled back.
+        public static let serverFailed = Code(.serverFailed)
         /// A relationship could not be loaded when it was accessed.
         public static let relationshipLoad = Code(.relationshipLoad)
         /// Decoded JSON lacks the identity of an entity that has one.
