@@ -206,7 +206,7 @@ struct PostgresFaultTests {
         #expect(try count(server, "timeout") == 0)
     }
 
-    @Test(.enabled(if: PrivatePostgres.canMount, "needs root to mount a tmpfs"))
+    @Test(.enabled(if: PrivatePostgres.canMount, "needs to mount a tmpfs (root, where the machine allows it)"))
     func aFullDiskFailsTheImportAndItCompletesOnceThereIsRoom() throws {
         // initdb leaves 25 MiB of the 64 free; 30,000 records need more.
         let server = try PrivatePostgres(diskMiB: 64)

@@ -20,8 +20,16 @@ final class PrivatePostgres: @unchecked Sendable {  // used by one test at a tim
     }()
 
     static var isAvailable: Bool { programs != nil }
-    /// Whether a tmpfs can be mounted (root, with the capability): for a server whose disk fills up.
-    static var canMount: Bool { getuid() == 0 }
+    /// Whether a tmpfs can be mounted here (root, in a machine or container that allows it): for a server whose disk
+    /// fills up. Tried once.
+    static let canMount: Bool = {
+        guard getuid() == 0 else { return false }
+        let folder = "/tmp/codablestore-mount-probe-\(UUID().uuidString.prefix(8))"
+        guard (try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)) != nil else { return false }
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        guard (try? shell("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", folder])) != nil else { return false }
+        return (try? shell("/bin/umount", [folder])) != nil
+    }()
 
     let folder: String
     let port: Int
