@@ -98,6 +98,14 @@ extension Store {
             }
         } catch let error as StoreError where error.code == .writeConflict {
             throw Importer.importError(error)
+        } catch let error as ImportError where !runsAgain && !options.commitEveryBatch && dialect.isTransientConflict(error.underlyingError) {
+            // An input that cannot be read twice: the conflict is said as what it is, not as the caller's own.
+            let (reason, _) = ImportError.describe(error.underlyingError)
+            throw ImportError(
+                reason: "another writer's transaction met this import's, which was rolled back (\(reason)); an import from standard "
+                    + "input or a descriptor cannot run again from its start: import a file, or commit every batch (a batch "
+                    + "then runs again)",
+                underlyingError: StoreError(.writeConflict, reason, cause: error.underlyingError))
         }
         var touched = Set(model.mappings.filter { report.entities[$0.name] != nil }.map(\.index))
         for mapping in model.mappings where report.entities[mapping.name].map({ $0.deleted > 0 }) == true {

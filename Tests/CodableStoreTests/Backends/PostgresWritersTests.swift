@@ -141,4 +141,35 @@ struct PostgresWritersTests {
         #expect(error.code == .identityConflict)
         #expect(attempts.withLock { $0 } == 3)
     }
+
+    /// An import from a descriptor cannot run again from its start: meeting another writer's transaction, it says so
+    /// (not as an identity conflict of the caller's own), and stores nothing.
+    @Test func anImportFromADescriptorThatMeetsAnotherWriterSaysSo() throws {
+        let first = try Backend.postgres.makeStore(entities: entities)
+        let second = try Backend.postgres.reopen(first, entities: entities)
+        let path = TestStore.temporaryPath() + ".json"
+        try Data(#"[{"id": 7, "name": "imported"}]"#.utf8).write(to: URL(fileURLWithPath: path))
+        let descriptor = open(path, O_RDONLY)
+        try #require(descriptor >= 0)
+        defer { close(descriptor) }
+        let firstSaved = DispatchSemaphore(value: 0)
+        let firstDone = onThread {
+            try first.write { context in
+                try decode(#"[{"id": 7, "name": "written"}]"#, into: context)
+                try context.save()
+                firstSaved.signal()
+                // The import looks 7 up meanwhile (not committed: not found), and its insert waits for this commit.
+                Thread.sleep(forTimeInterval: 1)
+            }
+        }
+        firstSaved.wait()
+        let error = try #require(throws: ImportError.self) {
+            try second.importJSON(Person.self, from: .fileDescriptor(descriptor))
+        }
+        try firstDone()
+        #expect(error.reason.hasPrefix("another writer's transaction met this import's, which was rolled back (Person with identity id = 7"), "\(error)")
+        #expect(error.isStoreFailure)
+        #expect((error.underlyingError as? StoreError)?.code == .writeConflict)
+        #expect(try storedRows(first, #"SELECT "id", "name" FROM "Person""#) == [["7", "written"]])
+    }
 }
