@@ -453,8 +453,7 @@ final class Importer {
             underlyingError: skippedErrors[record.index] ?? StoreError(.invalidObject, record.reason))
     }
 
-    /// Decodes and saves the current batch, leaving out (and reporting) records that fail under the skip
-    /// policy: a failing record rolls the batch back, and the batch is decoded again without it.
+    /// Decodes and saves the current batch (see ``decodeAndSaveBatch(_:)``), committing it when batches are committed.
     func processBatch(_ prepared: BatchLookup?) throws {
         guard !batch.isEmpty else {
             // Only lines that were not JSON (skip policy): nothing to decode, but the input moved on.
@@ -467,45 +466,47 @@ final class Importer {
             return
         }
         // A batch that meets another writer's transaction (a deadlock, an identity both inserted at once) is rolled
-        // back and runs again, from the counts and deferred references it started with (see
+        // back and runs again, from the counts, deferred references and report it started with (see
         // Store.Options.maximumWriteAttempts).
         let (mark, reportMark, skippedMark) = (context.transactionMark(), report, skippedErrors)
-        var attempts = 1
-        while true {
-            do {
-                try connection.beginWriteTransaction(alone: Store.writesAlone(afterRetries: attempts - 1))
-                try decodeAndSaveBatch(prepared)
-                try connection.announceChanges(to: model.mappings.map(\.name))
-                try connection.commit()
-                // Another import may mark an entity as having digests between two batches: read them again.
-                context.stampedEntityIndexes = nil
-                break
-            } catch let error where attempts < maximumWriteAttempts
-                && storage.dialect.isTransientConflict((error as? ImportError)?.underlyingError ?? error)
-            {
-                connection.rollbackIgnoringErrors()
-                context.restore(mark)
-                (report, skippedErrors) = (reportMark, skippedMark)
-                report.retries = attempts + (reportMark.retries ?? 0)
-                options.logger.notice(
-                    "batch runs again: another writer's transaction ran at the same moment",
-                    metadata: ["attempt": "\(attempts + 1)", "error": "\(error)"])
-                Store.backOff(attempt: attempts)
-                attempts += 1
-            } catch {
-                if attempts == maximumWriteAttempts, storage.dialect.isTransientConflict((error as? ImportError)?.underlyingError ?? error) {
-                    throw ImportError(
-                        reason: "batch of records \(batch.first?.index ?? 0)-\(batch.last?.index ?? 0) met other writers' "
-                            + "transactions on each of its \(attempts) attempts and was rolled back (last: \(error)); "
-                            + "the batches before were committed",
-                        underlyingError: StoreError(.writeConflict, "\(error)", cause: error))
+        let dialect = storage.dialect
+        do {
+            try Store.retryingConflicts(
+                maximumAttempts: maximumWriteAttempts, logger: options.logger, operation: "batch",
+                isConflict: { Self.isTransientConflict($0, dialect) }
+            ) { retries in
+                if retries > 0 {
+                    context.restore(mark)
+                    (report, skippedErrors) = (reportMark, skippedMark)
+                    report.retries = retries + (reportMark.retries ?? 0)
                 }
-                throw error
+                do {
+                    try connection.beginWriteTransaction(alone: Store.writesAlone(afterRetries: retries))
+                    try decodeAndSaveBatch(prepared)
+                    try connection.announceChanges(to: model.mappings.map(\.name))
+                    try connection.commit()
+                } catch {
+                    connection.rollbackIgnoringErrors()
+                    throw error
+                }
             }
+        } catch let error as StoreError where error.code == .writeConflict {
+            throw ImportError(
+                reason: "batch of records \(batch.first?.index ?? 0)-\(batch.last?.index ?? 0): \(error.message); "
+                    + "the batches before were committed",
+                underlyingError: error)
         }
+        // Another import may mark an entity as having digests between two batches: read them again.
+        context.stampedEntityIndexes = nil
         batch.removeAll(keepingCapacity: true)
         options.logger.debug("batch saved", metadata: ["records": "\(report.recordsRead)", "bytes": "\(bytesRead)"])
         reportProgress()
+    }
+
+    /// Whether an import's error is a conflict with another writer's transaction that running again resolves (see
+    /// `SQLDialect.isTransientConflict`), the import's own wrapping aside.
+    static func isTransientConflict(_ error: any Error, _ dialect: any SQLDialect) -> Bool {
+        dialect.isTransientConflict((error as? ImportError)?.underlyingError ?? error)
     }
 
     /// Decodes and saves the current batch (without committing it), leaving out (and reporting) records that fail

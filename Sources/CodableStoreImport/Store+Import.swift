@@ -85,7 +85,7 @@ extension Store {
         do {
             report = try retryingConflicts(
                 operation: "import",
-                isConflict: { error in runsAgain && dialect.isTransientConflict((error as? ImportError)?.underlyingError ?? error) }
+                isConflict: { error in runsAgain && Importer.isTransientConflict(error, dialect) }
             ) { retries in
                 var report = try withWriter { connection in
                     try Importer(

@@ -198,12 +198,24 @@ public final class Store: Sendable {
     package func retryingConflicts<T>(
         operation: String, isConflict: ((any Error) -> Bool)? = nil, _ attempt: (_ retries: Int) throws -> T
     ) throws -> T {
+        try Self.retryingConflicts(
+            maximumAttempts: options.maximumWriteAttempts, logger: options.logger, operation: operation,
+            isConflict: isConflict ?? storage.dialect.isTransientConflict, attempt)
+    }
+
+    /// ``retryingConflicts(operation:isConflict:_:)`` for a caller without the store at hand (an import's batches).
+    /// `attempt` leaves nothing behind when it throws (its transaction rolled back), so that no lock is held while
+    /// the next attempt waits.
+    package static func retryingConflicts<T>(
+        maximumAttempts: Int, logger: Logger, operation: String, isConflict: (any Error) -> Bool,
+        _ attempt: (_ retries: Int) throws -> T
+    ) throws -> T {
         var attempts = 1
         while true {
             do {
                 return try attempt(attempts - 1)
-            } catch let error where (isConflict ?? storage.dialect.isTransientConflict)(error) {
-                guard attempts < options.maximumWriteAttempts else {
+            } catch let error where isConflict(error) {
+                guard attempts < maximumAttempts else {
                     if let storeError = error as? StoreError, storeError.code == .identityConflict { throw error }
                     throw StoreError(
                         .writeConflict,
@@ -211,10 +223,10 @@ public final class Store: Sendable {
                             + "(last: \(error)); run it again, or allow more attempts with Store.Options.maximumWriteAttempts",
                         cause: error)
                 }
-                options.logger.notice(
+                logger.notice(
                     "\(operation) runs again: another writer's transaction ran at the same moment",
                     metadata: ["attempt": "\(attempts + 1)", "error": "\(error)"])
-                Self.backOff(attempt: attempts)
+                backOff(attempt: attempts)
                 attempts += 1
             }
         }
@@ -229,7 +241,7 @@ public final class Store: Sendable {
 
     /// Waits before attempt `attempt + 1` of a transaction that met another writer's: 1, 2, 4… ms up to 64, a random
     /// half of it or more.
-    package static func backOff(attempt: Int) {
+    private static func backOff(attempt: Int) {
         let ceiling = UInt32(1 << min(max(attempt - 1, 0), 6)) * 1_000
         usleep(UInt32.random(in: (ceiling / 2)...ceiling))
     }
