@@ -74,12 +74,12 @@ final class Importer {
             ])
         var restoredCacheSize: Int?
         var foreignKeysOff = false
-        var deferredIndexes: (any DeferredIndexes)?
+        var deferredBuilds: (any DeferredBuilds)?
         var exclusive = false
         // Once the import is over (or failed to begin), the writer thread too: the connection is this thread's again,
         // and outside a transaction, where the foreign keys can be turned on again.
         defer {
-            deferredIndexes?.cancel()
+            deferredBuilds?.cancel()
             if let restoredCacheSize { try? connection.setPageCacheSize(kibibytes: restoredCacheSize) }
             if foreignKeysOff { _ = try? connection.setForeignKeyEnforcement(true) }
             if exclusive {
@@ -121,10 +121,13 @@ final class Importer {
             if deleteUnseen != nil { syncTracker = try context.startSync(of: mapping) }
             if !options.commitEveryBatch {
                 try prepareIdentityFilter()
-                // Indexes of empty tables are built once the rows are in (see IndexDeferral). Only in one
-                // transaction, and with the foreign keys off: SQLite's own ON DELETE actions would read the tables
-                // that refer to a deleted row without a statement of ours to see it.
-                if foreignKeysOff { deferredIndexes = try connection.deferIndexesOfEmptyTables() }
+                // Indexes (SQLite) or foreign keys (PostgreSQL) of empty tables are built once the rows are in (see
+                // IndexDeferral, ForeignKeyDeferral). Only in one transaction, not under a sync (whose deletions
+                // run as SQL over pages of rows, and rely on the database's ON DELETE actions).
+                if deleteUnseen == nil {
+                    deferredBuilds = try connection.deferBuildsOfEmptyTables(writing: tablesWritten())
+                    if deferredBuilds?.suspendsForeignKeys == true { context.enforcesForeignKeys = false }
+                }
             }
             try startWriting()
             try prepareDigests()
@@ -146,16 +149,16 @@ final class Importer {
             // at 1M records (peak 72 MiB instead of 63). For the same reason the writer's cached rows go first, and
             // the filter of inserted identities: nothing needs them after the last batch.
             context.storedKeys[mapping.index] = nil
-            if let writer, let deferredIndexes {
+            if let writer, let deferredBuilds {
                 try writer.withConnection {
                     writer.rowCache?.clear(keepingCapacity: false)
-                    try deferredIndexes.build()
+                    try deferredBuilds.build()
                 }
             }
             writer?.finish()
             context.writeBehind = nil
-            try deferredIndexes?.build()
-            if deferredIndexes != nil { waits.indexBuilds = monotonicSeconds() - buildStart }
+            try deferredBuilds?.build()
+            if deferredBuilds != nil { waits.indexBuilds = monotonicSeconds() - buildStart }
             try checkUnresolvedReferences()
             try finishSync()
             if !options.commitEveryBatch {
@@ -220,6 +223,21 @@ final class Importer {
         case .arrayAt(let keyPath): .array(atPath: keyPath)
         case .jsonLines: .jsonLines
         }
+    }
+
+    /// The tables the records may write: the imported entity's, those its relationships reach (transitively), and
+    /// their join tables.
+    func tablesWritten() -> Set<String> {
+        var reached: Set<Int> = [mapping.index]
+        var pending = [mapping.index]
+        while let entity = pending.popLast() {
+            for relationship in model.mappings[entity].relationships.lazy.compactMap({ $0 })
+            where reached.insert(relationship.destination).inserted {
+                pending.append(relationship.destination)
+            }
+        }
+        return Set(reached.map { model.mappings[$0].name })
+            .union(model.joinTables.lazy.filter { reached.contains($0.source) && reached.contains($0.target) }.map(\.name))
     }
 
     /// Under the stop policy in one transaction, SQLite writes each batch on a thread of its own while the next

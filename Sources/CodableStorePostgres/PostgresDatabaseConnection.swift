@@ -71,6 +71,15 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             }
             connection.logger.debug("server notice", metadata: ["notice": "\(message)"])
         }, Unmanaged.passUnretained(connection).toOpaque())
+        // Reads wait for a table's lock as long as writes do (a schema change, an import loading empty tables alone,
+        // see ForeignKeyDeferral), then fail as busy; a write sets it for its own transaction. A URL's own wins.
+        if configuration.parameters["options"]?.contains("lock_timeout") != true {
+            do {
+                try connection.execute(sql: "SET lock_timeout = \(max(1, Int(options.busyTimeout)))")
+            } catch {
+                throw StoreError(.connectionFailed, "cannot connect to \(configuration.redactedURL): \(error)", cause: error)
+            }
+        }
         return connection
     }
 
@@ -463,6 +472,12 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     /// A server's constraints cannot be turned off for a session (short of a superuser's replication role): they
     /// stay checked, deferred to the commit.
     func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool { false }
+
+    /// The foreign keys from the empty tables an import writes, added back once its rows are in (see
+    /// ``ForeignKeyDeferral``).
+    func deferBuildsOfEmptyTables(writing tables: Set<String>) throws -> (any DeferredBuilds)? {
+        try ForeignKeyDeferral.begin(on: self, tables: tables)
+    }
 
     /// Any trigger on a table of the store's schema (the current one), the internal ones that check foreign keys
     /// aside: a trigger fires on its own table's changes, so those of other schemas never see the store's.

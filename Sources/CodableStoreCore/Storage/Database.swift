@@ -134,10 +134,13 @@ package protocol DatabaseConnection: AnyObject {
     /// transactions; false when the backend cannot (a server's constraints stay checked) or a transaction is open.
     /// With them off, whoever deletes rows clears what refers to them (``SQLStorage/clearReferences(to:rowIDs:statements:)``).
     func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool
-    /// Drops the non-unique indexes of empty tables, inside the write transaction an import is about to fill them
-    /// in, to be built once the rows are in (``DeferredIndexes/build()``, or before a statement that needs them);
-    /// nil when there are none, or the backend does not defer indexes (SQLite's does). See ``IndexDeferral``.
-    func deferIndexesOfEmptyTables() throws -> (any DeferredIndexes)?
+    /// Drops what an import into empty tables builds faster once their rows are in, inside the write transaction
+    /// that is about to fill them (built again by ``DeferredBuilds/build()`` before it commits): SQLite's non-unique
+    /// indexes of empty tables, while foreign keys are off (``IndexDeferral``); a server's foreign keys from the empty
+    /// tables among `tables` (those the import may write), checked with one query each instead of one per row, when
+    /// no other transaction uses those tables (see `ForeignKeyDeferral` in CodableStorePostgres). Nil when there is
+    /// nothing to defer (the default).
+    func deferBuildsOfEmptyTables(writing tables: Set<String>) throws -> (any DeferredBuilds)?
     /// Whether the database has triggers of its own (which change rows that no statement of the store's names),
     /// besides the store's ``StampGuards``: an import then keeps no cache of stored rows (see `RowCache`), and
     /// skips no records (``ImportOptions/skipsUnchangedRecords``).
@@ -160,8 +163,12 @@ package protocol DatabaseConnection: AnyObject {
     var reservesRowIDs: Bool { get }
 }
 
-/// Indexes an import dropped and builds once its rows are in (see ``DatabaseConnection/deferIndexesOfEmptyTables()``).
-package protocol DeferredIndexes: AnyObject {
+/// Indexes or foreign keys an import dropped and builds once its rows are in (see
+/// ``DatabaseConnection/deferBuildsOfEmptyTables(writing:)``).
+package protocol DeferredBuilds: AnyObject {
+    /// Whether foreign keys are among them: until ``build()``, whoever deletes rows clears what refers to them
+    /// (``SQLStorage/clearReferences(to:rowIDs:statements:)``), as with SQLite's foreign keys off.
+    var suspendsForeignKeys: Bool { get }
     /// Builds those that do not exist, in the transaction that dropped them (nothing when they all do).
     func build() throws
     /// Forgets them, for an import that failed: rolling its transaction back restores them.
@@ -182,7 +189,7 @@ extension DatabaseConnection {
         try execute(sql: "RELEASE SAVEPOINT \(quoteIdentifier(name))")
     }
 
-    package func deferIndexesOfEmptyTables() throws -> (any DeferredIndexes)? { nil }
+    package func deferBuildsOfEmptyTables(writing tables: Set<String>) throws -> (any DeferredBuilds)? { nil }
     package func takeExclusiveAccess() throws -> Bool { false }
     package func releaseExclusiveAccess() throws {}
     package func reserveRowIDs(table: String) throws -> Range<Int64>? { nil }
@@ -276,8 +283,12 @@ extension Connection: DatabaseConnection {
         try execute(sql: "PRAGMA cache_size = -\(max(kibibytes, 64))")
     }
 
-    package func deferIndexesOfEmptyTables() throws -> (any DeferredIndexes)? {
-        try IndexDeferral.begin(on: self)
+    /// SQLite's own `ON DELETE` actions would read the tables that refer to a deleted row without a statement of the
+    /// store's to see it: only with the foreign keys off (``setForeignKeyEnforcement(_:)``). Every empty table: the
+    /// drop is not seen outside the transaction, and no other connection writes beside it.
+    package func deferBuildsOfEmptyTables(writing tables: Set<String>) throws -> (any DeferredBuilds)? {
+        guard try scalar(sql: "PRAGMA foreign_keys") == .integer(0) else { return nil }
+        return try IndexDeferral.begin(on: self)
     }
 
     package func hasTriggers() throws -> Bool {

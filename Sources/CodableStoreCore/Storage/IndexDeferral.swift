@@ -21,7 +21,7 @@ import CodableStoreSQLite
 ///   a foreign key, the clearing of references to a deleted row) builds them before it runs. The import's own
 ///   statements never do: inserts, updates and deletes by row id, identity lookups by the unique index, links by
 ///   their primary key.
-final class IndexDeferral: DeferredIndexes {
+final class IndexDeferral: DeferredBuilds {
     struct Index: Equatable {
         let name: String
         let table: String
@@ -30,6 +30,7 @@ final class IndexDeferral: DeferredIndexes {
     }
 
     private let connection: Connection
+    var suspendsForeignKeys: Bool { false }
     /// The indexes dropped, until ``cancel()``.
     private(set) var deferred: [Index]
     /// Whether the connection is still watched: no statement has made ``build()`` run yet.

@@ -6,9 +6,10 @@
 package final class StepWriter {
     private let storage: SQLStorage
     private let statements: (String) throws -> any DatabaseStatement
-    /// The connection does not enforce foreign keys: deletes clear what refers to their rows themselves.
+    /// The connection does not enforce foreign keys: deletes clear what refers to their rows themselves, one by one
+    /// (outside the gatherer).
     private let clearsReferences: Bool
-    /// Nil where each step runs at once, and where deletes clear references (they run one by one).
+    /// Nil where each step runs at once.
     private let gatherer: (any StepGatherer)?
 
     package init(
@@ -17,14 +18,14 @@ package final class StepWriter {
         self.storage = storage
         self.clearsReferences = clearsReferences
         self.statements = statements
-        gatherer = clearsReferences ? nil : storage.dialect.makeStepGatherer(storage: storage, statements: statements)
+        gatherer = storage.dialect.makeStepGatherer(storage: storage, statements: statements)
     }
 
     /// Not inlined: inlined into the import's writer loop, the call of `SQLStorage.run` was specialized for the
     /// writer's closure at the cost of a retain and a release per step.
     @inline(never)
     package func run(_ step: WritePlan.Step) throws {
-        guard let gatherer, try gatherer.gather(step) else {
+        guard let gatherer, !(clearsReferences && step.isDelete), try gatherer.gather(step) else {
             try finish()
             try storage.run(step, clearsReferences: clearsReferences, statements: statements)
             return
@@ -46,4 +47,10 @@ package protocol StepGatherer: AnyObject {
     func gather(_ step: WritePlan.Step) throws -> Bool
     /// Writes what was gathered.
     func finish() throws
+}
+
+extension WritePlan.Step {
+    var isDelete: Bool {
+        if case .delete = self { true } else { false }
+    }
 }

@@ -1,0 +1,144 @@
+import CodableStore
+import CodableStorePostgres
+import Foundation
+import Testing
+
+/// An import into empty PostgreSQL tables, in one transaction, drops the foreign keys from them and adds them back once
+/// its rows are in (`ForeignKeyDeferral`): one check per key instead of one per row. Needs the server of
+/// `Scripts/with-postgres`.
+@Suite(.enabled(if: Backend.postgresURL != nil, "needs CODABLESTORE_POSTGRES_URL (Scripts/with-postgres)"))
+struct PostgresBulkLoadTests {
+    private let entities = ImportForeignKeyTests.entities
+
+    /// A store that records the SQL its connections run.
+    private func observedStore() throws -> (Store, Locked<[String]>) {
+        let statements = Locked<[String]>([])
+        var options = Store.Options()
+        options.statementObserver = { sql in statements.withLock { $0.append(sql) } }
+        return (try Backend.postgres.makeStore(entities: entities, options: options), statements)
+    }
+
+    /// The foreign keys of the store's tables, as the server describes them, and whether each was checked.
+    private func foreignKeys(_ store: Store) throws -> [[String]] {
+        try storedRows(
+            store,
+            "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid), convalidated::int FROM pg_constraint "
+                + "WHERE contype = 'f' AND connamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
+                + "ORDER BY 1, 2")
+    }
+
+    private func books(_ store: Store) throws -> [[String]] {
+        try storedRows(store, #"SELECT b.id, b.title, s.id FROM "RefBook" b LEFT JOIN "RefShelf" s ON s._pk = b.shelf ORDER BY b.id"#)
+    }
+
+    private func links(_ store: Store) throws -> [[String]] {
+        try storedRows(store, """
+            SELECT b.id, g.id FROM "RefBook_genres" j JOIN "RefBook" b ON b._pk = j.source JOIN "RefGenre" g ON g._pk = j.target
+            ORDER BY 1, 2
+            """)
+    }
+
+    private static let dump = #"""
+        [{"id":100,"title":"a","shelf":{"id":1},"genres":[{"id":10},{"id":11}]},
+         {"id":101,"title":"b","shelf":{"id":2},"genres":[10]},
+         {"id":102,"title":"c","shelf":1,"genres":[11]}]
+        """#
+
+    @Test func anImportIntoEmptyTablesAddsTheirForeignKeysBackOnceItsRowsAreIn() throws {
+        let (store, statements) = try observedStore()
+        let declared = try foreignKeys(store)
+        #expect(declared.count == 3)  // the book's shelf, and the join table's two columns
+        #expect(declared.allSatisfy { $0[3] == "1" })
+        statements.withLock { $0.removeAll() }
+        let report = try store.importJSON(RefBook.self, from: .file(try ImportForeignKeyTests.dump(Self.dump)))
+        #expect(report.recordsRead == 3)
+        let run = statements.withLock { $0 }
+        #expect(run.contains { $0.hasPrefix(#"ALTER TABLE "RefBook" DROP CONSTRAINT"#) })
+        #expect(run.contains { $0.hasPrefix(#"ALTER TABLE "RefBook_genres" DROP CONSTRAINT"#) })
+        #expect(run.filter { $0.contains("ADD CONSTRAINT") }.count == 2)
+        // The same keys, with the same names and definitions, checked.
+        #expect(try foreignKeys(store) == declared)
+        #expect(try books(store) == [["100", "a", "1"], ["101", "b", "2"], ["102", "c", "1"]])
+        #expect(try links(store) == [["100", "10"], ["100", "11"], ["101", "10"], ["102", "11"]])
+        // The keys act again: deleting a shelf clears the books' references to it (ON DELETE SET NULL).
+        try store.write { context in try context.delete(try #require(try context.object(RefShelf.self, identity: 1))) }
+        #expect(try books(store) == [["100", "a", "NULL"], ["101", "b", "2"], ["102", "c", "NULL"]])
+    }
+
+    /// Rows the import deletes while the keys are away: the import clears what refers to them itself, as the keys'
+    /// ON DELETE actions would, and the store ends as the same import leaves a SQLite store (checked the same way).
+    @Test func rowsDeletedDuringTheLoadLeaveNothingReferringToThem() throws {
+        let dump = try ImportForeignKeyTests.dump(#"""
+            [{"id":100,"title":"a","shelf":{"id":1},"genres":[{"id":10},{"id":11}]},
+             {"id":101,"title":"b","shelf":{"id":2},"genres":[{"id":12}]},
+             {"id":102,"title":"c","dropShelf":1,"dropGenre":10},
+             {"id":103,"title":"d","shelf":2,"genres":[11, 12],"dropGenre":12}]
+            """#)
+        let (postgres, statements) = try observedStore()
+        _ = try postgres.importJSON(RefBook.self, from: .file(dump))
+        #expect(statements.withLock { $0 }.contains { $0.contains("DROP CONSTRAINT") })
+        let sqlite = try Backend.sqlite.makeStore(entities: entities)
+        _ = try sqlite.importJSON(RefBook.self, from: .file(dump))
+        #expect(try books(postgres) == [["100", "a", "NULL"], ["101", "b", "2"], ["102", "c", "NULL"], ["103", "d", "2"]])
+        #expect(try books(postgres) == books(sqlite))
+        #expect(try links(postgres) == [["100", "11"], ["103", "11"]])
+        #expect(try links(postgres) == links(sqlite))
+        #expect(try storedRows(postgres, #"SELECT id FROM "RefGenre" ORDER BY id"#) == [["11"]])
+        #expect(try foreignKeys(postgres).allSatisfy { $0[3] == "1" })
+    }
+
+    @Test func anImportIntoTablesThatHoldRowsChecksKeysRowByRow() throws {
+        let (store, statements) = try observedStore()
+        try store.write { _ = try StoreDecoder().decode([RefBook].self, from: Data(#"[{"id":1,"shelf":{"id":9},"genres":[{"id":5}]}]"#.utf8), into: $0) }
+        statements.withLock { $0.removeAll() }
+        _ = try store.importJSON(RefBook.self, from: .file(try ImportForeignKeyTests.dump(Self.dump)))
+        #expect(!statements.withLock { $0 }.contains { $0.hasPrefix("ALTER TABLE") })
+        #expect(try books(store).count == 4)
+    }
+
+    /// Another session reads a table the keys refer to: the import does not wait for it (nor make it wait), and checks
+    /// its keys row by row.
+    @Test func anImportBesideAReaderOfItsTablesLeavesTheKeysInPlace() throws {
+        let (store, statements) = try observedStore()
+        let other = try Backend.postgres.reopen(store, entities: entities)
+        try other.withWriter { connection in
+            try connection.beginReadTransaction()
+            defer { connection.rollbackIgnoringErrors() }
+            #expect(try connection.rows(sql: #"SELECT * FROM "RefShelf""#).isEmpty)
+            _ = try store.importJSON(RefBook.self, from: .file(try ImportForeignKeyTests.dump(Self.dump)))
+        }
+        let run = statements.withLock { $0 }
+        #expect(run.contains { $0.hasPrefix("LOCK TABLE") })
+        #expect(!run.contains { $0.contains("DROP CONSTRAINT") })
+        #expect(try books(store) == [["100", "a", "1"], ["101", "b", "2"], ["102", "c", "1"]])
+    }
+
+    /// While a load holds its tables, a reader of them waits for the store's busy timeout, then is told the store is busy.
+    @Test func aReaderOfTablesBeingLoadedWaitsForTheBusyTimeoutAtMost() throws {
+        let (store, _) = try observedStore()
+        var options = Store.Options()
+        options.busyTimeout = 200
+        let reader = try Backend.postgres.reopen(store, entities: entities, options: options)
+        let seen = Locked<(any Error)?>(nil)
+        var waited = Duration.zero
+        try store.withWriter { connection in
+            try connection.beginWriteTransaction()
+            defer { connection.rollbackIgnoringErrors() }
+            // What the import does at its start, on this connection: the keys dropped, the tables held.
+            let deferral = try #require(try connection.deferBuildsOfEmptyTables(writing: ["RefBook", "RefBook_genres"]))
+            #expect(deferral.suspendsForeignKeys)
+            let start = ContinuousClock.now
+            do {
+                _ = try reader.read { context in try context.fetch(RefBook.self).count }
+            } catch {
+                seen.withLock { $0 = error }
+            }
+            waited = ContinuousClock.now - start
+        }
+        let error = try #require(seen.withLock { $0 } as? StoreError)
+        #expect(error.code == .storeBusy)
+        #expect(waited >= .milliseconds(150) && waited < .seconds(5))
+        // Rolled back: the keys are there, as declared.
+        #expect(try foreignKeys(store).count == 3)
+    }
+}
