@@ -253,7 +253,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
             var error: (any Error)?
             switch work {
             case .plan(let plan):
-                let writer = StepWriter(storage: storage, clearsReferences: clearsReferences, statements: statement)
+                let writer = StepWriter(storage: storage, connection: connection, clearsReferences: clearsReferences, statements: statement)
                 for step in plan.steps {
                     serveRequest()
                     rowCache?.willWrite(step)

@@ -174,6 +174,108 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         return rows
     }
 
+    /// Runs `COPY table (columns) FROM STDIN` with `rows` in COPY's text format: one message of rows after another,
+    /// then the end, then the result. The server parses each field as its column's type, as it does the text of a
+    /// statement's arguments (see ``text(of:sql:)``), and inserts the rows without planning a statement per batch of
+    /// them: for the 91k issues of 100k reference records, 0.87 s against 1.50 s as `INSERT … SELECT * FROM
+    /// unnest(…)` over text arrays (psql, same server).
+    ///
+    /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/sql-copy.html>,
+    /// <https://www.postgresql.org/docs/current/libpq-copy.html>
+    func copy(into table: String, columns: [String], rows: [ArraySlice<DatabaseValue>]) throws {
+        let sql = "COPY \(quoteIdentifier(table)) (" + columns.map(quoteIdentifier).joined(separator: ", ") + ") FROM STDIN"
+        observer?(sql)
+        if logger.logLevel <= .trace { logger.trace("statement", metadata: ["sql": "\(sql)", "rows": "\(rows.count)"]) }
+        if isAborted {
+            throw PostgresError(
+                sqlState: "25P02", message: "an earlier statement of the transaction failed; nothing more runs until it is rolled back",
+                sql: sql)
+        }
+        guard let handle else { throw failure(PostgresError(sqlState: nil, message: "the connection is closed", sql: sql)) }
+        let start = ContinuousClock.now
+        // The rows are written out before the server is asked: a value COPY's text cannot carry fails alone.
+        var data: [UInt8] = []
+        data.reserveCapacity(rows.count * columns.count * 8)
+        for row in rows {
+            var first = true
+            for value in row {
+                if !first { data.append(0x09) }
+                first = false
+                try Self.appendCopyText(of: value, to: &data, sql: sql)
+            }
+            data.append(0x0A)
+        }
+        let started = codable_store_PQexecParams(handle, sql, 0, nil, nil, nil, nil, 0)
+        let startStatus = started.map(codable_store_PQresultStatus)
+        if startStatus != PGRES_COPY_IN {
+            defer { codable_store_PQclear(started) }
+            if isInsideTransaction { isAborted = true }
+            throw failure(PostgresError(result: started, connection: handle, sql: sql))
+        }
+        codable_store_PQclear(started)
+        let sent = data.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { characters in
+                stride(from: 0, to: characters.count, by: Self.copyMessageBytes).allSatisfy { offset in
+                    let count = min(Self.copyMessageBytes, characters.count - offset)
+                    return codable_store_PQputCopyData(handle, characters.baseAddress! + offset, Int32(count)) == 1
+                }
+            }
+        }
+        // Ended either way: after a failed send libpq reports the connection's error as the COPY's result.
+        _ = codable_store_PQputCopyEnd(handle, nil)
+        var failed: PostgresError?
+        while let result = codable_store_PQgetResult(handle) {
+            let status = codable_store_PQresultStatus(result)
+            if status != PGRES_COMMAND_OK, failed == nil { failed = PostgresError(result: result, connection: handle, sql: sql) }
+            codable_store_PQclear(result)
+        }
+        if !sent, failed == nil { failed = PostgresError(result: nil, connection: handle, sql: sql) }
+        if let failed {
+            if isInsideTransaction { isAborted = true }
+            throw failure(failed)
+        }
+        profiler?(sql, ContinuousClock.now - start)
+    }
+
+    /// Bytes per message of COPY data (libpq sends a message as it is given).
+    static let copyMessageBytes = 256 * 1_024
+
+    /// A value in COPY's text format: `\N` for NULL; backslash, tab, line feed and carriage return escaped in text;
+    /// bytes in bytea's hex form (its backslash escaped).
+    static func appendCopyText(of value: DatabaseValue, to data: inout [UInt8], sql: String?) throws {
+        switch value {
+        case .null:
+            data.append(0x5C)
+            data.append(UInt8(ascii: "N"))
+        case .integer(let integer):
+            data.append(contentsOf: String(integer).utf8)
+        case .real:
+            data.append(contentsOf: try text(of: value, sql: sql)!.utf8)
+        case .text(let text):
+            for byte in text.utf8 {
+                switch byte {
+                case 0:
+                    throw PostgresError(
+                        sqlState: "22021", message: "invalid byte sequence for encoding \"UTF8\": 0x00 (text cannot hold NUL)",
+                        sql: sql)
+                case 0x5C: data.append(0x5C); data.append(0x5C)
+                case 0x09: data.append(0x5C); data.append(UInt8(ascii: "t"))
+                case 0x0A: data.append(0x5C); data.append(UInt8(ascii: "n"))
+                case 0x0D: data.append(0x5C); data.append(UInt8(ascii: "r"))
+                default: data.append(byte)
+                }
+            }
+        case .blob(let bytes):
+            data.append(0x5C)
+            data.append(0x5C)
+            data.append(UInt8(ascii: "x"))
+            for byte in bytes {
+                data.append(hexDigits[Int(byte >> 4)])
+                data.append(hexDigits[Int(byte & 0xF)])
+            }
+        }
+    }
+
     /// The error of a statement the server refused or could not run: a ``StoreError`` that names the store when the
     /// failure is the server's or the connection's rather than the statement's (the connection lost, the server shut
     /// down, a full disk, a statement timeout, a lock waited for too long), the server's error otherwise.

@@ -129,10 +129,11 @@ struct PostgresDialect: SQLDialect {
 
     // MARK: - Writing
 
-    /// Every statement is a round trip: steps are gathered into statements over arrays (see ``PostgresStepGatherer``).
+    /// Every statement is a round trip: steps are gathered into COPYs and statements over arrays (see
+    /// ``PostgresStepGatherer``).
     func makeStepGatherer(
-        storage: SQLStorage, statements: @escaping (String) throws -> any DatabaseStatement
+        storage: SQLStorage, connection: any DatabaseConnection, statements: @escaping (String) throws -> any DatabaseStatement
     ) -> (any StepGatherer)? {
-        PostgresStepGatherer(storage: storage, statements: statements)
+        PostgresStepGatherer(storage: storage, connection: connection as? PostgresDatabaseConnection, statements: statements)
     }
 }

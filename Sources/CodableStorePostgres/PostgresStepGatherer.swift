@@ -3,13 +3,20 @@ import Foundation
 
 /// Writes the steps of write plans in few statements. On a server every statement is a round trip, so consecutive
 /// steps of one kind on one table (the inserts of an entity, the links of a join table, the updates of the same
-/// fields…) are gathered and run as one statement over arrays of values (`unnest`), a few thousand rows at a time:
-/// the equivalent of a COPY into a staging table and one upsert, per batch and table.
+/// fields…) are gathered, a few thousand rows at a time: new rows are sent with one COPY, the others with one
+/// statement over arrays of values (`unnest`), the equivalent of a COPY into a staging table and one merge.
+///
+/// Measured (psql, 100k reference records' rows, same server): 91k issues by COPY 0.87 s against 1.50 s by `unnest`;
+/// 200k links 0.61-0.77 s by COPY straight into the table, 0.80 s by `unnest` with `ON CONFLICT DO NOTHING`, 1.46 s by
+/// COPY into a TEMP staging table then the same upsert (emptying the staging table, `TRUNCATE`, costs more than the
+/// COPY saves): links keep `unnest`, whose `ON CONFLICT` keeps a link that another writer inserted meanwhile.
 ///
 /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/functions-array.html>,
 /// <https://www.postgresql.org/docs/current/arrays.html#ARRAYS-INPUT>
 final class PostgresStepGatherer: StepGatherer {
     private let storage: SQLStorage
+    /// Where new rows are sent with COPY; nil for a connection of another kind (statements only).
+    private let connection: PostgresDatabaseConnection?
     private let statements: (String) throws -> any DatabaseStatement
     private var key: Key?
     /// The gathered rows, each the values of one row in the statement's column order.
@@ -30,8 +37,9 @@ final class PostgresStepGatherer: StepGatherer {
         case delete(entity: Int)
     }
 
-    init(storage: SQLStorage, statements: @escaping (String) throws -> any DatabaseStatement) {
+    init(storage: SQLStorage, connection: PostgresDatabaseConnection?, statements: @escaping (String) throws -> any DatabaseStatement) {
         self.storage = storage
+        self.connection = connection
         self.statements = statements
     }
 
@@ -125,8 +133,15 @@ final class PostgresStepGatherer: StepGatherer {
                 + ") SELECT * FROM " + unnest(types)
             // In identity order: writers that insert the same identities at once wait for each other in one order.
             let identity = mapping.identityColumns.compactMap { name in mapping.columns.firstIndex { $0.name == name }.map { $0 + 1 } }
+            let ordered = identity.isEmpty ? rows : Self.sorted(rows, by: identity)
             do {
-                try execute(sql, identity.isEmpty ? rows : Self.sorted(rows, by: identity), types.count)
+                // New rows go by COPY (see PostgresDatabaseConnection.copy): no ON CONFLICT needed, since the
+                // context looked their identities up first; a unique violation fails the COPY as it fails an INSERT.
+                if let connection {
+                    try connection.copy(into: mapping.name, columns: columns, rows: ordered)
+                } else {
+                    try execute(sql, ordered, types.count)
+                }
             } catch let error where storage.dialect.isUniqueViolation(error) {
                 throw storage.identityConflict(mapping, error, values: storage.dialect.conflictingValues(error))
             }

@@ -40,7 +40,10 @@ int codable_store_load_libpq(const char **error);
     X(PQgetisnull, int, (const PGresult *res, int tup_num, int field_num), (res, tup_num, field_num)) \
     X(PQconsumeInput, int, (PGconn *conn), (conn)) \
     X(PQisBusy, int, (PGconn *conn), (conn)) \
-    X(PQnotifies, PGnotify *, (PGconn *conn), (conn))
+    X(PQnotifies, PGnotify *, (PGconn *conn), (conn)) \
+    X(PQputCopyData, int, (PGconn *conn, const char *buffer, int nbytes), (conn, buffer, nbytes)) \
+    X(PQputCopyEnd, int, (PGconn *conn, const char *errormsg), (conn, errormsg)) \
+    X(PQgetResult, PGresult *, (PGconn *conn), (conn))
 
 #define CODABLE_STORE_LIBPQ_VOID_FUNCTIONS(X) \
     X(PQfinish, (PGconn *conn), (conn)) \

@@ -140,7 +140,7 @@ extension Context {
     /// Runs each step of the pending changes as soon as it is made, so that a large save never holds all its
     /// values at once.
     private func writeNow() throws {
-        let writer = StepWriter(storage: storage, clearsReferences: !enforcesForeignKeys) { sql in try self.connection.cached(sql) }
+        let writer = StepWriter(storage: storage, connection: connection, clearsReferences: !enforcesForeignKeys) { sql in try self.connection.cached(sql) }
         try writeSteps { step in try writer.run(step) }
         try writer.finish()
     }

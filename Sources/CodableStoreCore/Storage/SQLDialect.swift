@@ -64,9 +64,11 @@ package protocol SQLDialect: Sendable {
     func conflictingValues(_ error: any Error) -> String?
 
     /// What writes the steps of a plan in fewer statements than one per step, with statements from `statements`
-    /// (see `StepWriter`); nil by default: each step is a statement of its own, run at once.
-    func makeStepGatherer(storage: SQLStorage, statements: @escaping (String) throws -> any DatabaseStatement)
-        -> (any StepGatherer)?
+    /// (see `StepWriter`), or the connection's own ways of sending rows; nil by default: each step is a statement of
+    /// its own, run at once.
+    func makeStepGatherer(
+        storage: SQLStorage, connection: any DatabaseConnection, statements: @escaping (String) throws -> any DatabaseStatement
+    ) -> (any StepGatherer)?
 }
 
 extension SQLDialect {
@@ -83,7 +85,7 @@ extension SQLDialect {
     package func isTransientConflict(_ error: any Error) -> Bool { false }
 
     package func makeStepGatherer(
-        storage: SQLStorage, statements: @escaping (String) throws -> any DatabaseStatement
+        storage: SQLStorage, connection: any DatabaseConnection, statements: @escaping (String) throws -> any DatabaseStatement
     ) -> (any StepGatherer)? {
         nil
     }

@@ -13,12 +13,13 @@ package final class StepWriter {
     private let gatherer: (any StepGatherer)?
 
     package init(
-        storage: SQLStorage, clearsReferences: Bool = false, statements: @escaping (String) throws -> any DatabaseStatement
+        storage: SQLStorage, connection: any DatabaseConnection, clearsReferences: Bool = false,
+        statements: @escaping (String) throws -> any DatabaseStatement
     ) {
         self.storage = storage
         self.clearsReferences = clearsReferences
         self.statements = statements
-        gatherer = storage.dialect.makeStepGatherer(storage: storage, statements: statements)
+        gatherer = storage.dialect.makeStepGatherer(storage: storage, connection: connection, statements: statements)
     }
 
     /// Not inlined: inlined into the import's writer loop, the call of `SQLStorage.run` was specialized for the
@@ -40,7 +41,7 @@ package final class StepWriter {
 
 /// Gathers consecutive steps of write plans and writes them in fewer statements than one per step, in an order that
 /// gives the same rows as running each step at once: what a backend whose statements are round trips supplies
-/// (``SQLDialect/makeStepGatherer(storage:statements:)``).
+/// (``SQLDialect/makeStepGatherer(storage:connection:statements:)``).
 package protocol StepGatherer: AnyObject {
     /// Takes `step`, to be written with others before the next step that is not taken; false, with nothing written,
     /// for a step that must run alone (the writer then finishes what was gathered, and runs it).

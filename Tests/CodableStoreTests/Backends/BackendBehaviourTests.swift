@@ -116,6 +116,65 @@ private func save(_ json: String, into store: Store) throws -> Int {
         #expect(gadget.name == "Grüße 🧪 'quoted'")
     }
 
+    /// Text and bytes that a row format must escape (PostgreSQL's new rows go by COPY's text format, where a tab ends
+    /// a field, a line feed a row, and `\N` is NULL), extreme numbers, and NULLs, read back as written.
+    @Test(arguments: Backend.available)
+    func awkwardValuesRoundTripThroughInserts(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        let texts = ["a\tb", "line\nbreak\r\n", #"back\slash \\ \N"#, "\\N", "", " ", "\"{quoted},[x]\"", "é\u{7F}\u{1}"]
+        let bytes = Data((0...255).map(UInt8.init)) + Data("\t\n\\N".utf8)
+        try store.write { context in
+            for (index, text) in texts.enumerated() {
+                let device = Device(id: index + 1)
+                try context.insert(device)
+                device.name = text
+                device.payload = index == 0 ? bytes : index == 1 ? Data() : nil
+                device.score = [Double.greatestFiniteMagnitude, -0.0, Double.leastNonzeroMagnitude, .infinity, -.infinity, 0.1, 1e-300, 123456789.125][index]
+                device.price = index == 0 ? Decimal(string: "-0.000000000000000000000000001") : nil
+                device.counter = index == 2 ? UInt64(Int64.max) : 0
+            }
+        }
+        let read = try store.read { context in
+            try context.fetch(Device.self).sorted { $0.id < $1.id }.map { ($0.name, $0.payload, $0.score, $0.price, $0.counter) }
+        }
+        #expect(read.map(\.0) == texts)
+        #expect(read[0].1 == bytes)
+        #expect(read[1].1 == Data())
+        #expect(read[2].1 == nil)
+        #expect(read.map(\.2) == [Double.greatestFiniteMagnitude, -0.0, Double.leastNonzeroMagnitude, .infinity, -.infinity, 0.1, 1e-300, 123456789.125])
+        #expect(read[0].3 == Decimal(string: "-0.000000000000000000000000001"))
+        #expect(read[1].3 == nil)
+        #expect(read[2].4 == UInt64(Int64.max))
+        // As stored, not only as read back: one row per device, the text's length in code points.
+        #expect(
+            try storedRows(store, #"SELECT "id", length("name") FROM "Device" ORDER BY "id""#)
+                == texts.enumerated().map { ["\($0.offset + 1)", "\($0.element.unicodeScalars.count)"] })
+        #expect(try storedRows(store, #"SELECT count(*) FROM "Device" WHERE "payload" IS NULL"#) == [["6"]])
+    }
+
+    /// A NUL in text: SQLite stores it; PostgreSQL's text cannot hold one, and the write fails saying so, storing
+    /// nothing.
+    @Test(arguments: Backend.available)
+    func aNULInTextIsStoredOrRefusedWhole(_ backend: Backend) throws {
+        let store = try backend.makeStore(entities: entities)
+        let write = {
+            try store.write { context in
+                let devices = [Device(id: 1), Device(id: 2)]
+                for device in devices { try context.insert(device) }
+                devices[0].name = "ok"
+                devices[1].name = "nul\u{0}inside"
+            }
+        }
+        switch backend {
+        case .sqlite:
+            try write()
+            #expect(try store.read { try $0.fetch(Device.self).count } == 2)
+        case .postgres:
+            #expect { try write() } throws: { error in "\(error)".contains("0x00") }
+            #expect(try storedRows(store, #"SELECT count(*) FROM "Device""#) == [["0"]])
+        }
+    }
+
     @Test(arguments: Backend.available)
     func reimportingTheSameDataWritesNothing(_ backend: Backend) throws {
         let log = StatementLog()
