@@ -193,36 +193,42 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         }
         guard let handle else { throw failure(PostgresError(sqlState: nil, message: "the connection is closed", sql: sql)) }
         let start = ContinuousClock.now
-        // The rows are written out before the server is asked: a value COPY's text cannot carry fails alone.
-        var data: [UInt8] = []
-        data.reserveCapacity(rows.count * columns.count * 8)
-        for row in rows {
-            var first = true
-            for value in row {
-                if !first { data.append(0x09) }
-                first = false
-                try Self.appendCopyText(of: value, to: &data, sql: sql)
-            }
-            data.append(0x0A)
-        }
         let started = codable_store_PQexecParams(handle, sql, 0, nil, nil, nil, nil, 0)
-        let startStatus = started.map(codable_store_PQresultStatus)
-        if startStatus != PGRES_COPY_IN {
+        if started.map(codable_store_PQresultStatus) != PGRES_COPY_IN {
             defer { codable_store_PQclear(started) }
             if isInsideTransaction { isAborted = true }
             throw failure(PostgresError(result: started, connection: handle, sql: sql))
         }
         codable_store_PQclear(started)
-        let sent = data.withUnsafeBufferPointer { bytes in
-            bytes.withMemoryRebound(to: CChar.self) { characters in
-                stride(from: 0, to: characters.count, by: Self.copyMessageBytes).allSatisfy { offset in
-                    let count = min(Self.copyMessageBytes, characters.count - offset)
-                    return codable_store_PQputCopyData(handle, characters.baseAddress! + offset, Int32(count)) == 1
-                }
+        // Sent a message at a time as the rows are written out: the server inserts the first rows while the client
+        // writes the next. A value COPY's text cannot carry ends the COPY with an error (the server then fails it).
+        var data: [UInt8] = []
+        data.reserveCapacity(Self.copyMessageBytes + 4_096)
+        var sent = true
+        var refused: (any Error)?
+        func send() {
+            sent = sent && data.withUnsafeBufferPointer { bytes in
+                bytes.withMemoryRebound(to: CChar.self) { codable_store_PQputCopyData(handle, $0.baseAddress, Int32($0.count)) == 1 }
             }
+            data.removeAll(keepingCapacity: true)
+        }
+        do {
+            for row in rows where sent {
+                var first = true
+                for value in row {
+                    if !first { data.append(0x09) }
+                    first = false
+                    try Self.appendCopyText(of: value, to: &data, sql: sql)
+                }
+                data.append(0x0A)
+                if data.count >= Self.copyMessageBytes { send() }
+            }
+            if !data.isEmpty { send() }
+        } catch {
+            refused = error
         }
         // Ended either way: after a failed send libpq reports the connection's error as the COPY's result.
-        _ = codable_store_PQputCopyEnd(handle, nil)
+        _ = codable_store_PQputCopyEnd(handle, refused == nil ? nil : "a value cannot be sent")
         var failed: PostgresError?
         while let result = codable_store_PQgetResult(handle) {
             let status = codable_store_PQresultStatus(result)
@@ -230,6 +236,10 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             codable_store_PQclear(result)
         }
         if !sent, failed == nil { failed = PostgresError(result: nil, connection: handle, sql: sql) }
+        if let refused {
+            if isInsideTransaction { isAborted = true }
+            throw refused
+        }
         if let failed {
             if isInsideTransaction { isAborted = true }
             throw failure(failed)
@@ -238,7 +248,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     }
 
     /// Bytes per message of COPY data (libpq sends a message as it is given).
-    static let copyMessageBytes = 256 * 1_024
+    static let copyMessageBytes = 64 * 1_024
 
     /// A value in COPY's text format: `\N` for NULL; backslash, tab, line feed and carriage return escaped in text;
     /// bytes in bytea's hex form (its backslash escaped).
@@ -252,19 +262,8 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         case .real:
             data.append(contentsOf: try text(of: value, sql: sql)!.utf8)
         case .text(let text):
-            for byte in text.utf8 {
-                switch byte {
-                case 0:
-                    throw PostgresError(
-                        sqlState: "22021", message: "invalid byte sequence for encoding \"UTF8\": 0x00 (text cannot hold NUL)",
-                        sql: sql)
-                case 0x5C: data.append(0x5C); data.append(0x5C)
-                case 0x09: data.append(0x5C); data.append(UInt8(ascii: "t"))
-                case 0x0A: data.append(0x5C); data.append(UInt8(ascii: "n"))
-                case 0x0D: data.append(0x5C); data.append(UInt8(ascii: "r"))
-                default: data.append(byte)
-                }
-            }
+            var text = text
+            try text.withUTF8 { bytes in try appendEscaped(bytes, to: &data, sql: sql) }
         case .blob(let bytes):
             data.append(0x5C)
             data.append(0x5C)
@@ -274,6 +273,33 @@ final class PostgresDatabaseConnection: DatabaseConnection {
                 data.append(hexDigits[Int(byte & 0xF)])
             }
         }
+    }
+
+    /// Text's bytes, escaped for COPY's text format: runs without a byte to escape are copied whole (most text has
+    /// none; byte by byte, the COPY data took 23% of the import writer's time at 100k records).
+    private static func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to data: inout [UInt8], sql: String?) throws {
+        var start = 0
+        for index in bytes.indices {
+            let byte = bytes[index]
+            // Tab, line feed, carriage return, NUL and backslash are all below 0x5D and not a space or a letter.
+            guard byte <= 0x5C, byte == 0x5C || byte < 0x20 else { continue }
+            let escaped: UInt8
+            switch byte {
+            case 0x5C: escaped = 0x5C
+            case 0x09: escaped = UInt8(ascii: "t")
+            case 0x0A: escaped = UInt8(ascii: "n")
+            case 0x0D: escaped = UInt8(ascii: "r")
+            case 0:
+                throw PostgresError(
+                    sqlState: "22021", message: "invalid byte sequence for encoding \"UTF8\": 0x00 (text cannot hold NUL)", sql: sql)
+            default: continue
+            }
+            data.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+            data.append(0x5C)
+            data.append(escaped)
+            start = index + 1
+        }
+        data.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
     }
 
     /// The error of a statement the server refused or could not run: a ``StoreError`` that names the store when the

@@ -252,35 +252,43 @@ final class PostgresStepGatherer: StepGatherer {
         try statement.execute()
     }
 
-    /// A PostgreSQL array literal: `{1,NULL,"text with \"quotes\""}`; bytes in bytea's hex form.
+    /// A PostgreSQL array literal: `{1,NULL,"text with \"quotes\""}`; bytes in bytea's hex form. Written as bytes
+    /// (appending to a String scalar by scalar took 16% of the import writer's time at 100k records).
     static func arrayLiteral(_ values: some Sequence<DatabaseValue>) -> String {
-        var text = "{"
+        var text: [UInt8] = [UInt8(ascii: "{")]
         var first = true
         for value in values {
-            if !first { text += "," }
+            if !first { text.append(UInt8(ascii: ",")) }
             first = false
             switch value {
-            case .null: text += "NULL"
-            case .integer(let integer): text += String(integer)
+            case .null: text.append(contentsOf: "NULL".utf8)
+            case .integer(let integer): text.append(contentsOf: String(integer).utf8)
             case .real(let real):
-                text += real.isNaN ? "NaN" : real.isInfinite ? (real < 0 ? "-Infinity" : "Infinity") : "\(real)"
-            case .text(let string):
-                text += "\""
-                for character in string.unicodeScalars {
-                    if character == "\"" || character == "\\" { text += "\\" }
-                    text.unicodeScalars.append(character)
+                text.append(contentsOf: (real.isNaN ? "NaN" : real.isInfinite ? (real < 0 ? "-Infinity" : "Infinity") : "\(real)").utf8)
+            case .text(var string):
+                text.append(UInt8(ascii: "\""))
+                string.withUTF8 { bytes in
+                    var start = 0
+                    for index in bytes.indices where bytes[index] == UInt8(ascii: "\"") || bytes[index] == UInt8(ascii: "\\") {
+                        text.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+                        text.append(UInt8(ascii: "\\"))
+                        start = index
+                    }
+                    text.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
                 }
-                text += "\""
+                text.append(UInt8(ascii: "\""))
             case .blob(let data):
-                text += "\"\\\\x"
-                let digits = Array("0123456789abcdef".unicodeScalars)
+                text.append(contentsOf: #""\\x"#.utf8)
                 for byte in data {
-                    text.unicodeScalars.append(digits[Int(byte >> 4)])
-                    text.unicodeScalars.append(digits[Int(byte & 0xF)])
+                    text.append(hexDigits[Int(byte >> 4)])
+                    text.append(hexDigits[Int(byte & 0xF)])
                 }
-                text += "\""
+                text.append(UInt8(ascii: "\""))
             }
         }
-        return text + "}"
+        text.append(UInt8(ascii: "}"))
+        return String(decoding: text, as: UTF8.self)
     }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 }

@@ -150,6 +150,21 @@ private func save(_ json: String, into store: Store) throws -> Int {
             try storedRows(store, #"SELECT "id", length("name") FROM "Device" ORDER BY "id""#)
                 == texts.enumerated().map { ["\($0.offset + 1)", "\($0.element.unicodeScalars.count)"] })
         #expect(try storedRows(store, #"SELECT count(*) FROM "Device" WHERE "payload" IS NULL"#) == [["6"]])
+        // Updates carry the same values (PostgreSQL: in array literals, where quotes, backslashes, commas and braces
+        // are special).
+        try store.write { context in
+            for device in try context.fetch(Device.self) {
+                device.name = texts[device.id % texts.count]
+                device.payload = device.id == 3 ? bytes : nil
+                device.score = -device.score
+            }
+        }
+        let updated = try store.read { context in
+            try context.fetch(Device.self).sorted { $0.id < $1.id }.map { ($0.name, $0.payload, $0.score) }
+        }
+        #expect(updated.map(\.0) == texts.indices.map { texts[($0 + 1) % texts.count] })
+        #expect(updated.map(\.1) == texts.indices.map { $0 == 2 ? bytes : nil })
+        #expect(updated.map(\.2) == read.map { -$0.2 })
     }
 
     /// A NUL in text: SQLite stores it; PostgreSQL's text cannot hold one, and the write fails saying so, storing
