@@ -16,6 +16,8 @@ import CodableStore
 ///   the import commits, other transactions that read or write those tables wait for it (writers and readers up to
 ///   the store's busy timeout, then `storeBusy`): an import into an empty store loads it alone, as a schema change
 ///   would; the others wait for the few seconds of its load instead of it waiting for their row locks;
+/// - only when the store's role may alter the tables (owns them): an application's role that may only write rows
+///   checks them row by row;
 /// - the import's own deletes clear what refers to the deleted rows themselves (``suspendsForeignKeys``), as the
 ///   keys' `ON DELETE` actions would;
 /// - ``build()`` adds each key back, with its name and definition, which checks every row: a row that refers to no
@@ -73,6 +75,10 @@ final class ForeignKeyDeferral: DeferredBuilds {
             try connection.releaseSavepoint(named: savepoint)
         } catch let error as StoreError where error.code == .storeBusy {
             // A table in use (NOWAIT): import beside its users, checking keys row by row.
+            try connection.rollbackToSavepoint(named: savepoint)
+            return nil
+        } catch let error as PostgresError where error.sqlState == PostgresError.insufficientPrivilege {
+            // A role that may write the tables but not alter them (it does not own them): row by row too.
             try connection.rollbackToSavepoint(named: savepoint)
             return nil
         } catch {

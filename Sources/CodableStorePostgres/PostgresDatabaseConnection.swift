@@ -71,15 +71,6 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             }
             connection.logger.debug("server notice", metadata: ["notice": "\(message)"])
         }, Unmanaged.passUnretained(connection).toOpaque())
-        // Reads wait for a table's lock as long as writes do (a schema change, an import loading empty tables alone,
-        // see ForeignKeyDeferral), then fail as busy; a write sets it for its own transaction. A URL's own wins.
-        if configuration.parameters["options"]?.contains("lock_timeout") != true {
-            do {
-                try connection.execute(sql: "SET lock_timeout = \(max(1, Int(options.busyTimeout)))")
-            } catch {
-                throw StoreError(.connectionFailed, "cannot connect to \(configuration.redactedURL): \(error)", cause: error)
-            }
-        }
         return connection
     }
 

@@ -59,6 +59,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
 
     static let uniqueViolation = "23505"
     static let lockNotAvailable = "55P03"
+    static let insufficientPrivilege = "42501"
     static let serializationFailure = "40001"
     static let deadlockDetected = "40P01"
 }

@@ -113,6 +113,39 @@ struct PostgresBulkLoadTests {
         #expect(try books(store) == [["100", "a", "1"], ["101", "b", "2"], ["102", "c", "1"]])
     }
 
+    /// An application's role may write the rows of tables it does not own, but not alter them: its import checks its
+    /// keys row by row, and succeeds.
+    @Test func aRoleThatMayNotAlterTheTablesChecksKeysRowByRow() throws {
+        let (owner, _) = try observedStore()
+        let schema = String(try #require(owner.path.split(separator: "schema=").last))
+        let role = "app_" + UUID().uuidString.lowercased().filter { $0 != "-" }.prefix(12)
+        for sql in [
+            "CREATE ROLE \(role) LOGIN", "GRANT USAGE ON SCHEMA \(schema) TO \(role)",
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA \(schema) TO \(role)",
+            "GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA \(schema) TO \(role)",
+        ] {
+            _ = try storedRows(owner, sql)
+        }
+        defer {
+            _ = try? storedRows(owner, "DROP OWNED BY \(role)")
+            _ = try? storedRows(owner, "DROP ROLE \(role)")
+        }
+        let url = try #require(Backend.postgresURL).replacingOccurrences(of: "://codablestore@", with: "://\(role)@")
+        let statements = Locked<[String]>([])
+        var options = Store.Options()
+        options.statementObserver = { sql in statements.withLock { $0.append(sql) } }
+        try {
+            let store = try Store.open(postgres: url + "?schema=" + schema, entities: entities, options: options)
+            #expect(try storedRows(store, "SELECT current_user") == [[role]])
+            _ = try store.importJSON(RefBook.self, from: .file(try ImportForeignKeyTests.dump(Self.dump)))
+        }()
+        // Tried (the server refused the role), rolled back to before the attempt, and not added back.
+        #expect(statements.withLock { $0 }.contains { $0.contains("DROP CONSTRAINT") })
+        #expect(!statements.withLock { $0 }.contains { $0.contains("ADD CONSTRAINT") })
+        #expect(try books(owner) == [["100", "a", "1"], ["101", "b", "2"], ["102", "c", "1"]])
+        #expect(try foreignKeys(owner).count == 3)
+    }
+
     /// While a load holds its tables, a reader of them waits for the store's busy timeout, then is told the store is busy.
     @Test func aReaderOfTablesBeingLoadedWaitsForTheBusyTimeoutAtMost() throws {
         let (store, _) = try observedStore()
