@@ -102,7 +102,14 @@ public struct ImportOptions: @unchecked Sendable {
     /// checked without waiting; otherwise the import runs in WAL mode as usual. ``ImportReport/exclusiveAccess`` says
     /// which. While it holds the store, SQLite syncs as `synchronous = FULL` (a rollback journal with `NORMAL` could
     /// be corrupted by a power loss at the wrong moment); when it ends, committed or rolled back, the store is in WAL
-    /// mode again. Ignored on PostgreSQL and for in-memory stores.
+    /// mode again. Ignored for in-memory stores.
+    ///
+    /// On PostgreSQL, an import in one transaction into tables that are empty when it begins (a new store, a new
+    /// entity) holds those tables alone when nobody else uses them at that moment: it drops their foreign keys and
+    /// adds them back once its rows are in, one check per key instead of one per row (at 1M reference records, the
+    /// import in 0.69x the time; see `ChoosingABackend`). Until it commits, other sessions' reads and writes of
+    /// those tables wait for it (up to their busy timeout). Not granted when the tables hold rows, another session
+    /// uses one of them, the store's role does not own them, or the import commits every batch.
     public var exclusiveAccess: Bool
     /// Whether references kept by the `StoreDecoder/UnknownReferencePolicy/deferred` policy whose object
     /// never arrived fail the import (nothing is kept, unless batches were committed), instead of being counted

@@ -93,7 +93,8 @@ final class Importer {
             }
         }
         do {
-            if options.exclusiveAccess {
+            // On a server (writers in parallel), the import's tables are taken inside its transaction instead (below).
+            if options.exclusiveAccess, !connection.reservesRowIDs {
                 exclusive = try connection.takeExclusiveAccess()
                 report.exclusiveAccess = exclusive
                 if !exclusive {
@@ -125,8 +126,15 @@ final class Importer {
                 // IndexDeferral, ForeignKeyDeferral). Only in one transaction, not under a sync (whose deletions
                 // run as SQL over pages of rows, and rely on the database's ON DELETE actions).
                 if deleteUnseen == nil {
-                    deferredBuilds = try connection.deferBuildsOfEmptyTables(writing: tablesWritten())
+                    deferredBuilds = try connection.deferBuildsOfEmptyTables(writing: tablesWritten(), alone: options.exclusiveAccess)
                     if deferredBuilds?.suspendsForeignKeys == true { context.enforcesForeignKeys = false }
+                }
+            }
+            if options.exclusiveAccess, connection.reservesRowIDs {
+                report.exclusiveAccess = deferredBuilds != nil
+                if deferredBuilds == nil {
+                    options.logger.notice(
+                        "exclusive access not granted: the import commits every batch, its tables hold rows, or another session uses them; foreign keys are checked row by row")
                 }
             }
             try startWriting()

@@ -592,10 +592,10 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     /// stay checked, deferred to the commit.
     func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool { false }
 
-    /// The foreign keys from the empty tables an import writes, added back once its rows are in (see
-    /// ``ForeignKeyDeferral``).
-    func deferBuildsOfEmptyTables(writing tables: Set<String>) throws -> (any DeferredBuilds)? {
-        try ForeignKeyDeferral.begin(on: self, tables: tables)
+    /// The foreign keys from the empty tables an import writes, added back once its rows are in, when the import may
+    /// hold its tables alone (see ``ForeignKeyDeferral``).
+    func deferBuildsOfEmptyTables(writing tables: Set<String>, alone: Bool) throws -> (any DeferredBuilds)? {
+        alone ? try ForeignKeyDeferral.begin(on: self, tables: tables) : nil
     }
 
     /// Any trigger on a table of the store's schema (the current one), the internal ones that check foreign keys

@@ -123,13 +123,6 @@ import Glibc
     }
 
     /// A PostgreSQL server is shared by its sessions: `--exclusive` is refused before anything connects.
-    @Test func exclusiveForPostgreSQLIsAUsageError() throws {
-        let result = try CLI.run(["import", "issues", CLI.fixture, "--store", "postgres://nobody@127.0.0.1:1/none", "--exclusive"])
-        #expect(result.status == 64)
-        #expect(result.stderr.split(separator: "\n").first.map(String.init)
-            == "Error: --exclusive applies to SQLite stores; a PostgreSQL server is shared by its sessions")
-    }
-
     @Test func aTruncatedLastLineOfJSONLinesIsTheEndOfInput() throws {
         let directory = try CLI.temporaryDirectory()
         let store = directory.appendingPathComponent("s.sqlite").path

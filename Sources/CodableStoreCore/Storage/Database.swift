@@ -136,11 +136,12 @@ package protocol DatabaseConnection: AnyObject {
     func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool
     /// Drops what an import into empty tables builds faster once their rows are in, inside the write transaction
     /// that is about to fill them (built again by ``DeferredBuilds/build()`` before it commits): SQLite's non-unique
-    /// indexes of empty tables, while foreign keys are off (``IndexDeferral``); a server's foreign keys from the empty
-    /// tables among `tables` (those the import may write), checked with one query each instead of one per row, when
-    /// no other transaction uses those tables (see `ForeignKeyDeferral` in CodableStorePostgres). Nil when there is
-    /// nothing to defer (the default).
-    func deferBuildsOfEmptyTables(writing tables: Set<String>) throws -> (any DeferredBuilds)?
+    /// indexes of empty tables, while foreign keys are off (``IndexDeferral``; no other writer runs beside it anyway);
+    /// with `alone` (the import may keep other sessions out of its tables, `ImportOptions.exclusiveAccess`), a
+    /// server's foreign keys from the empty tables among `tables` (those the import may write), checked with one query
+    /// each instead of one per row, when no other session uses those tables (see `ForeignKeyDeferral` in
+    /// CodableStorePostgres). Nil when there is nothing to defer (the default).
+    func deferBuildsOfEmptyTables(writing tables: Set<String>, alone: Bool) throws -> (any DeferredBuilds)?
     /// Whether the database has triggers of its own (which change rows that no statement of the store's names),
     /// besides the store's ``StampGuards``: an import then keeps no cache of stored rows (see `RowCache`), and
     /// skips no records (``ImportOptions/skipsUnchangedRecords``).
@@ -189,7 +190,7 @@ extension DatabaseConnection {
         try execute(sql: "RELEASE SAVEPOINT \(quoteIdentifier(name))")
     }
 
-    package func deferBuildsOfEmptyTables(writing tables: Set<String>) throws -> (any DeferredBuilds)? { nil }
+    package func deferBuildsOfEmptyTables(writing tables: Set<String>, alone: Bool) throws -> (any DeferredBuilds)? { nil }
     package func takeExclusiveAccess() throws -> Bool { false }
     package func releaseExclusiveAccess() throws {}
     package func reserveRowIDs(table: String) throws -> Range<Int64>? { nil }
@@ -286,7 +287,7 @@ extension Connection: DatabaseConnection {
     /// SQLite's own `ON DELETE` actions would read the tables that refer to a deleted row without a statement of the
     /// store's to see it: only with the foreign keys off (``setForeignKeyEnforcement(_:)``). Every empty table: the
     /// drop is not seen outside the transaction, and no other connection writes beside it.
-    package func deferBuildsOfEmptyTables(writing tables: Set<String>) throws -> (any DeferredBuilds)? {
+    package func deferBuildsOfEmptyTables(writing tables: Set<String>, alone: Bool) throws -> (any DeferredBuilds)? {
         guard try scalar(sql: "PRAGMA foreign_keys") == .integer(0) else { return nil }
         return try IndexDeferral.begin(on: self)
     }

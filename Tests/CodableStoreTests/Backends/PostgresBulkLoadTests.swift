@@ -3,12 +3,13 @@ import CodableStorePostgres
 import Foundation
 import Testing
 
-/// An import into empty PostgreSQL tables, in one transaction, drops the foreign keys from them and adds them back once
-/// its rows are in (`ForeignKeyDeferral`): one check per key instead of one per row. Needs the server of
-/// `Scripts/with-postgres`.
+/// An import that may hold its tables alone (`ImportOptions.exclusiveAccess`), in one transaction into empty PostgreSQL
+/// tables, drops the foreign keys from them and adds them back once its rows are in (`ForeignKeyDeferral`): one check
+/// per key instead of one per row. Needs the server of `Scripts/with-postgres`.
 @Suite(.enabled(if: Backend.postgresURL != nil, "needs CODABLESTORE_POSTGRES_URL (Scripts/with-postgres)"))
 struct PostgresBulkLoadTests {
     private let entities = ImportForeignKeyTests.entities
+    private let alone = ImportOptions(exclusiveAccess: true)
 
     /// A store that records the SQL its connections run.
     private func observedStore() throws -> (Store, Locked<[String]>) {
@@ -50,8 +51,9 @@ struct PostgresBulkLoadTests {
         #expect(declared.count == 3)  // the book's shelf, and the join table's two columns
         #expect(declared.allSatisfy { $0[3] == "1" })
         statements.withLock { $0.removeAll() }
-        let report = try store.importJSON(RefBook.self, from: .file(try ImportForeignKeyTests.dump(Self.dump)))
+        let report = try store.importJSON(RefBook.self, from: .file(try ImportForeignKeyTests.dump(Self.dump)), options: alone)
         #expect(report.recordsRead == 3)
+        #expect(report.exclusiveAccess == true)
         let run = statements.withLock { $0 }
         #expect(run.contains { $0.hasPrefix(#"ALTER TABLE "RefBook" DROP CONSTRAINT"#) })
         #expect(run.contains { $0.hasPrefix(#"ALTER TABLE "RefBook_genres" DROP CONSTRAINT"#) })
@@ -75,10 +77,10 @@ struct PostgresBulkLoadTests {
              {"id":103,"title":"d","shelf":2,"genres":[11, 12],"dropGenre":12}]
             """#)
         let (postgres, statements) = try observedStore()
-        _ = try postgres.importJSON(RefBook.self, from: .file(dump))
+        _ = try postgres.importJSON(RefBook.self, from: .file(dump), options: alone)
         #expect(statements.withLock { $0 }.contains { $0.contains("DROP CONSTRAINT") })
         let sqlite = try Backend.sqlite.makeStore(entities: entities)
-        _ = try sqlite.importJSON(RefBook.self, from: .file(dump))
+        _ = try sqlite.importJSON(RefBook.self, from: .file(dump), options: alone)
         #expect(try books(postgres) == [["100", "a", "NULL"], ["101", "b", "2"], ["102", "c", "NULL"], ["103", "d", "2"]])
         #expect(try books(postgres) == books(sqlite))
         #expect(try links(postgres) == [["100", "11"], ["103", "11"]])
@@ -87,11 +89,21 @@ struct PostgresBulkLoadTests {
         #expect(try foreignKeys(postgres).allSatisfy { $0[3] == "1" })
     }
 
+    /// Without asking, an import never keeps others out of its tables: it checks its keys row by row, beside them.
+    @Test func anImportThatDoesNotAskLeavesTheKeysInPlace() throws {
+        let (store, statements) = try observedStore()
+        statements.withLock { $0.removeAll() }  // the schema's creation alters tables too
+        let report = try store.importJSON(RefBook.self, from: .file(try ImportForeignKeyTests.dump(Self.dump)))
+        #expect(report.exclusiveAccess == nil)
+        #expect(!statements.withLock { $0 }.contains { $0.hasPrefix("LOCK TABLE") || $0.hasPrefix("ALTER TABLE") })
+        #expect(try books(store) == [["100", "a", "1"], ["101", "b", "2"], ["102", "c", "1"]])
+    }
+
     @Test func anImportIntoTablesThatHoldRowsChecksKeysRowByRow() throws {
         let (store, statements) = try observedStore()
         try store.write { _ = try StoreDecoder().decode([RefBook].self, from: Data(#"[{"id":1,"shelf":{"id":9},"genres":[{"id":5}]}]"#.utf8), into: $0) }
         statements.withLock { $0.removeAll() }
-        _ = try store.importJSON(RefBook.self, from: .file(try ImportForeignKeyTests.dump(Self.dump)))
+        _ = try store.importJSON(RefBook.self, from: .file(try ImportForeignKeyTests.dump(Self.dump)), options: alone)
         #expect(!statements.withLock { $0 }.contains { $0.hasPrefix("ALTER TABLE") })
         #expect(try books(store).count == 4)
     }
@@ -105,7 +117,7 @@ struct PostgresBulkLoadTests {
             try connection.beginReadTransaction()
             defer { connection.rollbackIgnoringErrors() }
             #expect(try connection.rows(sql: #"SELECT * FROM "RefShelf""#).isEmpty)
-            _ = try store.importJSON(RefBook.self, from: .file(try ImportForeignKeyTests.dump(Self.dump)))
+            _ = try store.importJSON(RefBook.self, from: .file(try ImportForeignKeyTests.dump(Self.dump)), options: alone)
         }
         let run = statements.withLock { $0 }
         #expect(run.contains { $0.hasPrefix("LOCK TABLE") })
@@ -137,7 +149,7 @@ struct PostgresBulkLoadTests {
         try {
             let store = try Store.open(postgres: url + "?schema=" + schema, entities: entities, options: options)
             #expect(try storedRows(store, "SELECT current_user") == [[role]])
-            _ = try store.importJSON(RefBook.self, from: .file(try ImportForeignKeyTests.dump(Self.dump)))
+            _ = try store.importJSON(RefBook.self, from: .file(try ImportForeignKeyTests.dump(Self.dump)), options: alone)
         }()
         // Tried (the server refused the role), rolled back to before the attempt, and not added back.
         #expect(statements.withLock { $0 }.contains { $0.contains("DROP CONSTRAINT") })
@@ -158,7 +170,7 @@ struct PostgresBulkLoadTests {
             try connection.beginWriteTransaction()
             defer { connection.rollbackIgnoringErrors() }
             // What the import does at its start, on this connection: the keys dropped, the tables held.
-            let deferral = try #require(try connection.deferBuildsOfEmptyTables(writing: ["RefBook", "RefBook_genres"]))
+            let deferral = try #require(try connection.deferBuildsOfEmptyTables(writing: ["RefBook", "RefBook_genres"], alone: true))
             #expect(deferral.suspendsForeignKeys)
             let start = ContinuousClock.now
             do {
