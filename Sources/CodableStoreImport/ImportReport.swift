@@ -113,7 +113,8 @@ public struct ImportReport: Sendable, Codable, Equatable {
     /// What a sync import deleted; nil for an import without a sync scope.
     public var sync: Sync?
     /// Whether the import held the store for itself, as ``ImportOptions/exclusiveAccess`` asked: false when another
-    /// connection had the store open (or the backend cannot), so that it ran in WAL mode; nil when it was not asked.
+    /// connection had the store open (or the backend cannot), so that it ran in WAL mode; on PostgreSQL, whether it
+    /// held its empty tables and added their foreign keys after the load. Nil when it was not asked.
     public var exclusiveAccess: Bool?
     /// Records skipped without decoding because their rows were stored exactly as they would write them (see
     /// ``ImportOptions/skipsUnchangedRecords``; they count as unchanged in ``entities``); nil when the import did
@@ -154,8 +155,8 @@ public struct ImportReport: Sendable, Codable, Equatable {
                     + (counts.deleted > 0 ? ", \(counts.deleted) deleted" : ""))
         }
         switch exclusiveAccess {
-        case true?: lines.append("the store was held exclusively (rollback journal)")
-        case false?: lines.append("exclusive access not granted (another connection has the store open): imported in WAL mode")
+        case true?: lines.append("the store was held exclusively (SQLite: a rollback journal; PostgreSQL: its tables, keys added after the load)")
+        case false?: lines.append("exclusive access not granted (another connection had the store open; PostgreSQL: or its tables, or they held rows): imported beside it")
         case nil: break
         }
         if let retries {

@@ -8,14 +8,15 @@ import CodableStore
 /// (`ALTER TABLE … ADD CONSTRAINT`), a key is checked with one join of the two tables, 0.2 s for the three keys.
 ///
 /// When, and why it is safe:
+/// - only for an import that asked to hold its tables alone (`ImportOptions.exclusiveAccess`): until it commits,
+///   other transactions that read or write those tables wait for it (up to their busy timeout, then `storeBusy`), as
+///   they would for a schema change. Not by default: importers started at once into a new store would fail where
+///   they otherwise run side by side;
 /// - only keys *from* tables that are empty when the import begins and that the import may write, inside the
 ///   import's one transaction: the drop is never committed (DDL is transactional), and a failed import rolls it back
 ///   with the rest;
 /// - only when no other transaction uses those tables or the tables the keys refer to: dropping a key locks both
-///   (`ACCESS EXCLUSIVE`), taken without waiting (`NOWAIT`), or the import checks its keys row by row as usual. Until
-///   the import commits, other transactions that read or write those tables wait for it (writers and readers up to
-///   the store's busy timeout, then `storeBusy`): an import into an empty store loads it alone, as a schema change
-///   would; the others wait for the few seconds of its load instead of it waiting for their row locks;
+///   (`ACCESS EXCLUSIVE`), taken without waiting (`NOWAIT`), or the import checks its keys row by row as usual;
 /// - only when the store's role may alter the tables (owns them): an application's role that may only write rows
 ///   checks them row by row;
 /// - the import's own deletes clear what refers to the deleted rows themselves (``suspendsForeignKeys``), as the
