@@ -76,9 +76,12 @@ final class Importer {
         var foreignKeysOff = false
         var deferredBuilds: (any DeferredBuilds)?
         var exclusive = false
+        // Other writers' rows (an identity another import inserted) are waited for as long as they are held.
+        connection.setWaitsForWriters(true)
         // Once the import is over (or failed to begin), the writer thread too: the connection is this thread's again,
         // and outside a transaction, where the foreign keys can be turned on again.
         defer {
+            connection.setWaitsForWriters(false)
             deferredBuilds?.cancel()
             if let restoredCacheSize { try? connection.setPageCacheSize(kibibytes: restoredCacheSize) }
             if foreignKeysOff { _ = try? connection.setForeignKeyEnforcement(true) }

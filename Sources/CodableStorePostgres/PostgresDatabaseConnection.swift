@@ -16,6 +16,8 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     private var statementCache: [String: PostgresStatement] = [:]
     /// How long a write waits for another process's write lock, in milliseconds.
     private let busyTimeout: Int32
+    /// Write transactions wait for other writers until they end (``setWaitsForWriters(_:)``: an import's).
+    private var waitsForWriters = false
     private(set) var isInsideTransaction = false
     /// Where commits are announced (``announceChanges(to:)``), and this store's mark on its own announcements.
     var announcement: (channel: String, token: String)?
@@ -474,9 +476,11 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             // The schema lock, shared by writes and taken alone by schema changes (a transaction-scoped advisory lock
             // on the schema's name); lock_timeout bounds every wait of the transaction, for row locks too.
             let lock = exclusive ? "pg_advisory_xact_lock" : "pg_advisory_xact_lock_shared"
+            // 0: no timeout (an import waiting for another's rows; see setWaitsForWriters).
+            let timeout = waitsForWriters ? 0 : max(1, Int(busyTimeout))
             _ = try run(
                 "SELECT set_config('lock_timeout', …), \(lock)(…)",
-                postgresSQL: "SELECT set_config('lock_timeout', '\(max(1, Int(busyTimeout)))', true), "
+                postgresSQL: "SELECT set_config('lock_timeout', '\(timeout)', true), "
                     + "\(lock)(hashtextextended('codablestore.' || current_schema(), 0))",
                 arguments: [])
         } catch {
@@ -503,6 +507,10 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         }
         statement.reset()
         return first..<(first + PostgresSchema.rowIDBlock)
+    }
+
+    func setWaitsForWriters(_ waits: Bool) {
+        waitsForWriters = waits
     }
 
     func returnRowIDs(_ rowIDs: Range<Int64>, table: String) {

@@ -162,6 +162,12 @@ package protocol DatabaseConnection: AnyObject {
     func returnRowIDs(_ rowIDs: Range<Int64>, table: String)
     /// Whether ``reserveRowIDs(table:)`` reserves row ids (a server with writers in parallel).
     var reservesRowIDs: Bool { get }
+    /// While `waits` is true, write transactions begun on this connection wait for other writers (the schema lock
+    /// they share or hold, the rows they hold, the identities they inserted and have not committed) until those end,
+    /// instead of at most the busy timeout: an import meets another import's rows for as long as that one runs, and a
+    /// timeout shorter than the other's whole import would fail it. The server still finds deadlocks. Nothing on a
+    /// backend whose write lock, taken at begin, leaves nothing else to wait for (SQLite).
+    func setWaitsForWriters(_ waits: Bool)
 }
 
 /// Indexes or foreign keys an import dropped and builds once its rows are in (see
@@ -196,6 +202,7 @@ extension DatabaseConnection {
     package func reserveRowIDs(table: String) throws -> Range<Int64>? { nil }
     package func beginWriteTransaction(alone: Bool) throws { try beginWriteTransaction() }
     package func returnRowIDs(_ rowIDs: Range<Int64>, table: String) {}
+    package func setWaitsForWriters(_ waits: Bool) {}
     package var reservesRowIDs: Bool { false }
 }
 

@@ -172,4 +172,39 @@ struct PostgresWritersTests {
         #expect((error.underlyingError as? StoreError)?.code == .writeConflict)
         #expect(try storedRows(first, #"SELECT "id", "name" FROM "Person""#) == [["7", "written"]])
     }
+
+    /// An import meets an identity another writer inserted and has not committed yet: it waits for that writer for as
+    /// long as it runs (here 1.5 s, the busy timeout 0.2 s), then runs again and binds the record to the row that writer
+    /// committed. A write of the store's own still gives up after the busy timeout.
+    @Test func anImportWaitsForAnotherWritersUncommittedIdentityBeyondTheBusyTimeout() throws {
+        var options = Store.Options()
+        options.busyTimeout = 200
+        let importing = try Backend.postgres.makeStore(entities: entities, options: options)
+        let other = try Backend.postgres.reopen(importing, entities: entities, options: options)
+        let inserted = DispatchSemaphore(value: 0)
+        let holding = onThread {
+            try other.write { context in
+                try decode(#"[{"id": 7, "name": "other"}]"#, into: context)
+                try context.save()
+                inserted.signal()
+                Thread.sleep(forTimeInterval: 1.5)
+            }
+        }
+        inserted.wait()
+        let start = ContinuousClock.now
+        // A plain write meets the same row, and is told the store is busy after 0.2 s.
+        #expect {
+            try importing.write { try decode(#"[{"id": 7, "name": "written"}]"#, into: $0) }
+        } throws: { ($0 as? StoreError)?.code == .storeBusy }
+        let dump = FileManager.default.temporaryDirectory.appendingPathComponent("people-\(UUID().uuidString).json").path
+        try Data(#"[{"id": 7, "name": "imported"}, {"id": 8}]"#.utf8).write(to: URL(fileURLWithPath: dump))
+        let report = try importing.importJSON(Person.self, from: .file(dump))
+        let waited = ContinuousClock.now - start
+        try holding()
+        #expect(waited >= .milliseconds(1_000))
+        #expect(report.retries == 1)
+        #expect(report.entities["Person"]?.updated == 1)
+        #expect(report.entities["Person"]?.inserted == 1)
+        #expect(try storedRows(importing, #"SELECT "id", "name" FROM "Person" ORDER BY "id""#) == [["7", "imported"], ["8", "NULL"]])
+    }
 }
