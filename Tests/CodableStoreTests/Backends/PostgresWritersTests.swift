@@ -27,6 +27,27 @@ struct PostgresWritersTests {
         }
     }
 
+    /// Writes `json` into `store` on a thread of its own and holds the transaction open, uncommitted, for `seconds`;
+    /// returns once the rows are written (the returned closure waits for the commit and rethrows its error).
+    private func holdingUncommitted(_ json: String, in store: Store, seconds: Double) throws -> () throws -> Void {
+        let saved = DispatchSemaphore(value: 0)
+        let done = onThread {
+            do {
+                try store.write { context in
+                    try decode(json, into: context)
+                    try context.save()
+                    saved.signal()
+                    Thread.sleep(forTimeInterval: seconds)
+                }
+            } catch {
+                saved.signal()  // a write that failed before it saved: the caller goes on, and the closure throws it
+                throw error
+            }
+        }
+        saved.wait()
+        return done
+    }
+
     @Test func writersTakeRowIDsFromTheServerInBlocks() throws {
         let first = try Backend.postgres.makeStore(entities: entities)
         let second = try Backend.postgres.reopen(first, entities: entities)
@@ -152,17 +173,8 @@ struct PostgresWritersTests {
         let descriptor = open(path, O_RDONLY)
         try #require(descriptor >= 0)
         defer { close(descriptor) }
-        let firstSaved = DispatchSemaphore(value: 0)
-        let firstDone = onThread {
-            try first.write { context in
-                try decode(#"[{"id": 7, "name": "written"}]"#, into: context)
-                try context.save()
-                firstSaved.signal()
-                // The import looks 7 up meanwhile (not committed: not found), and its insert waits for this commit.
-                Thread.sleep(forTimeInterval: 1)
-            }
-        }
-        firstSaved.wait()
+        // The import looks 7 up meanwhile (not committed: not found), and its insert waits for this commit.
+        let firstDone = try holdingUncommitted(#"[{"id": 7, "name": "written"}]"#, in: first, seconds: 1)
         let error = try #require(throws: ImportError.self) {
             try second.importJSON(Person.self, from: .fileDescriptor(descriptor))
         }
@@ -181,16 +193,7 @@ struct PostgresWritersTests {
         options.busyTimeout = 200
         let importing = try Backend.postgres.makeStore(entities: entities, options: options)
         let other = try Backend.postgres.reopen(importing, entities: entities, options: options)
-        let inserted = DispatchSemaphore(value: 0)
-        let holding = onThread {
-            try other.write { context in
-                try decode(#"[{"id": 7, "name": "other"}]"#, into: context)
-                try context.save()
-                inserted.signal()
-                Thread.sleep(forTimeInterval: 1.5)
-            }
-        }
-        inserted.wait()
+        let holding = try holdingUncommitted(#"[{"id": 7, "name": "other"}]"#, in: other, seconds: 1.5)
         let start = ContinuousClock.now
         // A plain write meets the same row, and is told the store is busy after 0.2 s.
         #expect {
