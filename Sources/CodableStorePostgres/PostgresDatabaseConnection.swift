@@ -175,8 +175,14 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     ///
     /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/sql-copy.html>,
     /// <https://www.postgresql.org/docs/current/libpq-copy.html>
-    func copy(into table: String, columns: [String], rows: [ArraySlice<DatabaseValue>]) throws {
+    ///
+    /// With `binaryTypes` (each column's type, see ``CopyType``), when every value is of its column's kind, the rows go
+    /// in COPY's binary format instead: numbers as their 8 bytes, text and bytes as they are, nothing for the server to
+    /// parse or the client to escape or format.
+    func copy(into table: String, columns: [String], rows: [ArraySlice<DatabaseValue>], binaryTypes: [CopyType]? = nil) throws {
+        let binary = binaryTypes.map { types in Self.fitsBinary(rows, types) } ?? false
         let sql = "COPY \(quoteIdentifier(table)) (" + columns.map(quoteIdentifier).joined(separator: ", ") + ") FROM STDIN"
+            + (binary ? " (FORMAT binary)" : "")
         observer?(sql)
         if logger.logLevel <= .trace { logger.trace("statement", metadata: ["sql": "\(sql)", "rows": "\(rows.count)"]) }
         if isAborted {
@@ -206,15 +212,26 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             data.removeAll(keepingCapacity: true)
         }
         do {
-            for row in rows where sent {
-                var first = true
-                for value in row {
-                    if !first { data.append(0x09) }
-                    first = false
-                    try Self.appendCopyText(of: value, to: &data, sql: sql)
+            if let binaryTypes, binary {
+                // The header: signature, flags, no extension.
+                data.append(contentsOf: [0x50, 0x47, 0x43, 0x4F, 0x50, 0x59, 0x0A, 0xFF, 0x0D, 0x0A, 0x00, 0, 0, 0, 0, 0, 0, 0, 0])
+                for row in rows where sent {
+                    Self.appendBigEndian(UInt16(row.count), to: &data)
+                    for (value, type) in zip(row, binaryTypes) { try Self.appendCopyBinary(of: value, as: type, to: &data, sql: sql) }
+                    if data.count >= Self.copyMessageBytes { send() }
                 }
-                data.append(0x0A)
-                if data.count >= Self.copyMessageBytes { send() }
+                Self.appendBigEndian(UInt16.max, to: &data)  // -1: the end
+            } else {
+                for row in rows where sent {
+                    var first = true
+                    for value in row {
+                        if !first { data.append(0x09) }
+                        first = false
+                        try Self.appendCopyText(of: value, to: &data, sql: sql)
+                    }
+                    data.append(0x0A)
+                    if data.count >= Self.copyMessageBytes { send() }
+                }
             }
             if !data.isEmpty { send() }
         } catch {
@@ -242,6 +259,55 @@ final class PostgresDatabaseConnection: DatabaseConnection {
 
     /// Bytes per message of COPY data (libpq sends a message as it is given).
     static let copyMessageBytes = 64 * 1_024
+
+    /// A column's type in COPY's binary format; a table with a column of another type (`numeric`) goes in text.
+    enum CopyType { case int8, float8, text, bytea }
+
+    /// Whether every value is NULL or of its column's kind (an integer in a `double precision` column too): a value
+    /// that only the server's text parsing would take, or refuse, sends the rows as text, as before.
+    static func fitsBinary(_ rows: [ArraySlice<DatabaseValue>], _ types: [CopyType]) -> Bool {
+        rows.allSatisfy { row in
+            row.count == types.count && zip(row, types).allSatisfy { value, type in
+                switch (value, type) {
+                case (.null, _), (.integer, .int8), (.integer, .float8), (.real, .float8), (.text, .text), (.blob, .bytea): true
+                default: false
+                }
+            }
+        }
+    }
+
+    static func appendBigEndian<T: FixedWidthInteger>(_ value: T, to data: inout [UInt8]) {
+        withUnsafeBytes(of: value.bigEndian) { data.append(contentsOf: $0) }
+    }
+
+    /// A value in COPY's binary format: its length (-1 for NULL), then its bytes (`fitsBinary` checked its kind).
+    static func appendCopyBinary(of value: DatabaseValue, as type: CopyType, to data: inout [UInt8], sql: String?) throws {
+        switch value {
+        case .null:
+            appendBigEndian(Int32(-1), to: &data)
+        case .integer(let integer) where type == .float8:
+            appendBigEndian(Int32(8), to: &data)
+            appendBigEndian(Double(integer).bitPattern, to: &data)
+        case .integer(let integer):
+            appendBigEndian(Int32(8), to: &data)
+            appendBigEndian(integer, to: &data)
+        case .real(let real):
+            appendBigEndian(Int32(8), to: &data)
+            appendBigEndian(real.bitPattern, to: &data)
+        case .text(var text):
+            try text.withUTF8 { bytes in
+                if bytes.contains(0) {
+                    throw PostgresError(
+                        sqlState: "22021", message: "invalid byte sequence for encoding \"UTF8\": 0x00 (text cannot hold NUL)", sql: sql)
+                }
+                appendBigEndian(Int32(bytes.count), to: &data)
+                data.append(contentsOf: bytes)
+            }
+        case .blob(let bytes):
+            appendBigEndian(Int32(bytes.count), to: &data)
+            data.append(contentsOf: bytes)
+        }
+    }
 
     /// A value in COPY's text format: `\N` for NULL; backslash, tab, line feed and carriage return escaped in text;
     /// bytes in bytea's hex form (its backslash escaped).

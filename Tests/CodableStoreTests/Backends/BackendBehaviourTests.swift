@@ -167,6 +167,36 @@ private func save(_ json: String, into store: Store) throws -> Int {
         #expect(updated.map(\.2) == read.map { -$0.2 })
     }
 
+    /// The same text through a table whose columns all have a binary form (PostgreSQL sends its new rows in COPY's
+    /// binary format; a table with a `numeric` column, as `Device`'s price, goes in text), with an integer and a
+    /// double in a `Double` column.
+    @Test(arguments: Backend.available)
+    func awkwardValuesRoundTripThroughBinaryRows(_ backend: Backend) throws {
+        let statements = Locked<[String]>([])
+        var options = Store.Options()
+        options.statementObserver = { sql in statements.withLock { $0.append(sql) } }
+        let store = try backend.makeStore(entities: entities, options: options)
+        let texts = ["a\tb", "line\nbreak\r\n", #"back\slash \\ \N"#, "\\N", "", "é\u{7F}\u{1}", String(repeating: "x", count: 70_000)]
+        struct Row: Encodable {
+            let id: Int
+            let text: String?
+        }
+        let json = try JSONEncoder().encode(texts.enumerated().map { Row(id: -$0.offset, text: $0.element) } + [Row(id: 99, text: nil)])
+        try store.write { context in _ = try StoreDecoder().decode([Badge].self, from: json, into: context) }
+        let read = try store.read { context in try context.fetch(Badge.self).sorted { $0.id > $1.id }.map(\.text) }
+        #expect(read.count == texts.count + 1)
+        #expect(read.first! == nil)  // 99
+        #expect(Array(read.dropFirst()) == texts)
+        if backend == .postgres {
+            #expect(statements.withLock { $0 }.contains { $0.hasPrefix(#"COPY "Badge""#) && $0.hasSuffix("(FORMAT binary)") })
+        }
+        // Device has a numeric column: text rows, the same values (see awkwardValuesRoundTripThroughInserts).
+        try store.write { context in try context.insert(Device(id: 1)) }
+        if backend == .postgres {
+            #expect(statements.withLock { $0 }.contains { $0.hasPrefix(#"COPY "Device""#) && $0.hasSuffix("FROM STDIN") })
+        }
+    }
+
     /// A NUL in text: SQLite stores it; PostgreSQL's text cannot hold one, and the write fails saying so, storing
     /// nothing.
     @Test(arguments: Backend.available)
