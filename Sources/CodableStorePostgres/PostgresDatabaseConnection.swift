@@ -297,8 +297,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         case .text(var text):
             try text.withUTF8 { bytes in
                 if bytes.contains(0) {
-                    throw PostgresError(
-                        sqlState: "22021", message: "invalid byte sequence for encoding \"UTF8\": 0x00 (text cannot hold NUL)", sql: sql)
+                    throw nulInText(sql: sql)
                 }
                 appendBigEndian(Int32(bytes.count), to: &data)
                 data.append(contentsOf: bytes)
@@ -324,13 +323,8 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             var text = text
             try text.withUTF8 { bytes in try appendEscaped(bytes, to: &data, sql: sql) }
         case .blob(let bytes):
-            data.append(0x5C)
-            data.append(0x5C)
-            data.append(UInt8(ascii: "x"))
-            for byte in bytes {
-                data.append(hexDigits[Int(byte >> 4)])
-                data.append(hexDigits[Int(byte & 0xF)])
-            }
+            data.append(0x5C)  // COPY's escape of the hex form's own backslash
+            appendHex(bytes, to: &data)
         }
     }
 
@@ -349,8 +343,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             case 0x0A: escaped = UInt8(ascii: "n")
             case 0x0D: escaped = UInt8(ascii: "r")
             case 0:
-                throw PostgresError(
-                    sqlState: "22021", message: "invalid byte sequence for encoding \"UTF8\": 0x00 (text cannot hold NUL)", sql: sql)
+                throw nulInText(sql: sql)
             default: continue
             }
             data.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
@@ -404,22 +397,30 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         case .text(let text):
             // libpq sends text arguments as C strings; the server refuses a NUL in text anyway.
             if text.utf8.contains(0) {
-                throw PostgresError(
-                    sqlState: "22021", message: "invalid byte sequence for encoding \"UTF8\": 0x00 (text cannot hold NUL)",
-                    sql: sql)
+                throw nulInText(sql: sql)
             }
             return text
         case .blob(let data):
-            // bytea's hex input format.
-            let digits = hexDigits
-            var hex: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "x")]
+            var hex: [UInt8] = []
             hex.reserveCapacity(2 + data.count * 2)
-            for byte in data {
-                hex.append(digits[Int(byte >> 4)])
-                hex.append(digits[Int(byte & 0xF)])
-            }
+            appendHex(data, to: &hex)
             return String(decoding: hex, as: UTF8.self)
         }
+    }
+
+    /// Bytes in bytea's hex input format (`\x0a1b…`), as statements' arguments, array literals and COPY's text carry them.
+    static func appendHex(_ bytes: Data, to text: inout [UInt8]) {
+        text.append(UInt8(ascii: "\\"))
+        text.append(UInt8(ascii: "x"))
+        for byte in bytes {
+            text.append(hexDigits[Int(byte >> 4)])
+            text.append(hexDigits[Int(byte & 0xF)])
+        }
+    }
+
+    /// The server's refusal of a NUL in text, said before anything is sent (libpq sends text arguments as C strings).
+    static func nulInText(sql: String?) -> PostgresError {
+        PostgresError(sqlState: "22021", message: "invalid byte sequence for encoding \"UTF8\": 0x00 (text cannot hold NUL)", sql: sql)
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)

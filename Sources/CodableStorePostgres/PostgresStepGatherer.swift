@@ -294,17 +294,12 @@ final class PostgresStepGatherer: StepGatherer {
                 }
                 text.append(UInt8(ascii: "\""))
             case .blob(let data):
-                text.append(contentsOf: #""\\x"#.utf8)
-                for byte in data {
-                    text.append(hexDigits[Int(byte >> 4)])
-                    text.append(hexDigits[Int(byte & 0xF)])
-                }
+                text.append(contentsOf: #""\"#.utf8)  // the array literal's escape of the hex form's backslash
+                PostgresDatabaseConnection.appendHex(data, to: &text)
                 text.append(UInt8(ascii: "\""))
             }
         }
         text.append(UInt8(ascii: "}"))
         return String(decoding: text, as: UTF8.self)
     }
-
-    private static let hexDigits = Array("0123456789abcdef".utf8)
 }
