@@ -125,8 +125,8 @@ final class Importer {
             if deleteUnseen != nil { syncTracker = try context.startSync(of: mapping) }
             if !options.commitEveryBatch {
                 try prepareIdentityFilter()
-                // Indexes (SQLite) or foreign keys (PostgreSQL) of empty tables are built once the rows are in (see
-                // IndexDeferral, ForeignKeyDeferral). Only in one transaction, not under a sync (whose deletions
+                // Indexes (SQLite), or foreign keys and indexes (PostgreSQL), of empty tables are built once the rows are
+                // in (see IndexDeferral, LoadDeferral). Only in one transaction, not under a sync (whose deletions
                 // run as SQL over pages of rows, and rely on the database's ON DELETE actions).
                 if deleteUnseen == nil {
                     deferredBuilds = try connection.deferBuildsOfEmptyTables(writing: tablesWritten(), alone: options.exclusiveAccess)

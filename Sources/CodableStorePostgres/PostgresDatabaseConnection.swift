@@ -26,6 +26,8 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     /// Set when the server said, between statements, that it ends the session (`FATAL`: an administrator ended it, the
     /// server is shutting down): the end of the stream may not have arrived yet.
     private var serverEndedSession = false
+    /// Called with each statement before it runs (not COPY), while an import's indexes wait (``LoadDeferral``).
+    var willRun: ((String) throws -> Void)?
 
     /// The store's URL without its password, for the errors of a lost connection or a failing server.
     let storeName: String
@@ -118,6 +120,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     /// Arguments go in text format with no declared type: the server gives each parameter the type its place in the
     /// statement needs (`bigint` next to a bigint column, `numeric` for a Decimal), as SQLite's affinity would.
     func run(_ sql: String, postgresSQL: String, arguments: [DatabaseValue]) throws -> [[DatabaseValue]] {
+        if let willRun { try willRun(sql) }
         observer?(sql)
         if logger.logLevel <= .trace { logger.trace("statement", metadata: ["sql": "\(sql)"]) }
         if isAborted {
@@ -667,10 +670,10 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     /// stay checked, deferred to the commit.
     func setForeignKeyEnforcement(_ enabled: Bool) throws -> Bool { false }
 
-    /// The foreign keys from the empty tables an import writes, added back once its rows are in, when the import may
-    /// hold its tables alone (see ``ForeignKeyDeferral``).
+    /// The foreign keys from, and non-unique indexes of, the empty tables an import writes, made again once its rows
+    /// are in, when the import may hold its tables alone (see ``LoadDeferral``).
     func deferBuildsOfEmptyTables(writing tables: Set<String>, alone: Bool) throws -> (any DeferredBuilds)? {
-        alone ? try ForeignKeyDeferral.begin(on: self, tables: tables) : nil
+        alone ? try LoadDeferral.begin(on: self, tables: tables) : nil
     }
 
     /// Any trigger on a table of the store's schema (the current one), the internal ones that check foreign keys

@@ -183,7 +183,7 @@ final class PostgresBackend: StoreBackend {
         // The store's statements are short and many: JIT compilation, which the planner turns on for statements it
         // expects to be costly (every statement on a table filled in the current transaction, which has no
         // statistics yet), took 80 ms of a 100 ms membership query at 1M rows. Reads wait for a table's lock as long
-        // as writes do (a schema change, an import loading empty tables alone: see ForeignKeyDeferral), then fail as
+        // as writes do (a schema change, an import loading empty tables alone: see LoadDeferral), then fail as
         // busy; a write sets its own for its transaction. A URL's own lock_timeout (in `options`) wins.
         let ownLockTimeout = configuration.parameters["options"]?.contains("lock_timeout") == true
         try connection.execute(

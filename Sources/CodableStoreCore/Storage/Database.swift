@@ -138,9 +138,9 @@ package protocol DatabaseConnection: AnyObject {
     /// that is about to fill them (built again by ``DeferredBuilds/build()`` before it commits): SQLite's non-unique
     /// indexes of empty tables, while foreign keys are off (``IndexDeferral``; no other writer runs beside it anyway);
     /// with `alone` (the import may keep other sessions out of its tables, `ImportOptions.exclusiveAccess`), a
-    /// server's foreign keys from the empty tables among `tables` (those the import may write), checked with one query
-    /// each instead of one per row, when no other session uses those tables (see `ForeignKeyDeferral` in
-    /// CodableStorePostgres). Nil when there is nothing to defer (the default).
+    /// server's foreign keys from, and non-unique indexes of, the empty tables among `tables` (those the import may
+    /// write), checked and built with one query each instead of row by row, when no other session uses those tables
+    /// (see `LoadDeferral` in CodableStorePostgres). Nil when there is nothing to defer (the default).
     func deferBuildsOfEmptyTables(writing tables: Set<String>, alone: Bool) throws -> (any DeferredBuilds)?
     /// Whether the database has triggers of its own (which change rows that no statement of the store's names),
     /// besides the store's ``StampGuards``: an import then keeps no cache of stored rows (see `RowCache`), and

@@ -186,4 +186,90 @@ struct PostgresBulkLoadTests {
         // Rolled back: the keys are there, as declared.
         #expect(try foreignKeys(store).count == 3)
     }
+
+    /// The store's indexes, as the server describes them (name and definition, in the schema of the moment).
+    private func indexes(_ store: Store) throws -> [[String]] {
+        try storedRows(store, "SELECT indexname, regexp_replace(indexdef, ' ON [^ ]+\\.', ' ON ') FROM pg_indexes WHERE schemaname = current_schema() ORDER BY 1")
+    }
+
+    private static let repeating = #"""
+        [{"id":100,"title":"a","shelf":{"id":1},"genres":[{"id":10},{"id":11}]},
+         {"id":101,"title":"b","shelf":{"id":2},"genres":[10]},
+         {"id":102,"title":"c","shelf":1,"genres":[11]},
+         {"id":100,"title":"a2","shelf":2,"genres":[11,12]},
+         {"id":103,"title":"d","shelf":{"id":3},"genres":[12]},
+         {"id":101,"title":"b2","genres":[]},
+         {"id":102,"title":"c2","shelf":3,"genres":[10,11,12]}]
+        """#
+
+    /// The non-unique indexes of the empty tables (a foreign key's, the join table's reverse index) are dropped with
+    /// the keys and made again, as they were, after the last row and before the keys come back: the import's own
+    /// statements (identity lookups, updates by row id, a to-many's members by its owner, links by their pair) never
+    /// need them earlier.
+    @Test func nonUniqueIndexesAreMadeAgainOnceTheRowsAreIn() throws {
+        let (store, statements) = try observedStore()
+        let declared = try indexes(store)
+        #expect(declared.contains { $0[0] == "RefBook_shelf" && !$0[1].contains("UNIQUE") })
+        #expect(declared.contains { $0[0] == "RefBook_genres_target" && !$0[1].contains("UNIQUE") })
+        statements.withLock { $0.removeAll() }
+        var options = alone
+        options.batchSize = 2  // records of stored books in later batches: lookups, updates, members, links and unlinks
+        let report = try store.importJSON(RefBook.self, from: .file(try ImportForeignKeyTests.dump(Self.repeating)), options: options)
+        #expect(report.exclusiveAccess == true)
+        let run = statements.withLock { $0 }
+        let dropped = try #require(run.firstIndex { $0.hasPrefix("DROP INDEX") })
+        #expect(run[dropped].contains(#""RefBook_shelf""#) && run[dropped].contains(#""RefBook_genres_target""#))
+        let made = run.indices.filter { run[$0].hasPrefix("CREATE INDEX") }
+        #expect(made.count == 2)
+        // After every statement on the tables' rows, before the keys.
+        let lastWrite = try #require(run.lastIndex { $0.hasPrefix("COPY ") || $0.hasPrefix("UPDATE ") || $0.hasPrefix("DELETE ") || $0.hasPrefix("INSERT ") })
+        let firstKey = try #require(run.firstIndex { $0.contains("ADD CONSTRAINT") })
+        #expect(made.allSatisfy { $0 > lastWrite && $0 < firstKey })
+        #expect(run.contains { $0.contains(#"WHERE "source" = o."owner""#) })  // the members were loaded meanwhile
+        #expect(try indexes(store) == declared)
+        #expect(try books(store) == [["100", "a2", "2"], ["101", "b2", "2"], ["102", "c2", "3"], ["103", "d", "3"]])
+        #expect(try links(store) == [["100", "11"], ["100", "12"], ["102", "10"], ["102", "11"], ["102", "12"], ["103", "12"]])
+        #expect(try foreignKeys(store).allSatisfy { $0[3] == "1" })
+    }
+
+    /// A statement that reads a table by a column only a deferred index covers makes the indexes first: here a shelf's
+    /// books, loaded by the books' foreign key when a stored shelf's record names them, and references cleared by a
+    /// decoding hook's delete.
+    @Test func aStatementThatWouldScanWithoutTheIndexesMakesThemFirst() throws {
+        let (store, statements) = try observedStore()
+        let declared = try indexes(store)
+        statements.withLock { $0.removeAll() }
+        let shelves = try ImportForeignKeyTests.dump(#"""
+            [{"id":1,"books":[{"id":100},{"id":101}]},
+             {"id":2,"books":[{"id":102}]},
+             {"id":1,"books":[100,102]}]
+            """#)
+        var options = alone
+        options.batchSize = 1
+        _ = try store.importJSON(RefShelf.self, from: .file(shelves), options: options)
+        let run = statements.withLock { $0 }
+        let members = try #require(run.firstIndex { $0.contains(#"WHERE "shelf" = o."owner""#) })
+        let made = run.indices.filter { run[$0].hasPrefix("CREATE INDEX") }
+        #expect(made.count == 2)  // the books' shelf index, and the links' (the import may write links of books)
+        #expect(made.allSatisfy { $0 < members })
+        #expect(try indexes(store) == declared)
+        #expect(try books(store) == [["100", "", "1"], ["101", "", "NULL"], ["102", "", "1"]])
+
+        // The references to a deleted shelf, cleared by the import itself (the keys are away): the indexes come first.
+        let other = try Backend.postgres.makeStore(entities: entities, options: {
+            var options = Store.Options()
+            options.statementObserver = { sql in statements.withLock { $0.append(sql) } }
+            return options
+        }())
+        statements.withLock { $0.removeAll() }
+        _ = try other.importJSON(RefBook.self, from: .file(try ImportForeignKeyTests.dump(#"""
+            [{"id":100,"title":"a","shelf":{"id":1},"genres":[{"id":10}]},
+             {"id":101,"title":"b","shelf":{"id":1},"dropShelf":1}]
+            """#)), options: options)
+        let cleared = statements.withLock { $0 }
+        let clearing = try #require(cleared.firstIndex { $0.hasPrefix(#"UPDATE "RefBook" SET "shelf" = NULL"#) })
+        #expect(cleared.indices.contains { cleared[$0].hasPrefix("CREATE INDEX") && $0 < clearing })
+        #expect(try books(other) == [["100", "a", "NULL"], ["101", "b", "NULL"]])
+        #expect(try indexes(other) == declared)
+    }
 }
