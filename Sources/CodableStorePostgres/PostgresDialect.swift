@@ -20,8 +20,9 @@ struct PostgresDialect: SQLDialect {
     var isDistinctFrom: String { "IS DISTINCT FROM" }
     var falseCondition: String { "FALSE" }
     var noLimit: DatabaseValue { .null }
-    /// A batch costs a few round trips per table: larger batches carry more rows per trip.
-    var importBatchSize: Int { 1_000 }
+    /// A batch costs a few statements per table, each a round trip and a plan: larger batches carry more rows per
+    /// statement (see `ImportOptions.batchSize`).
+    var importBatchSize: Int { 2_000 }
 
     /// PostgreSQL sorts NULL last in ascending order: explicitly first, as SQLite sorts it.
     func order(_ term: String, ascending: Bool) -> String {

@@ -145,7 +145,11 @@ struct PostgresFaultTests {
         let (status, error) = running.finish()
         #expect(status == 1)
         #expect(error.hasPrefix("error: store: lost the connection to \(server.url)?"), "\(error)")
-        #expect(error.contains("terminating connection due to administrator command"), "\(error)")
+        // The server's reason, or, when the session ended while the client was streaming COPY data, libpq's: a socket
+        // closed with data unread sends a reset, which may discard the reason before the client reads it.
+        #expect(
+            error.contains("terminating connection due to administrator command")
+                || error.contains("server closed the connection unexpectedly"), "\(error)")
         #expect(try count(server, "ended") == 0)
         try completeAndCompare(dump, server, "ended")
     }

@@ -439,7 +439,7 @@ private func save(_ json: String, into store: Store) throws -> Int {
     }
 
     /// Without a batch size, the backend's: 500 records on SQLite (its memory goes to the page cache instead),
-    /// 1,000 on PostgreSQL (each batch costs round trips). Progress comes after each batch.
+    /// 2,000 on PostgreSQL (each batch costs round trips). Progress comes after each batch.
     @Test(arguments: Backend.available)
     func theDefaultBatchSizeIsTheBackends(_ backend: Backend) throws {
         let store = try backend.makeStore(entities: ReferenceModel.entities)
