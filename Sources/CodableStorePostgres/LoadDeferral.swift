@@ -152,7 +152,7 @@ final class LoadDeferral: DeferredBuilds {
         guard !indexes.isEmpty else { return }
         let existing = Set(try connection.rows(
             sql: "SELECT relname FROM pg_class WHERE relkind = 'i' "
-                + "AND relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())"
+                + "AND relnamespace = \(Self.currentSchema)"
         ).compactMap { row -> String? in if case .text(let name) = row.first { name } else { nil } })
         for index in indexes where !existing.contains(index.name) { try connection.execute(sql: index.definition) }
     }
@@ -250,12 +250,15 @@ final class LoadDeferral: DeferredBuilds {
         "ALTER TABLE ", "CREATE INDEX ", "DROP INDEX ",
     ]
 
+    /// The oid of the store's schema (the connection's current one), in a catalog query.
+    private static let currentSchema = "(SELECT oid FROM pg_namespace WHERE nspname = current_schema())"
+
     /// The foreign keys of the current schema's tables.
     static func keys(on connection: any DatabaseConnection) throws -> [Key] {
         try connection.rows(
             sql: "SELECT t.relname, r.relname, c.conname, pg_get_constraintdef(c.oid) FROM pg_constraint c "
                 + "JOIN pg_class t ON t.oid = c.conrelid JOIN pg_class r ON r.oid = c.confrelid "
-                + "WHERE c.contype = 'f' AND t.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
+                + "WHERE c.contype = 'f' AND t.relnamespace = \(currentSchema) "
                 + "ORDER BY t.relname, c.conname"
         ).compactMap { row in
             guard case .text(let table) = row[0], case .text(let referenced) = row[1], case .text(let name) = row[2],
@@ -272,7 +275,7 @@ final class LoadDeferral: DeferredBuilds {
                 + "JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid "
                 + "WHERE NOT x.indisunique AND NOT x.indisprimary "
                 + "AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.oid) "
-                + "AND t.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) ORDER BY i.relname"
+                + "AND t.relnamespace = \(currentSchema) ORDER BY i.relname"
         ).compactMap { row in
             guard case .text(let table) = row[0], case .text(let name) = row[1], case .text(let definition) = row[2] else { return nil }
             return Index(table: table, name: name, definition: definition)
@@ -285,7 +288,7 @@ final class LoadDeferral: DeferredBuilds {
             sql: "SELECT t.relname, a.attname FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid "
                 + "JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = x.indkey[0] "
                 + "WHERE x.indisunique AND x.indpred IS NULL "
-                + "AND t.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())"
+                + "AND t.relnamespace = \(currentSchema)"
         ).compactMap { row in
             guard case .text(let table) = row[0], case .text(let column) = row[1] else { return nil }
             return (table, column)

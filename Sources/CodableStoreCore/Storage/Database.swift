@@ -171,7 +171,7 @@ package protocol DatabaseConnection: AnyObject {
 }
 
 /// Indexes or foreign keys an import dropped and builds once its rows are in (see
-/// ``DatabaseConnection/deferBuildsOfEmptyTables(writing:)``).
+/// ``DatabaseConnection/deferBuildsOfEmptyTables(writing:alone:)``).
 package protocol DeferredBuilds: AnyObject {
     /// Whether foreign keys are among them: until ``build()``, whoever deletes rows clears what refers to them
     /// (``SQLStorage/clearReferences(to:rowIDs:statements:)``), as with SQLite's foreign keys off.

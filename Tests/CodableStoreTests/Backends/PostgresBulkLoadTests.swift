@@ -4,8 +4,8 @@ import Foundation
 import Testing
 
 /// An import that may hold its tables alone (`ImportOptions.exclusiveAccess`), in one transaction into empty PostgreSQL
-/// tables, drops the foreign keys from them and adds them back once its rows are in (`ForeignKeyDeferral`): one check
-/// per key instead of one per row. Needs the server of `Scripts/with-postgres`.
+/// tables, drops their foreign keys and non-unique indexes and makes them again once its rows are in (`LoadDeferral`):
+/// one check per key instead of one per row, one sorted build per index. Needs the server of `Scripts/with-postgres`.
 @Suite(.enabled(if: Backend.postgresURL != nil, "needs CODABLESTORE_POSTGRES_URL (Scripts/with-postgres)"))
 struct PostgresBulkLoadTests {
     private let entities = ImportForeignKeyTests.entities
