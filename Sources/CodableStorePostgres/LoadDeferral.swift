@@ -164,10 +164,14 @@ final class LoadDeferral: DeferredBuilds {
         indexes = []
     }
 
+    /// The statements found to need no index: the import runs a few shapes over and over.
+    private var passed: Set<String> = []
+
     /// Builds the indexes before a statement that may read their tables without them.
     private func check(_ sql: String) throws {
-        guard !readsOnlyByUniqueIndexes(sql) else { return }
-        try buildIndexes()
+        if passed.contains(sql) { return }
+        guard readsOnlyByUniqueIndexes(sql) else { return try buildIndexes() }
+        passed.insert(sql)
     }
 
     // MARK: - Statements that need no deferred index

@@ -246,7 +246,26 @@ final class PostgresStepGatherer: StepGatherer {
     /// The rows ordered by the values at `positions` (in each row): every writer locks rows, and the entries of unique
     /// indexes, in the same order, so that two writers of the same rows wait for each other instead of deadlocking.
     static func sorted(_ rows: [ArraySlice<DatabaseValue>], by positions: [Int]) -> [ArraySlice<DatabaseValue>] {
-        rows.sorted { a, b in
+        // Integer keys (row ids, links, most identities), one or two: sorted as plain numbers, without comparing the
+        // rows' values (retains and releases of each slice; 4% of the import writer's samples at 1M records).
+        if positions.count <= 2, let first = positions.first {
+            let second = positions.count == 2 ? positions[1] : first
+            var keys: [(Int64, Int64, Int)] = []
+            keys.reserveCapacity(rows.count)
+            for (index, row) in rows.enumerated() {
+                guard case .integer(let x) = row[row.startIndex + first], case .integer(let y) = row[row.startIndex + second] else {
+                    keys = []
+                    break
+                }
+                keys.append((x, y, index))
+            }
+            if keys.count == rows.count {
+                // Equal keys keep their order.
+                keys.sort { $0.0 != $1.0 ? $0.0 < $1.0 : $0.1 != $1.1 ? $0.1 < $1.1 : $0.2 < $1.2 }
+                return keys.map { rows[$0.2] }
+            }
+        }
+        return rows.sorted { a, b in
             for position in positions {
                 let (x, y) = (a[a.startIndex + position], b[b.startIndex + position])
                 if x == y { continue }
