@@ -150,10 +150,9 @@ final class LoadDeferral: DeferredBuilds {
     private func buildIndexes() throws {
         connection.willRun = nil
         guard !indexes.isEmpty else { return }
-        let existing = Set(try connection.rows(
-            sql: "SELECT relname FROM pg_class WHERE relkind = 'i' "
-                + "AND relnamespace = \(Self.currentSchema)"
-        ).compactMap { row -> String? in if case .text(let name) = row.first { name } else { nil } })
+        let existing = Set(try Self.catalog(
+            "SELECT relname FROM pg_class WHERE relkind = 'i' AND relnamespace = \(Self.currentSchema)", on: connection
+        ).map { $0[0] })
         for index in indexes where !existing.contains(index.name) { try connection.execute(sql: index.definition) }
     }
 
@@ -257,46 +256,43 @@ final class LoadDeferral: DeferredBuilds {
     /// The oid of the store's schema (the connection's current one), in a catalog query.
     private static let currentSchema = "(SELECT oid FROM pg_namespace WHERE nspname = current_schema())"
 
+    /// The rows of a catalog query whose columns are all names or definitions (text).
+    private static func catalog(_ sql: String, on connection: any DatabaseConnection) throws -> [[String]] {
+        try connection.rows(sql: sql).map { row in
+            row.map { value in if case .text(let text) = value { text } else { "" } }
+        }
+    }
+
     /// The foreign keys of the current schema's tables.
     static func keys(on connection: any DatabaseConnection) throws -> [Key] {
-        try connection.rows(
-            sql: "SELECT t.relname, r.relname, c.conname, pg_get_constraintdef(c.oid) FROM pg_constraint c "
+        try catalog(
+            "SELECT t.relname, r.relname, c.conname, pg_get_constraintdef(c.oid) FROM pg_constraint c "
                 + "JOIN pg_class t ON t.oid = c.conrelid JOIN pg_class r ON r.oid = c.confrelid "
-                + "WHERE c.contype = 'f' AND t.relnamespace = \(currentSchema) "
-                + "ORDER BY t.relname, c.conname"
-        ).compactMap { row in
-            guard case .text(let table) = row[0], case .text(let referenced) = row[1], case .text(let name) = row[2],
-                case .text(let definition) = row[3]
-            else { return nil }
-            return Key(table: table, referencedTable: referenced, name: name, definition: definition)
-        }
+                + "WHERE c.contype = 'f' AND t.relnamespace = \(currentSchema) ORDER BY t.relname, c.conname",
+            on: connection
+        ).map { Key(table: $0[0], referencedTable: $0[1], name: $0[2], definition: $0[3]) }
     }
 
     /// The non-unique indexes of the current schema's tables (none a constraint uses).
     static func nonUniqueIndexes(on connection: any DatabaseConnection) throws -> [Index] {
-        try connection.rows(
-            sql: "SELECT t.relname, i.relname, pg_get_indexdef(i.oid) FROM pg_index x "
+        try catalog(
+            "SELECT t.relname, i.relname, pg_get_indexdef(i.oid) FROM pg_index x "
                 + "JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid "
                 + "WHERE NOT x.indisunique AND NOT x.indisprimary "
                 + "AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.oid) "
-                + "AND t.relnamespace = \(currentSchema) ORDER BY i.relname"
-        ).compactMap { row in
-            guard case .text(let table) = row[0], case .text(let name) = row[1], case .text(let definition) = row[2] else { return nil }
-            return Index(table: table, name: name, definition: definition)
-        }
+                + "AND t.relnamespace = \(currentSchema) ORDER BY i.relname",
+            on: connection
+        ).map { Index(table: $0[0], name: $0[1], definition: $0[2]) }
     }
 
     /// The first column of every unique index (a primary key's too) of the current schema's tables, by table.
     private static func uniqueLeadingColumns(on connection: any DatabaseConnection) throws -> [(String, String)] {
-        try connection.rows(
-            sql: "SELECT t.relname, a.attname FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid "
+        try catalog(
+            "SELECT t.relname, a.attname FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid "
                 + "JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = x.indkey[0] "
-                + "WHERE x.indisunique AND x.indpred IS NULL "
-                + "AND t.relnamespace = \(currentSchema)"
-        ).compactMap { row in
-            guard case .text(let table) = row[0], case .text(let column) = row[1] else { return nil }
-            return (table, column)
-        }
+                + "WHERE x.indisunique AND x.indpred IS NULL AND t.relnamespace = \(currentSchema)",
+            on: connection
+        ).map { ($0[0], $0[1]) }
     }
 
     /// Which of `tables` hold no row, in one query.
