@@ -366,7 +366,9 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         let state = error.sqlState ?? ""
         // Another writer held a lock (the schema's, a row's) for longer than the busy timeout.
         if state == PostgresError.lockNotAvailable {
-            return StoreError.storeBusy(waitedMilliseconds: busyTimeout, cause: error)
+            return StoreError.storeBusy(
+                waitedMilliseconds: busyTimeout, cause: error,
+                by: "another session (a write of the same rows, an import loading its tables alone, or a schema change)")
         }
         let lost = handle.map { codable_store_PQstatus($0) != CONNECTION_OK } ?? true
         // No state: libpq's own failure (the server went away mid-statement); 08: connection exceptions; 57P01-03:

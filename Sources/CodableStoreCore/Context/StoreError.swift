@@ -144,12 +144,14 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             entity: "\(type)")
     }
 
-    package static func storeBusy(waitedMilliseconds: Int32, cause: any Error) -> StoreError {
+    package static func storeBusy(
+        waitedMilliseconds: Int32, cause: any Error, by holder: String = "another process (or another Store of the same file)"
+    ) -> StoreError {
         let seconds = Double(waitedMilliseconds) / 1000
         let waited = seconds == seconds.rounded() ? "\(Int(seconds))" : "\(seconds)"
         return StoreError(
             .storeBusy,
-            "the store is being written by another process (or another Store of the same file); waited \(waited) s "
+            "the store is being written by \(holder); waited \(waited) s "
                 + "for it to finish. Wait longer with Store.Options.busyTimeout",
             cause: cause)
     }

@@ -182,6 +182,9 @@ struct PostgresBulkLoadTests {
         }
         let error = try #require(seen.withLock { $0 } as? StoreError)
         #expect(error.code == .storeBusy)
+        #expect(error.message.hasPrefix(
+            "the store is being written by another session (a write of the same rows, an import loading its tables alone, "
+                + "or a schema change); waited 0.2 s for it to finish"), "\(error.message)")
         #expect(waited >= .milliseconds(150) && waited < .seconds(5))
         // Rolled back: the keys are there, as declared.
         #expect(try foreignKeys(store).count == 3)
