@@ -54,8 +54,8 @@ final class Importer {
         self.start = monotonicSeconds()
     }
 
-    /// Records per batch: the options', or the backend's.
-    var batchSize: Int { options.batchSize ?? storage.dialect.importBatchSize }
+    /// Records per batch: the options', or the backend's (its own for a table that is empty as the import begins).
+    private(set) var batchSize = 0
 
     var elapsed: Double { monotonicSeconds() - start }
 
@@ -66,6 +66,14 @@ final class Importer {
         let (descriptor, path) = try open(source)
         defer { if path != nil { JSONInput.close(descriptor) } }
         totalBytes = JSONInput.fileDescriptor(descriptor, path: path).totalBytes
+        let dialect = storage.dialect
+        do {
+            batchSize = try options.batchSize
+                ?? (dialect.loadBatchSize != dialect.importBatchSize && context.isTableEmpty(mapping.index)
+                    ? dialect.loadBatchSize : dialect.importBatchSize)
+        } catch {
+            throw Self.importError(error)
+        }
         options.logger.info(
             "import started",
             metadata: [

@@ -21,8 +21,9 @@ struct PostgresDialect: SQLDialect {
     var falseCondition: String { "FALSE" }
     var noLimit: DatabaseValue { .null }
     /// A batch costs a few statements per table, each a round trip and a plan: larger batches carry more rows per
-    /// statement (see `ImportOptions.batchSize`).
-    var importBatchSize: Int { 2_000 }
+    /// statement, most of all where every record is new rows (see `ImportOptions.batchSize`).
+    var importBatchSize: Int { 1_000 }
+    var loadBatchSize: Int { 2_000 }
 
     /// PostgreSQL sorts NULL last in ascending order: explicitly first, as SQLite sorts it.
     func order(_ term: String, ascending: Bool) -> String {

@@ -438,20 +438,36 @@ private func save(_ json: String, into store: Store) throws -> Int {
         #expect(try store.importJSON(Issue.self, from: .file(path), options: .init(decoder: ReferenceModel.decoder())).exclusiveAccess == nil)
     }
 
-    /// Without a batch size, the backend's: 500 records on SQLite (its memory goes to the page cache instead),
-    /// 2,000 on PostgreSQL (each batch costs round trips). Progress comes after each batch.
+    /// Without a batch size, the backend's: 500 records on SQLite (its memory goes to the page cache instead);
+    /// on PostgreSQL (each batch costs round trips) 2,000 into an empty table, whose records all become new rows, and
+    /// 1,000 into one that holds rows. Progress comes after each batch.
     @Test(arguments: Backend.available)
     func theDefaultBatchSizeIsTheBackends(_ backend: Backend) throws {
         let store = try backend.makeStore(entities: ReferenceModel.entities)
-        let path = try SharedFixtures.url("issues-1k.json").path
-        let seen = StatementLog()
-        var options = ImportOptions(decoder: ReferenceModel.decoder())
-        #expect(options.batchSize == nil)
-        options.progress = { seen.observer("\($0.recordsRead)") }
-        let report = try store.importJSON(Issue.self, from: .file(path), options: options)
-        #expect(report.recordsRead == 1_000)
+        // 2,500 records: the 1k fixture's, two and a half times.
+        let records = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: SharedFixtures.url("issues-1k.json"))) as? [Any])
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("batches-\(UUID().uuidString).json").path
+        try JSONSerialization.data(withJSONObject: records + records + Array(records.prefix(500))).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        func progress() throws -> [String] {
+            let seen = StatementLog()
+            var options = ImportOptions(decoder: ReferenceModel.decoder())
+            #expect(options.batchSize == nil)
+            options.progress = { seen.observer("\($0.recordsRead)") }
+            let report = try store.importJSON(Issue.self, from: .file(path), options: options)
+            #expect(report.recordsRead == 2_500)
+            return seen.all
+        }
         // After each batch, and once more at the end.
-        #expect(seen.all == (backend == .sqlite ? ["500", "1000", "1000"] : ["1000", "1000"]))
+        switch backend {
+        case .sqlite:
+            #expect(try progress() == ["500", "1000", "1500", "2000", "2500", "2500"])
+            #expect(try progress() == ["500", "1000", "1500", "2000", "2500", "2500"])
+        case .postgres:
+            #expect(try progress() == ["2000", "2500", "2500"])
+            #expect(try progress() == ["1000", "2000", "2500", "2500"])
+        }
     }
 
     @Test(arguments: Backend.available)
