@@ -105,7 +105,7 @@ final class Importer {
         }
         do {
             // On a server (writers in parallel), the import's tables are taken inside its transaction instead (below).
-            if options.exclusiveAccess, !connection.reservesRowIDs {
+            if options.exclusiveAccess, !connection.writesInParallel {
                 exclusive = try connection.takeExclusiveAccess()
                 report.exclusiveAccess = exclusive
                 if !exclusive {
@@ -141,7 +141,7 @@ final class Importer {
                     if deferredBuilds?.suspendsForeignKeys == true { context.enforcesForeignKeys = false }
                 }
             }
-            if options.exclusiveAccess, connection.reservesRowIDs {
+            if options.exclusiveAccess, connection.writesInParallel {
                 report.exclusiveAccess = deferredBuilds != nil
                 if deferredBuilds == nil {
                     options.logger.notice(

@@ -569,6 +569,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
     private let reservedRowIDs = Locked<[String: Range<Int64>]>([:])
 
     var reservesRowIDs: Bool { true }
+    var writesInParallel: Bool { true }
 
     func reserveRowIDs(table: String) throws -> Range<Int64>? {
         if let reserved = reservedRowIDs.withLock({ $0.removeValue(forKey: table) }), !reserved.isEmpty { return reserved }

@@ -162,6 +162,10 @@ package protocol DatabaseConnection: AnyObject {
     func returnRowIDs(_ rowIDs: Range<Int64>, table: String)
     /// Whether ``reserveRowIDs(table:)`` reserves row ids (a server with writers in parallel).
     var reservesRowIDs: Bool { get }
+    /// Whether other connections write beside this one's write transactions (a server): an import that asks to be
+    /// alone then takes its tables inside its transaction (``deferBuildsOfEmptyTables(writing:alone:)``), instead of
+    /// the whole store before it (``takeExclusiveAccess()``).
+    var writesInParallel: Bool { get }
     /// While `waits` is true, write transactions begun on this connection wait for other writers (the schema lock
     /// they share or hold, the rows they hold, the identities they inserted and have not committed) until those end,
     /// instead of at most the busy timeout: an import meets another import's rows for as long as that one runs, and a
@@ -204,6 +208,7 @@ extension DatabaseConnection {
     package func returnRowIDs(_ rowIDs: Range<Int64>, table: String) {}
     package func setWaitsForWriters(_ waits: Bool) {}
     package var reservesRowIDs: Bool { false }
+    package var writesInParallel: Bool { false }
 }
 
 extension DatabaseConnection {
