@@ -115,14 +115,11 @@ final class PostgresDatabaseConnection: DatabaseConnection {
 
     // MARK: - Running statements
 
-    /// Runs one statement with its arguments and returns its rows, converted to values.
-    ///
-    /// Arguments go in text format with no declared type: the server gives each parameter the type its place in the
-    /// statement needs (`bigint` next to a bigint column, `numeric` for a Decimal), as SQLite's affinity would.
-    func run(_ sql: String, postgresSQL: String, arguments: [DatabaseValue]) throws -> [[DatabaseValue]] {
-        if let willRun { try willRun(sql) }
+    /// What every statement goes through before it is sent: the store's observer and log, then the connection's
+    /// state (a transaction a failed statement aborted refuses everything; a closed connection has no handle).
+    private func willSend(_ sql: String, postgresSQL: String, logged: @autoclosure () -> Logger.Metadata) throws -> OpaquePointer {
         observer?(sql)
-        if logger.logLevel <= .trace { logger.trace("statement", metadata: ["sql": "\(sql)"]) }
+        if logger.logLevel <= .trace { logger.trace("statement", metadata: logged()) }
         if isAborted {
             throw PostgresError(
                 sqlState: "25P02", message: "an earlier statement of the transaction failed; nothing more runs until it is rolled back",
@@ -131,6 +128,16 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         guard let handle else {
             throw failure(PostgresError(sqlState: nil, message: "the connection is closed", sql: postgresSQL))
         }
+        return handle
+    }
+
+    /// Runs one statement with its arguments and returns its rows, converted to values.
+    ///
+    /// Arguments go in text format with no declared type: the server gives each parameter the type its place in the
+    /// statement needs (`bigint` next to a bigint column, `numeric` for a Decimal), as SQLite's affinity would.
+    func run(_ sql: String, postgresSQL: String, arguments: [DatabaseValue]) throws -> [[DatabaseValue]] {
+        if let willRun { try willRun(sql) }
+        let handle = try willSend(sql, postgresSQL: postgresSQL, logged: ["sql": "\(sql)"])
         let start = ContinuousClock.now
         let texts = try arguments.map { try Self.text(of: $0, sql: postgresSQL) }
         let result = withCStrings(texts) { values in
@@ -186,14 +193,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         let binary = binaryTypes.map { types in Self.fitsBinary(rows, types) } ?? false
         let sql = "COPY \(quoteIdentifier(table)) (" + columns.map(quoteIdentifier).joined(separator: ", ") + ") FROM STDIN"
             + (binary ? " (FORMAT binary)" : "")
-        observer?(sql)
-        if logger.logLevel <= .trace { logger.trace("statement", metadata: ["sql": "\(sql)", "rows": "\(rows.count)"]) }
-        if isAborted {
-            throw PostgresError(
-                sqlState: "25P02", message: "an earlier statement of the transaction failed; nothing more runs until it is rolled back",
-                sql: sql)
-        }
-        guard let handle else { throw failure(PostgresError(sqlState: nil, message: "the connection is closed", sql: sql)) }
+        let handle = try willSend(sql, postgresSQL: sql, logged: ["sql": "\(sql)", "rows": "\(rows.count)"])
         let start = ContinuousClock.now
         let started = codable_store_PQexecParams(handle, sql, 0, nil, nil, nil, nil, 0)
         if started.map(codable_store_PQresultStatus) != PGRES_COPY_IN {
