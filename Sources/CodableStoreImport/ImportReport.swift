@@ -75,8 +75,9 @@ public struct ImportReport: Sendable, Codable, Equatable {
         /// For the writer thread to take a batch's writes (the one before still waited), to write the batch before
         /// (whose objects are let go only once they are written), or to run a query of the decoder.
         public var writing = 0.0
-        /// Building the indexes of tables that were empty when the import began (see the article "Decoding API dumps" of CodableStoreCore), after
-        /// the last batch, while nothing else runs.
+        /// Building what the import deferred on tables that were empty when it began (see the article "Decoding API
+        /// dumps" of CodableStoreCore), after the last batch, while nothing else runs: SQLite's non-unique indexes;
+        /// on PostgreSQL, loading alone, the non-unique indexes and the foreign keys, each checked with one query.
         public var indexBuilds = 0.0
 
         public init(input: Double = 0, lookups: Double = 0, writing: Double = 0, indexBuilds: Double = 0) {
