@@ -192,25 +192,31 @@ final class LoadDeferral: DeferredBuilds {
             // Rows given as values: an INSERT reads nothing but its arbiter's unique index (ON CONFLICT).
             return !lowered.replacingOccurrences(of: "select * from unnest(", with: "").contains("select")
         }
-        if sql.hasPrefix("UPDATE ") {
-            // By row id: one row (SQLStorage's update), or rows given as arrays (PostgresStepGatherer's).
-            return (sql.hasSuffix(#" WHERE "_pk" = ?"#) && !sql.contains(" FROM "))
-                || named.contains { table, _ in sql.hasPrefix("UPDATE \(table) SET ") && sql.hasSuffix(" WHERE \(table).\"_pk\" = v.\"pk\"") }
+        if sql.hasPrefix("UPDATE "), sql.contains(" FROM ") {
+            // Rows given as arrays, by row id (PostgresStepGatherer's).
+            return named.contains { table, _ in sql.hasPrefix("UPDATE \(table) SET ") && sql.hasSuffix(" WHERE \(table).\"_pk\" = v.\"pk\"") }
         }
-        if sql.hasPrefix("DELETE FROM ") || (sql.hasPrefix("SELECT ") && !sql.contains(" JOIN ")) {
-            // `… FROM "T" WHERE "c" IN (…)` or `("c", "d") IN (…)`, c the first column of a unique index of T, and
-            // nothing named after it (an identity lookup, links by their pair, rows by row id).
-            guard named.count == 1, let (table, columns) = named.first,
-                let from = sql.range(of: (sql.hasPrefix("DELETE") ? "DELETE FROM " : " FROM ") + table + " WHERE ")
-            else { return false }
-            if sql.hasPrefix("SELECT "), sql[..<from.lowerBound].contains("(") { return false }
-            var condition = sql[from.upperBound...]
-            if condition.hasPrefix("(") { condition = condition.dropFirst() }
-            guard let column = columns.first(where: { condition.hasPrefix($0 + " ") || condition.hasPrefix($0 + ",") }) else { return false }
-            // The other columns of a composite key, then the values (or arrays) it is given in.
-            var rest = condition.dropFirst(column.count)
+        if sql.hasPrefix("UPDATE ") || sql.hasPrefix("DELETE FROM ") || (sql.hasPrefix("SELECT ") && !sql.contains(" JOIN ")) {
+            // `… "T" … WHERE "c" = ? AND …`, `"c" IN (…)` or `("c", "d") IN (…)`, c the first column of a unique index
+            // of T: a row by row id, an identity lookup, a link by its pair (moved, or removed).
+            guard named.count == 1, let (table, columns) = named.first else { return false }
+            let condition: Substring
+            if sql.hasPrefix("UPDATE ") {
+                guard sql.hasPrefix("UPDATE \(table) SET "), let clause = sql.range(of: " WHERE ", options: .backwards) else { return false }
+                condition = sql[clause.upperBound...]
+            } else {
+                guard let from = sql.range(of: (sql.hasPrefix("DELETE") ? "DELETE FROM " : " FROM ") + table + " WHERE ") else { return false }
+                if sql.hasPrefix("SELECT "), sql[..<from.lowerBound].contains("(") { return false }
+                condition = sql[from.upperBound...]
+            }
+            let opened = condition.hasPrefix("(") ? condition.dropFirst() : condition
+            guard let column = columns.first(where: { opened.hasPrefix($0 + " ") || opened.hasPrefix($0 + ",") }) else { return false }
+            // The other columns of a composite key, then the values (or arrays) it is given in, then conditions that
+            // can only narrow what the index finds.
+            var rest = opened.dropFirst(column.count)
             if rest.hasPrefix(", "), let list = rest.range(of: ") IN (") { rest = rest[list.upperBound...] }
-            return !rest.contains("\"")
+            let lowered = rest.lowercased()
+            return !rest.contains("\"") || (!lowered.contains(" or ") && !lowered.contains("select"))
         }
         if sql.hasPrefix("SELECT "), sql.contains(#"(SELECT DISTINCT "owner" FROM (VALUES "#) {
             // A to-many's members (PostgresDialect.membershipSQL): each owner probes `FROM "T" WHERE "c" = o."owner"`.

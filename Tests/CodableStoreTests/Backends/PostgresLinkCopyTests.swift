@@ -94,4 +94,28 @@ struct PostgresLinkCopyTests {
         #expect(try links(store) == expected)
         #expect(try storedRows(store, #"SELECT count(*) FROM "CopyPlaylist""#) == [["200"]])
     }
+
+    /// Loaded alone into empty tables, the join table's reverse index waits for the end (`LoadDeferral`): moving a
+    /// link (its pair is the unique key) and relinking stored rows need no earlier build.
+    @Test func reorderedLinksOfALoadAloneNeedNoEarlyIndexBuild() throws {
+        let (store, statements) = try observedStore()
+        let dump = FileManager.default.temporaryDirectory.appendingPathComponent("reordered-\(UUID().uuidString).json")
+        try Data(#"""
+            [{"id":1,"songs":[{"id":10},{"id":11},{"id":12}]},
+             {"id":2,"songs":[{"id":11}]},
+             {"id":1,"songs":[12,10,11]},
+             {"id":2,"songs":[10,11]}]
+            """#.utf8).write(to: dump)
+        defer { try? FileManager.default.removeItem(at: dump) }
+        statements.withLock { $0.removeAll() }
+        var options = ImportOptions(batchSize: 2)
+        options.exclusiveAccess = true
+        let report = try store.importJSON(CopyPlaylist.self, from: .file(dump.path), options: options)
+        #expect(report.exclusiveAccess == true)
+        let run = statements.withLock { $0 }
+        let moved = try #require(run.firstIndex { $0.hasPrefix(#"UPDATE "CopyPlaylist_songs" SET "position""#) })
+        let made = try #require(run.firstIndex { $0.hasPrefix("CREATE INDEX") })
+        #expect(made > moved)
+        #expect(try links(store) == [["1", "12", "0"], ["1", "10", "1"], ["1", "11", "2"], ["2", "10", "0"], ["2", "11", "1"]])
+    }
 }
