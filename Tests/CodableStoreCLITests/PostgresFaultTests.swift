@@ -228,7 +228,6 @@ struct PostgresFaultTests {
                 || error.hasPrefix("error: store: lost the connection to \(store): "),
             "\(error)")
         try server.resizeDisk(toMiB: 400)
-        if !server.isRunning { try server.start() }
         try server.waitUntilReady()
         #expect(try count(server, "full") == 0)
         try completeAndCompare(dump, server, "full", expected: Self.export(of: dump))

@@ -74,10 +74,14 @@ final class PrivatePostgres: @unchecked Sendable {  // used by one test at a tim
     var isRunning: Bool { (try? asOwner("pg_ctl", ["-D", "\(folder)/data", "status"])) != nil }
 
     /// Waits (up to a minute) until the server accepts connections: after it restarted by itself (a crash), it
-    /// recovers first.
+    /// recovers first; a server that stopped (out of room for its write-ahead log, it shuts down, which takes a
+    /// moment after the failed import has ended) is started again.
     func waitUntilReady() throws {
         let deadline = ContinuousClock.now + .seconds(60)
-        while (try? sql("SELECT 1")) == nil, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        while (try? sql("SELECT 1")) == nil, ContinuousClock.now < deadline {
+            if !isRunning { try start() }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
         try sql("SELECT 1")
     }
 
