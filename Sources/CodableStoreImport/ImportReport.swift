@@ -115,7 +115,8 @@ public struct ImportReport: Sendable, Codable, Equatable {
     public var sync: Sync?
     /// Whether the import held the store for itself, as ``ImportOptions/exclusiveAccess`` asked: false when another
     /// connection had the store open (or the backend cannot), so that it ran in WAL mode; on PostgreSQL, whether it
-    /// held its empty tables and added their foreign keys after the load. Nil when it was not asked.
+    /// held its empty tables and made their foreign keys and non-unique indexes after the load. Nil when it was not
+    /// asked.
     public var exclusiveAccess: Bool?
     /// Records skipped without decoding because their rows were stored exactly as they would write them (see
     /// ``ImportOptions/skipsUnchangedRecords``; they count as unchanged in ``entities``); nil when the import did

@@ -117,17 +117,16 @@ final class LoadDeferral: DeferredBuilds {
             try? connection.rollbackToSavepoint(named: savepoint)
             throw error
         }
-        var uniqueColumns: [String: Set<String>] = [:]
+        // Every table whose indexes wait, with the first columns of its unique indexes (perhaps none).
+        var uniqueColumns = Dictionary(pendingIndexes.map { (quoteIdentifier($0.table), Set<String>()) }) { first, _ in first }
         if !pendingIndexes.isEmpty {
-            let tables = Set(pendingIndexes.map(\.table))
-            for (table, column) in try uniqueLeadingColumns(on: connection) where tables.contains(table) {
-                uniqueColumns[quoteIdentifier(table), default: []].insert(quoteIdentifier(column))
+            for (table, column) in try uniqueLeadingColumns(on: connection) where uniqueColumns[quoteIdentifier(table)] != nil {
+                uniqueColumns[quoteIdentifier(table)]!.insert(quoteIdentifier(column))
             }
-            for table in tables { uniqueColumns[quoteIdentifier(table), default: []].formUnion([]) }
         }
         let deferral = LoadDeferral(connection: connection, deferred: pending, indexes: pendingIndexes, uniqueColumns: uniqueColumns)
         if !pendingIndexes.isEmpty {
-            // Statements prepared before would run without the indexes, unseen.
+            // From here on, every statement of the connection passes the guard until the indexes are made.
             connection.willRun = { [weak deferral] sql in try deferral?.check(sql) }
         }
         return deferral

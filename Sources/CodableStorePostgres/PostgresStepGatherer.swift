@@ -10,7 +10,8 @@ import Foundation
 /// (binary, where every column has a binary form: the whole import 0.93x the wall time and 0.94x the client CPU of text);
 /// 200k links 0.61-0.77 s by COPY straight into the table, 0.80 s by `unnest` with `ON CONFLICT DO NOTHING`, 1.46 s by
 /// COPY into a TEMP staging table then the same upsert (emptying the staging table, `TRUNCATE`, costs more than the
-/// COPY saves): links keep `unnest`, whose `ON CONFLICT` keeps a link that another writer inserted meanwhile.
+/// COPY saves): links go by COPY straight into the join table where they cannot exist yet (a side is a row the plan
+/// inserts), and otherwise by `unnest`, whose `ON CONFLICT` keeps a link that another writer inserted meanwhile.
 ///
 /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/functions-array.html>,
 /// <https://www.postgresql.org/docs/current/arrays.html#ARRAYS-INPUT>
@@ -37,6 +38,12 @@ final class PostgresStepGatherer: StepGatherer {
     private struct Link: Hashable {
         let source: Int64
         let target: Int64
+    }
+
+    /// A link's two values as a key, without an array allocated per link.
+    private struct Pair: Hashable {
+        let first: DatabaseValue
+        let second: DatabaseValue
     }
 
     private enum Key: Hashable {
@@ -181,7 +188,7 @@ final class PostgresStepGatherer: StepGatherer {
         case .link(let table):
             // One row per link (a second position for the same link in one statement is refused): the last wins.
             let join = model.joinTables[table]
-            var latest = Self.sorted(lastOfEach(rows) { [$0[$0.startIndex], $0[$0.startIndex + 1]] }, by: [0, 1])
+            var latest = Self.sorted(lastOfEach(rows) { Pair(first: $0[$0.startIndex], second: $0[$0.startIndex + 1]) }, by: [0, 1])
             if let connection {
                 // The links of a row this plan inserted are new: COPY, without the upsert's probe of the unique index
                 // for each (1.34M links of 1M reference records, psql: 2.8 s by COPY, 4.9 s by INSERT … ON CONFLICT).
