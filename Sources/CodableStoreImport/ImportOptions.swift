@@ -139,17 +139,17 @@ public struct ImportOptions: @unchecked Sendable {
     /// objects are still upserted): a re-import of a dump that changed little does a fraction of the work. On by
     /// default.
     ///
-    /// Each row of a SQLite store keeps a keyed digest of the record an import last wrote it from (`_digest`), which
+    /// Each row keeps a keyed digest of the record an import last wrote it from (`_digest`), which
     /// every other change clears: updates, link changes from either side and deletions of rows it refers to made
-    /// through CodableStore, migrations, and the same changes made by SQL of other programs (triggers the import
-    /// installs, see `Store/forgetImportDigests()`). A record whose digest matches its row's is skipped and counted
+    /// through CodableStore, migrations, and the same changes made by SQL of other programs (triggers that the import,
+    /// or on PostgreSQL the schema, installs; see `Store/forgetImportDigests()`). A record whose digest matches its row's is skipped and counted
     /// as unchanged (``ImportReport/unchangedRecordsSkipped``): the store ends as an import that decodes every record
     /// would leave it.
     ///
     /// It applies to the default import (stop policy, one transaction) of entities with an identity and without
     /// custom decoding, `prepareForDecoding` or to-many relationships stored by foreign key, with a decoder whose
     /// strategies are not closures or formatters, into a store without triggers of its own (one could change a row
-    /// after its digest was written); elsewhere records are decoded as usual. Ignored on PostgreSQL.
+    /// after its digest was written); elsewhere records are decoded as usual.
     public var skipsUnchangedRecords: Bool
     /// The decoder, with its strategies (dates, keys, references).
     public var decoder: StoreDecoder

@@ -28,7 +28,7 @@ final class Importer {
     var syncTracker: SyncTracker?
     /// While unchanged records are skipped: the hasher each record's digest starts from (see ``RecordDigests``).
     var stamper: BatchIdentityCollector.Stamper?
-    /// In one transaction: whether the store has triggers besides its ``StampGuards`` (asked once the write lock is
+    /// In one transaction: whether the store has triggers besides its stamp guards (asked once the write lock is
     /// held, so that nobody adds one meanwhile).
     var storeHasTriggers = true
     /// How many times a batch committed alone runs at most (`Store.Options.maximumWriteAttempts`).
@@ -281,8 +281,8 @@ final class Importer {
     }
 
     /// Reads which entities have digests (every save of the import keeps them right), and, when this import may skip
-    /// unchanged records, marks the entity as one with digests, guards them (``StampGuards``) and reads the store's
-    /// key (see ``RecordDigests``). Digests of an entity that was not guarded may be stale: the key is then forgotten.
+    /// unchanged records, marks the entity as one with digests, guards them (`DatabaseConnection.installStampGuards`)
+    /// and reads the store's key (see ``RecordDigests``). Digests of an entity that was not guarded may be stale: the key is then forgotten.
     /// On the connection before the reader starts: the writer thread has nothing to do yet.
     private func prepareDigests() throws {
         guard storage.dialect.storesStamps else { return }
@@ -296,11 +296,11 @@ final class Importer {
                 return
             }
             var marked = try RowStamps.markStamped(mapping.index, model, on: connection)
-            if try !StampGuards.install(guarding: marked, previous: digested, storage: storage, on: connection) {
+            if try !connection.installStampGuards(guarding: marked, previous: digested, storage: storage) {
                 options.logger.notice("import digests were not guarded: every record is decoded once more")
                 try RowStamps.forgetAll(on: connection)
                 marked = try RowStamps.markStamped(mapping.index, model, on: connection)
-                _ = try StampGuards.install(guarding: marked, previous: [], storage: storage, on: connection)
+                _ = try connection.installStampGuards(guarding: marked, previous: [], storage: storage)
             }
             context.stampedEntityIndexes = marked
             stamper = RecordDigests.stamper(key: try RowStamps.key(on: connection), fingerprint: fingerprint)

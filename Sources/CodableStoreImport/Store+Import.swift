@@ -121,10 +121,11 @@ extension Store {
     /// Makes every row's import digest stale, so that the next import with ``ImportOptions/skipsUnchangedRecords``
     /// decodes every record again (and records new digests).
     ///
-    /// SQL of other programs clears the digests of what it changes by itself: an import that skips records installs
-    /// triggers named `_codablestore_digest_…` that do. Call this after SQL that bypassed them: run on a connection
-    /// with triggers turned off (`SQLITE_DBCONFIG_ENABLE_TRIGGER`), after the triggers were dropped, or that set
-    /// `_digest` itself.
+    /// SQL of other programs clears the digests of what it changes by itself: triggers named `_codablestore_digest_…`
+    /// do (on SQLite installed by the first import that skips records, on PostgreSQL with the schema). Call this after
+    /// SQL that bypassed them: run on a connection with triggers turned off (`SQLITE_DBCONFIG_ENABLE_TRIGGER`, or
+    /// PostgreSQL's `session_replication_role = replica`), in a PostgreSQL transaction that set `codablestore.quiet`,
+    /// after the triggers were dropped, or that set `_digest` itself.
     public func forgetImportDigests() throws {
         try write { context in try RowStamps.forgetAll(on: context.connection) }
     }

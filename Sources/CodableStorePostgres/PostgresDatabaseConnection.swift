@@ -550,9 +550,12 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             let lock = exclusive ? "pg_advisory_xact_lock" : "pg_advisory_xact_lock_shared"
             // 0: no timeout (an import waiting for another's rows; see setWaitsForWriters).
             let timeout = waitsForWriters ? 0 : max(1, Int(busyTimeout))
+            // The store's writes keep row stamps right themselves: the stamp guards stay quiet for them (see
+            // PostgresStampGuards).
             _ = try run(
-                "SELECT set_config('lock_timeout', …), \(lock)(…)",
+                "SELECT set_config('lock_timeout', …), set_config('\(PostgresStampGuards.quietSetting)', …), \(lock)(…)",
                 postgresSQL: "SELECT set_config('lock_timeout', '\(timeout)', true), "
+                    + "set_config('\(PostgresStampGuards.quietSetting)', 'on', true), "
                     + "\(lock)(hashtextextended('codablestore.' || current_schema(), 0))",
                 arguments: [])
         } catch {
@@ -679,14 +682,22 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         alone ? try LoadDeferral.begin(on: self, tables: tables) : nil
     }
 
-    /// Any trigger on a table of the store's schema (the current one), the internal ones that check foreign keys
-    /// aside: a trigger fires on its own table's changes, so those of other schemas never see the store's.
+    /// Any trigger on a table of the store's schema (the current one), the internal ones that check foreign keys and
+    /// the store's stamp guards aside: a trigger fires on its own table's changes, so those of other schemas never
+    /// see the store's.
     func hasTriggers() throws -> Bool {
-        try scalar(
+        let prefix = PostgresStampGuards.namePrefix
+        return try scalar(
             sql: "SELECT 1 FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
                 // Not `current_schema()::regnamespace`: that reads the name as SQL, folding a mixed-case one to lower case.
                 + "WHERE NOT t.tgisinternal AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
-                + "LIMIT 1") != nil
+                + "AND substr(t.tgname, 1, \(prefix.utf8.count)) <> '\(prefix)' LIMIT 1") != nil
+    }
+
+    /// The guards are made with the schema (see ``PostgresStampGuards``): here only checked, and made again when one
+    /// is missing or changed.
+    func installStampGuards(guarding entities: Set<Int>, previous: Set<Int>, storage: SQLStorage) throws -> Bool {
+        try PostgresStampGuards.install(storage.model, guarding: !previous.isEmpty, on: self)
     }
 
     func rollbackIgnoringErrors() {

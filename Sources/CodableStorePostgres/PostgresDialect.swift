@@ -24,6 +24,8 @@ struct PostgresDialect: SQLDialect {
     /// statement, most of all where every record is new rows (see `ImportOptions.batchSize`).
     var importBatchSize: Int { 1_000 }
     var loadBatchSize: Int { 2_000 }
+    /// Each entity table has a `_digest` column (see ``PostgresSchema``), guarded by ``PostgresStampGuards``.
+    var storesStamps: Bool { true }
 
     /// PostgreSQL sorts NULL last in ascending order: explicitly first, as SQLite sorts it.
     func order(_ term: String, ascending: Bool) -> String {

@@ -37,6 +37,7 @@ enum PostgresSchema {
                 try create(model, on: connection)
                 try record(declared, on: connection)
                 try MigrationHistory.record(migrations, as: .recordedAtCreation, on: connection)
+                _ = try PostgresStampGuards.install(model, guarding: false, on: connection)
                 return
             }
             let stored = try SchemaSnapshot.stored(json, declared: declared)
@@ -48,9 +49,13 @@ enum PostgresSchema {
             // Migrations without steps (their changes made on the server by hand) are recorded as they come.
             try MigrationHistory.record(pending, as: .ran, on: connection)
             guard stored != declared else {
-                try addRowIDSequences(model, on: connection)
+                try upgrade(model, on: connection)
                 return
             }
+            // The guards' bodies name tables and columns that the changes below may drop or rename; stamps made for
+            // the stored model no longer say what a record of the declared one would write (see RowStamps).
+            try PostgresStampGuards.dropAll(on: connection)
+            try RowStamps.forgetAll(on: connection)
             let (additive, incompatible) = declared.differences(from: stored)
             if !incompatible.isEmpty {
                 switch policy {
@@ -64,13 +69,14 @@ enum PostgresSchema {
                     }
                     try create(model, on: connection)
                     try record(declared, on: connection)
+                    _ = try PostgresStampGuards.install(model, guarding: false, on: connection)
                     onReset(incompatible)
                     return
                 }
             }
             logger.info("store schema migrated", metadata: ["changes": "\(additive)"])
             try migrateAdditively(from: stored, to: model, on: connection)
-            try addRowIDSequences(model, on: connection)
+            try upgrade(model, on: connection)
             try record(declared, on: connection)
         }
     }
@@ -110,6 +116,27 @@ enum PostgresSchema {
         ).compactMap { if case .text(let name) = $0[0] { name } else { nil } }
     }
 
+    /// Brings tables made by earlier versions up to date: row id sequences, stamp columns, stamp guards.
+    private static func upgrade(_ model: Schema, on connection: any DatabaseConnection) throws {
+        try addRowIDSequences(model, on: connection)
+        for table in try tablesWithoutStampColumn(model, on: connection) {
+            try connection.execute(sql: "ALTER TABLE \(quoteIdentifier(table)) ADD COLUMN \"_digest\" bigint")
+        }
+        _ = try PostgresStampGuards.install(model, guarding: false, on: connection)
+    }
+
+    /// The entity tables without a `_digest` column (stores created before PostgreSQL kept row stamps).
+    private static func tablesWithoutStampColumn(_ model: Schema, on connection: any DatabaseConnection) throws -> [String] {
+        let literal = PostgresStepGatherer.arrayLiteral(model.mappings.map { .text($0.name) })
+        return try connection.rows(
+            sql: "SELECT c.relname FROM pg_class c "
+                + "WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
+                + "AND c.relname = ANY (?::text[]) AND c.relkind IN ('r', 'p') AND NOT EXISTS (SELECT 1 FROM pg_attribute a "
+                + "WHERE a.attrelid = c.oid AND a.attname = '_digest' AND NOT a.attisdropped) ORDER BY c.relname",
+            arguments: [.text(literal)]
+        ).compactMap { if case .text(let name) = $0[0] { name } else { nil } }
+    }
+
     /// Gives the `_pk` of tables created before row ids came from the server a sequence that starts after their rows.
     private static func addRowIDSequences(_ model: Schema, on connection: any DatabaseConnection) throws {
         for table in try tablesWithoutRowIDSequence(model, on: connection) {
@@ -121,8 +148,8 @@ enum PostgresSchema {
         }
     }
 
-    /// Whether the schema holds the declared model, has recorded every migration, has the folding function and a
-    /// row id sequence for every table.
+    /// Whether the schema holds the declared model, has recorded every migration, has the folding function, a row id
+    /// sequence and a stamp column for every table, and its stamp guards as made.
     private static func isCurrent(
         _ declared: SchemaSnapshot, model: Schema, migrations: [Migration], on connection: any DatabaseConnection
     ) throws -> Bool {
@@ -138,6 +165,7 @@ enum PostgresSchema {
             sql: "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
                 + "WHERE n.nspname = current_schema() AND p.proname = 'codablestore_fold'")
         return try folding != .integer(0) && tablesWithoutRowIDSequence(model, on: connection).isEmpty
+            && tablesWithoutStampColumn(model, on: connection).isEmpty && PostgresStampGuards.areCurrent(model, on: connection)
     }
 
     private static func userTables(_ connection: any DatabaseConnection) throws -> [String] {
@@ -202,8 +230,9 @@ enum PostgresSchema {
 
     static func createTable(_ mapping: EntitySchema, model: Schema, on connection: any DatabaseConnection) throws {
         // Writers take row ids from the sequence in blocks (see PostgresDatabaseConnection.reserveRowIDs).
+        // "_digest": the row's stamp (see RowStamps, PostgresStampGuards).
         let definitions = ["\"_pk\" bigint GENERATED BY DEFAULT AS IDENTITY (INCREMENT BY \(rowIDBlock)) PRIMARY KEY"]
-            + mapping.columns.map { columnDefinition($0, model: model) }
+            + mapping.columns.map { columnDefinition($0, model: model) } + ["\"_digest\" bigint"]
         try connection.execute(sql: "CREATE TABLE \(quoteIdentifier(mapping.name)) (\(definitions.joined(separator: ", ")))")
         for index in RequiredIndex.all(of: mapping) { try create(index, on: connection) }
     }

@@ -149,8 +149,9 @@ final class PostgresStepGatherer: StepGatherer {
         switch key {
         case .insert(let entity):
             let mapping = model.mappings[entity]
-            let columns = ["_pk"] + mapping.columns[..<mapping.insertColumnCount].map(\.name)
+            let columns = ["_pk"] + mapping.columns[..<mapping.insertColumnCount].map(\.name) + (storage.storesStamps ? ["_digest"] : [])
             let types = ["bigint"] + mapping.columns[..<mapping.insertColumnCount].map(PostgresSchema.arrayElementType)
+                + (storage.storesStamps ? ["bigint"] : [])
             let sql = "INSERT INTO \(quoteIdentifier(mapping.name)) (" + columns.map(quoteIdentifier).joined(separator: ", ")
                 + ") SELECT * FROM " + unnest(types)
             // In identity order: writers that insert the same identities at once wait for each other in one order.
@@ -169,15 +170,16 @@ final class PostgresStepGatherer: StepGatherer {
             }
         case .update(let entity, let fields):
             let mapping = model.mappings[entity]
+            // Values: the fields', the stamp where the store keeps them, the row id (see WritePlan.Step.update).
             // The last update of a row wins, as it would have run last; rows in row id order.
-            let latest = Self.sorted(lastOfEach(rows) { $0.last! }, by: [fields.count])
-            let names = (0..<fields.count).map { "v\($0)" }
+            let columns = fields.map { mapping.columnNameOfField[$0]! } + (storage.storesStamps ? ["_digest"] : [])
+            let latest = Self.sorted(lastOfEach(rows) { $0.last! }, by: [columns.count])
+            let names = (0..<columns.count).map { "v\($0)" }
             let types = fields.map { field in
                 mapping.columns[Int(mapping.columnOfField[field]) - 1]
-            }.map(PostgresSchema.arrayElementType) + ["bigint"]
+            }.map(PostgresSchema.arrayElementType) + (storage.storesStamps ? ["bigint"] : []) + ["bigint"]
             let sql = "UPDATE \(quoteIdentifier(mapping.name)) SET "
-                + zip(fields, names).map { "\(quoteIdentifier(mapping.columnNameOfField[$0]!)) = v.\(quoteIdentifier($1))" }
-                    .joined(separator: ", ")
+                + zip(columns, names).map { "\(quoteIdentifier($0)) = v.\(quoteIdentifier($1))" }.joined(separator: ", ")
                 + " FROM " + unnest(types) + " AS v (" + (names + ["pk"]).map(quoteIdentifier).joined(separator: ", ")
                 + ") WHERE \(quoteIdentifier(mapping.name)).\"_pk\" = v.\"pk\""
             do {
@@ -247,6 +249,7 @@ final class PostgresStepGatherer: StepGatherer {
             default: return nil
             }
         }
+        if storage.storesStamps { types.append(.int8) }
         return types
     }
 

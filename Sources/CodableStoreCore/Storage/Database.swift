@@ -146,6 +146,13 @@ package protocol DatabaseConnection: AnyObject {
     /// besides the store's ``StampGuards``: an import then keeps no cache of stored rows (see `RowCache`), and
     /// skips no records (``ImportOptions/skipsUnchangedRecords``).
     func hasTriggers() throws -> Bool
+    /// Makes the store's stamp guards (triggers that clear a row's stamp when SQL of another program changes what the
+    /// row's record would write; see ``RowStamps``) guard at least the rows of `entities`, in the caller's write
+    /// transaction. Returns whether the guards of `previous` (the entities whose rows had stamps) were all there as
+    /// made: if one was dropped or changed, their stamps may be stale. SQLite's are ``StampGuards``, installed per
+    /// stamped entity; a server's are installed with the schema (for every entity whose rows can keep stamps), and
+    /// made again here only when one is missing or changed.
+    func installStampGuards(guarding entities: Set<Int>, previous: Set<Int>, storage: SQLStorage) throws -> Bool
     /// Takes the database for this connection alone until ``releaseExclusiveAccess()``, outside a transaction: other
     /// connections can neither read nor write it meanwhile, and SQLite writes each changed page once (a rollback
     /// journal) instead of twice (into the WAL, then by a checkpoint). False, with nothing changed, when another
@@ -302,6 +309,10 @@ extension Connection: DatabaseConnection {
     package func deferBuildsOfEmptyTables(writing tables: Set<String>, alone: Bool) throws -> (any DeferredBuilds)? {
         guard try scalar(sql: "PRAGMA foreign_keys") == .integer(0) else { return nil }
         return try IndexDeferral.begin(on: self)
+    }
+
+    package func installStampGuards(guarding entities: Set<Int>, previous: Set<Int>, storage: SQLStorage) throws -> Bool {
+        try StampGuards.install(guarding: entities, previous: previous, storage: storage, on: self)
     }
 
     package func hasTriggers() throws -> Bool {

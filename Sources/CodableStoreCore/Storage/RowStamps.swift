@@ -5,7 +5,7 @@
 /// record whose digest its row still carries (`RecordDigests`, in `CodableStoreImport`). The core only keeps the
 /// promise that makes such a skip safe, on every path that writes:
 ///
-/// **The stamp.** Each row of a SQLite store has a `_digest` column (``SQLDialect/storesStamps``; the name is its
+/// **The stamp.** Each row has a `_digest` column (``SQLDialect/storesStamps``; the name is its
 /// first user's), an `Int64` or NULL. A decoder given a record's stamp (`StoreDecoderImpl.useRecordStamp(_:)`)
 /// hands it to the object it decodes (`Context.applyStamp(_:_:)`), unless the record left a reference unresolved.
 ///
@@ -17,8 +17,9 @@
 ///   (``WritePlan/Step/clearStampsReferring(entity:destination:rowID:)``), for the entities whose rows have stamps
 ///   (``stampedEntities(_:on:)``, kept in the metadata table);
 /// - a migration forgets the key (``forgetAll(on:)``): stamps made with it no longer match anything;
-/// - SQL of other programs fires the store's ``StampGuards`` (installed by whoever marks an entity stamped), which
-///   clear the same; the store's own writer fires none (``StampGuards/quiet(on:)``).
+/// - SQL of other programs fires the store's guards (`DatabaseConnection.installStampGuards`:
+///   SQLite's ``StampGuards``, installed by whoever marks an entity stamped; on PostgreSQL, `PostgresStampGuards`,
+///   made with the schema), which clear the same; the store's own writes fire none.
 ///
 /// Only entities whose rows hold all they are can keep that promise (``canStamp(_:)``): with an identity, and no
 /// relationship stored in another table's rows (a to-many by foreign key changes without the owner's row).

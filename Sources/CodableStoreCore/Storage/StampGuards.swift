@@ -65,7 +65,7 @@ package enum StampGuards {
     /// Makes the store's guards those of `entities`: creates the missing ones, drops the others. Returns whether the
     /// guards of `previous` (the entities that had stamps) were all there as made: if one was dropped or changed,
     /// their stamps may be stale. In the caller's write transaction, on SQLite.
-    package static func install(
+    static func install(
         guarding entities: Set<Int>, previous: Set<Int>, storage: SQLStorage, on connection: any DatabaseConnection
     ) throws -> Bool {
         let installed = try self.installed(on: connection)
