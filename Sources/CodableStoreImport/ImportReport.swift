@@ -157,7 +157,7 @@ public struct ImportReport: Sendable, Codable, Equatable {
                     + (counts.deleted > 0 ? ", \(counts.deleted) deleted" : ""))
         }
         switch exclusiveAccess {
-        case true?: lines.append("the store was held exclusively (SQLite: a rollback journal; PostgreSQL: its tables, keys added after the load)")
+        case true?: lines.append("the store was held exclusively (SQLite: a rollback journal; PostgreSQL: its tables, indexes and keys made after the load)")
         case false?: lines.append("exclusive access not granted (another connection had the store open; PostgreSQL: or its tables, or they held rows): imported beside it")
         case nil: break
         }

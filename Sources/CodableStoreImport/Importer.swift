@@ -145,7 +145,7 @@ final class Importer {
                 report.exclusiveAccess = deferredBuilds != nil
                 if deferredBuilds == nil {
                     options.logger.notice(
-                        "exclusive access not granted: the import commits every batch, its tables hold rows, or another session uses them; foreign keys are checked row by row")
+                        "exclusive access not granted: the import commits every batch, its tables hold rows, or another session uses them; foreign keys are checked and indexes updated row by row")
                 }
             }
             try startWriting()

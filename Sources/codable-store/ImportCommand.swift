@@ -60,7 +60,7 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "Commit every batch (an interrupted import keeps what was committed and can be run again; imports of one store running at once interleave their batches).")
     var commitEveryBatch = false
 
-    @Flag(help: "Take the store for the import alone: 5-15% faster into empty tables on SQLite, which then writes each page once (a rollback journal instead of the WAL); on PostgreSQL, the foreign keys of empty tables are added after the load (about 40% faster). Nobody else can read the store (PostgreSQL: the import's tables) until the import ends. Not granted, and the import runs as usual, when another connection has the store (or the tables) open.")
+    @Flag(help: "Take the store for the import alone: 5-15% faster into empty tables on SQLite, which then writes each page once (a rollback journal instead of the WAL); on PostgreSQL, the foreign keys and non-unique indexes of empty tables are made after the load (about 40% faster). Nobody else can read the store (PostgreSQL: the import's tables) until the import ends. Not granted, and the import runs as usual, when another connection has the store (or the tables) open.")
     var exclusive = false
 
     @Flag(inversion: .prefixedNo, help: "Skip the records whose rows are stored exactly as an earlier import of the same record left them (SQLite stores only; on by default): a re-import of a dump that changed little decodes and writes only what changed. Rows changed since, by CodableStore or by SQL of other programs, are decoded again: see ImportOptions.skipsUnchangedRecords.")

@@ -152,7 +152,7 @@ enum CLI {
         let store = directory.appendingPathComponent("x.sqlite").path
         let imported = try CLI.run(["import", "issues", CLI.fixture, "--store", store, "--exclusive"])
         #expect(imported.status == 0, "\(imported.stderr)")
-        #expect(imported.stdout.contains("the store was held exclusively (SQLite: a rollback journal; PostgreSQL: its tables, keys added after the load)"))
+        #expect(imported.stdout.contains("the store was held exclusively (SQLite: a rollback journal; PostgreSQL: its tables, indexes and keys made after the load)"))
         #expect(try Connection(path: store).scalar(sql: "PRAGMA journal_mode") == .text("wal"))
         // Refused while another connection has the store open: imported all the same, in WAL mode.
         let other = try Connection(path: store)
