@@ -27,6 +27,16 @@ struct PostgresDialect: SQLDialect {
     /// Each entity table has a `_digest` column (see ``PostgresSchema``), guarded by ``PostgresStampGuards``.
     var storesStamps: Bool { true }
 
+    /// psql, 50 lookups of 1,000 random identities in 1M rows: 0.35 s with one array parameter, 0.49 s with an `IN`
+    /// list of 1,000 parameters (each one parsed, and the plan made with each).
+    func listCondition(for column: EntitySchema.Column) -> String? {
+        "\(quoteIdentifier(column.name)) = ANY (?::\(PostgresSchema.arrayElementType(column))[])"
+    }
+
+    func listParameter(_ values: [DatabaseValue]) -> DatabaseValue {
+        .text(PostgresStepGatherer.arrayLiteral(values))
+    }
+
     /// PostgreSQL sorts NULL last in ascending order: explicitly first, as SQLite sorts it.
     func order(_ term: String, ascending: Bool) -> String {
         term + (ascending ? " ASC NULLS FIRST" : " DESC NULLS LAST")

@@ -41,6 +41,12 @@ package protocol SQLDialect: Sendable {
     /// Whether entity tables have the `_digest` column, each row's stamp (see ``RowStamps``): every insert and update
     /// then writes it, and the store keeps the promise that a row keeps its stamp only while nothing else changed it.
     var storesStamps: Bool { get }
+    /// A condition that matches any of a list of values of `column` bound as one parameter (`"id" = ANY (?::bigint[])`,
+    /// the parameter made by ``listParameter(_:)``), for identity lookups of a single-column identity; nil (the
+    /// default) for an `IN` list of one parameter per value.
+    func listCondition(for column: EntitySchema.Column) -> String?
+    /// The parameter of a ``listCondition(for:)``.
+    func listParameter(_ values: [DatabaseValue]) -> DatabaseValue
 
     /// `term ASC`/`term DESC`, with NULL first in ascending order.
     func order(_ term: String, ascending: Bool) -> String
@@ -79,6 +85,8 @@ extension SQLDialect {
     package var importBatchSize: Int { 500 }
     package var loadBatchSize: Int { importBatchSize }
     package var storesStamps: Bool { false }
+    package func listCondition(for column: EntitySchema.Column) -> String? { nil }
+    package func listParameter(_ values: [DatabaseValue]) -> DatabaseValue { .null }
 
     package func valuesParameter(for column: EntitySchema.Column) -> String { "?" }
 

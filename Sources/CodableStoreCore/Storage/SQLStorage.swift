@@ -323,6 +323,22 @@ package final class SQLStorage: Sendable {
         return sql
     }
 
+    /// The lookup of a list of identities bound as one parameter, where the dialect has one for the entity's identity
+    /// (``SQLDialect/listCondition(for:)``).
+    private func listLookupSQL(entity: Int, withStamp: Bool) -> String? {
+        let mapping = model.mappings[entity]
+        guard mapping.identityColumns.count == 1 else { return nil }
+        // Rows 0: the key of the list form (an IN list has at least one row).
+        let key = LookupKey(entity: entity, rows: 0, withStamp: withStamp)
+        if let cached = lookups.withLock({ $0[key] }) { return cached }
+        guard let column = mapping.columns.first(where: { $0.name == mapping.identityColumns[0] }),
+            let condition = dialect.listCondition(for: column)
+        else { return nil }
+        let sql = (withStamp ? entities[entity].selectWithStamp : selectSQL(mapping)) + " WHERE " + condition
+        lookups.withLock { $0[key] = sql }
+        return sql
+    }
+
     /// Looks up the stored rows of `keys` with the statement of their size, calling `row` on each row found (the
     /// row id, then the columns of ``SQLStorage/selectSQL(_:)``, then with `withStamp` the `_digest` column).
     package func lookUp(
@@ -330,6 +346,19 @@ package final class SQLStorage: Sendable {
         statements: (String) throws -> any DatabaseStatement, row: (any DatabaseStatement) throws -> Void
     ) throws {
         guard !keys.isEmpty else { return }
+        if let sql = listLookupSQL(entity: entity, withStamp: withStamp) {
+            // The keys as one list parameter, up to the largest lookup size at a time.
+            let statement = try statements(sql)
+            var values: [DatabaseValue] = []
+            for chunk in stride(from: 0, to: keys.count, by: Self.lookupSizes.last!) {
+                values.removeAll(keepingCapacity: true)
+                for key in keys[chunk..<min(chunk + Self.lookupSizes.last!, keys.count)] { key.forEach { values.append($0) } }
+                try statement.bind(dialect.listParameter(values), at: 1)
+                defer { statement.reset() }
+                while try statement.step() { try row(statement) }
+            }
+            return
+        }
         let rows = lookupRowsPerStatement(for: keys.count, entity: entity, maximumVariableCount: maximumVariableCount)
         let statement = try statements(lookupSQL(rows: rows, entity: entity, withStamp: withStamp))
         try statement.run(chunksOf: keys, slots: rows) { statement, key, parameter in
