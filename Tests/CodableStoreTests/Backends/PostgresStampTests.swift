@@ -140,6 +140,34 @@ struct PostgresStampTests {
         #expect(try Self.importDump(dump, into: store).unchangedRecordsSkipped == 200)
     }
 
+    /// The store's own writes fire no guard (its transactions are quiet), and keep stamps right themselves: an update
+    /// of a row clears its stamp, a link changed from the other side clears the stamp of the issue it belongs to, and
+    /// an update by predicate clears the stamps of what it changes.
+    @Test func theStoresOwnWritesClearTheStampsOfWhatTheyChange() throws {
+        let store = try Backend.postgres.makeStore(entities: issueEntities)
+        let dump = try UnchangedRecordsTests.dump(count: 100, seed: 7, duplicates: 0)
+        _ = try Self.importDump(dump, into: store)
+        let labelled = try storedRows(
+            store, #"SELECT i.id FROM "GitIssue" i WHERE i.id > 2 AND EXISTS (SELECT 1 FROM "GitIssue_labels" WHERE source = i._pk) ORDER BY i.id LIMIT 1"#
+        ).map { Int($0[0])! }
+        try #require(labelled.count == 1 && labelled[0] < 90)
+        try store.write { context in
+            try #require(try context.object(GitIssue.self, identity: 2)).title = "edited"
+            // The topic's side: the issue's row is not written, its stamp is cleared.
+            let issue = try #require(try context.object(GitIssue.self, identity: labelled[0]))
+            for topic in issue.labels { topic.issues.remove(issue) }
+        }
+        #expect(try Self.digestCleared(store, 2))
+        #expect(try Self.digestCleared(store, labelled[0]))
+        #expect(try Self.clearedCount(store) == 2)
+        let changed = try store.write { context in try context.updateAll(GitIssue.self, where: \.id > 90, set: [.set(\.comments, to: 0)]) }
+        #expect(changed == 10)
+        #expect(try Self.clearedCount(store) == 12)
+        let report = try Self.importDump(dump, into: store)
+        #expect(report.unchangedRecordsSkipped == 88)
+        #expect(try Self.contents(store) == Self.freshContents(of: dump))
+    }
+
     /// A statement that a trigger runs is another program's change, even inside the store's own transaction: a
     /// trigger of the user's may change a row after its stamp was written. Such a store skips nothing.
     @Test func aStoreWithTriggersOfItsOwnDecodesEveryRecord() throws {
