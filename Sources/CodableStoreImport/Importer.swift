@@ -54,7 +54,7 @@ final class Importer {
         self.start = monotonicSeconds()
     }
 
-    /// Records per batch: the options', or the backend's (its own for a table that is empty as the import begins).
+    /// Records per batch: the options', or the backend's.
     private(set) var batchSize = 0
 
     var elapsed: Double { monotonicSeconds() - start }
@@ -66,14 +66,7 @@ final class Importer {
         let (descriptor, path) = try open(source)
         defer { if path != nil { JSONInput.close(descriptor) } }
         totalBytes = JSONInput.fileDescriptor(descriptor, path: path).totalBytes
-        let dialect = storage.dialect
-        do {
-            batchSize = try options.batchSize
-                ?? (dialect.loadBatchSize != dialect.importBatchSize && context.isTableEmpty(mapping.index)
-                    ? dialect.loadBatchSize : dialect.importBatchSize)
-        } catch {
-            throw Self.importError(error)
-        }
+        batchSize = options.batchSize ?? storage.dialect.importBatchSize
         options.logger.info(
             "import started",
             metadata: [

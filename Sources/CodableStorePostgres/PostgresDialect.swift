@@ -21,9 +21,8 @@ struct PostgresDialect: SQLDialect {
     var falseCondition: String { "FALSE" }
     var noLimit: DatabaseValue { .null }
     /// A batch costs a few statements per table, each a round trip and a plan: larger batches carry more rows per
-    /// statement, most of all where every record is new rows (see `ImportOptions.batchSize`).
-    var importBatchSize: Int { 1_000 }
-    var loadBatchSize: Int { 2_000 }
+    /// statement (see `ImportOptions.batchSize`).
+    var importBatchSize: Int { 2_000 }
     /// Each entity table has a `_digest` column (see ``PostgresSchema``), guarded by ``PostgresStampGuards``.
     var storesStamps: Bool { true }
 

@@ -34,10 +34,6 @@ package protocol SQLDialect: Sendable {
     var noLimit: DatabaseValue { get }
     /// Records per import batch where ``ImportOptions/batchSize`` leaves it to the backend.
     var importBatchSize: Int { get }
-    /// Records per batch of an import into an empty table, where ``ImportOptions/batchSize`` leaves it to the backend:
-    /// every record becomes new rows, which a backend may take in larger batches than the lookups and updates of
-    /// records that are stored already.
-    var loadBatchSize: Int { get }
     /// Whether entity tables have the `_digest` column, each row's stamp (see ``RowStamps``): every insert and update
     /// then writes it, and the store keeps the promise that a row keeps its stamp only while nothing else changed it.
     var storesStamps: Bool { get }
@@ -83,7 +79,6 @@ package protocol SQLDialect: Sendable {
 
 extension SQLDialect {
     package var importBatchSize: Int { 500 }
-    package var loadBatchSize: Int { importBatchSize }
     package var storesStamps: Bool { false }
     package func listCondition(for column: EntitySchema.Column) -> String? { nil }
     package func listParameter(_ values: [DatabaseValue]) -> DatabaseValue { .null }
