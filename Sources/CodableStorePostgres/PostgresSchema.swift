@@ -116,13 +116,15 @@ enum PostgresSchema {
         ).compactMap { if case .text(let name) = $0[0] { name } else { nil } }
     }
 
-    /// Brings tables made by earlier versions up to date: row id sequences, stamp columns, stamp guards.
+    /// Brings tables made by earlier versions up to date: row id sequences, stamp columns, stamp guards. A guard
+    /// found dropped or changed is made again, and the stamps it guarded are forgotten (they may be stale).
     private static func upgrade(_ model: Schema, on connection: any DatabaseConnection) throws {
         try addRowIDSequences(model, on: connection)
         for table in try tablesWithoutStampColumn(model, on: connection) {
             try connection.execute(sql: "ALTER TABLE \(quoteIdentifier(table)) ADD COLUMN \"_digest\" bigint")
         }
-        _ = try PostgresStampGuards.install(model, guarding: false, on: connection)
+        let stamped = try !RowStamps.stampedEntities(model, on: connection).isEmpty
+        if try !PostgresStampGuards.install(model, guarding: stamped, on: connection) { try RowStamps.forgetAll(on: connection) }
     }
 
     /// The entity tables without a `_digest` column (stores created before PostgreSQL kept row stamps).

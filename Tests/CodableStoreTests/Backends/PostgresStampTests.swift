@@ -205,6 +205,15 @@ struct PostgresStampTests {
         #expect(try Self.contents(store) == Self.freshContents(of: dump))
         #expect(try Self.importDump(dump, into: store).unchangedRecordsSkipped == 60)
 
+        // Dropped, then found by the store's next opening, which makes it again: the stamps are forgotten there.
+        try Self.execute(store, #"DROP TRIGGER "\#(Self.guardPrefix)update_GitIssue" ON "GitIssue""#)
+        try Self.execute(store, #"UPDATE "GitIssue" SET title = 'unguarded' WHERE id = 4"#)
+        let reopened = try Backend.postgres.reopen(store, entities: issueEntities)
+        #expect(try Self.guards(reopened) == guards)
+        #expect(try Self.importDump(dump, into: reopened).unchangedRecordsSkipped == 0)
+        #expect(try Self.contents(reopened) == Self.freshContents(of: dump))
+        #expect(try Self.importDump(dump, into: reopened).unchangedRecordsSkipped == 60)
+
         // Disabled is changed too.
         try Self.execute(store, #"ALTER TABLE "GitIssue" DISABLE TRIGGER "\#(Self.guardPrefix)update_GitIssue""#)
         try Self.execute(store, #"UPDATE "GitIssue" SET title = 'unseen' WHERE id = 5"#)
