@@ -124,10 +124,13 @@ final class IdentityFilter: Context.StoredKeys {
     /// Sets the bit of `integer` (within `lowest...highest` already), widening the bitmap to reach it; false when
     /// that range would take more bits than the layers would for the keys expected (or than ``maximumBytes``).
     private func setBit(_ integer: Int64) -> Bool {
-        if chunks.isEmpty || integer < base || (integer &- base) >> Self.chunkShift >= Int64(chunks.count) {
+        // The offset from the bitmap's first key can overflow (a key near Int64.max after one near Int64.min): then
+        // the key is outside the bitmap, and the range too large for one.
+        var (offset, overflow) = integer.subtractingReportingOverflow(base)
+        if chunks.isEmpty || overflow || offset < 0 || offset >> Self.chunkShift >= Int64(chunks.count) {
             guard widenBitmap() else { return false }
+            offset = integer &- base  // within the widened bitmap's span
         }
-        let offset = integer &- base
         let chunk = Int(offset >> Self.chunkShift)
         let bit = Int(offset & (Self.chunkBits - 1))
         if chunks[chunk] == nil {

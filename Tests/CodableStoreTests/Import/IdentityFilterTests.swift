@@ -20,6 +20,24 @@ import CodableStore
         #expect(Double(falsePositives) / Double(probes) < 0.05, "\(falsePositives) false positives")
     }
 
+    /// Keys at both ends of Int64 (the fuzzer's `[{"id":-9223372036854775808},{"id":4},…]`): the offset of the second
+    /// from the bitmap's first key overflows; the filter turns to its layers instead of indexing outside the bitmap.
+    @Test func keysAtBothEndsOfTheIntegersTurnTheBitmapIntoLayers() {
+        let filter = IdentityFilter(expectedCount: 0)
+        let keys: [Int64] = [.min, 4, 5, .max, .min + 1, -1]
+        for (position, value) in keys.enumerated() {
+            filter.insert(Context.IdentityKey(single: .integer(value)))
+            #expect(keys[...position].allSatisfy { filter.mayContain(Context.IdentityKey(single: .integer($0))) })
+        }
+        #expect(!filter.isExact)
+        // Near one end only, the bitmap holds them exactly.
+        let exact = IdentityFilter(expectedCount: 0)
+        for value: Int64 in [.max, .max - 1, .max - 4_000] { exact.insert(Context.IdentityKey(single: .integer(value))) }
+        #expect(exact.isExact)
+        #expect(exact.mayContain(Context.IdentityKey(single: .integer(.max - 1))))
+        #expect(!exact.mayContain(Context.IdentityKey(single: .integer(.max - 2))))
+    }
+
     @Test func staysWithinItsBudgetWithoutFalseNegatives() {
         // From 80 KiB it would double to 560 KiB for 300,000 keys; 256 KiB holds 210,000 at ~1%.
         let budget = 256 << 10
