@@ -139,28 +139,47 @@ enum PostgresStampGuards {
         return recorded
     }
 
+    /// The guards of `model` against those installed in the current schema and recorded when made.
+    private struct Survey {
+        let schema: String
+        let installed: [String: Installed]
+        let recorded: [String: String]
+        let wanted: [Guard]
+
+        init?(_ model: Schema, on connection: any DatabaseConnection) throws {
+            guard case .text(let schema)? = try connection.scalar(sql: "SELECT current_schema()") else { return nil }
+            self.schema = schema
+            installed = try PostgresStampGuards.installed(on: connection)
+            recorded = try PostgresStampGuards.recorded(on: connection)
+            wanted = guards(of: model, schema: schema)
+        }
+
+        /// Wanted guards missing, changed since they were recorded, or of an older version.
+        var stale: [Guard] {
+            wanted.filter { installed[$0.name]?.source != $0.body || installed[$0.name]?.definition != recorded[$0.name] }
+        }
+        /// Installed guards that are not wanted.
+        var unwanted: [String: Installed] { installed.filter { name, _ in !wanted.contains { $0.name == name } } }
+        /// Every wanted guard installed as made and recorded, and nothing else.
+        var isCurrent: Bool { stale.isEmpty && unwanted.isEmpty && installed.count == recorded.count }
+        /// Every wanted guard there as it was made (whatever its version).
+        var isIntact: Bool { wanted.allSatisfy { installed[$0.name] != nil && installed[$0.name]?.definition == recorded[$0.name] } }
+    }
+
     /// Whether every guard of the model is installed as made and recorded (a read, for the check on open).
     static func areCurrent(_ model: Schema, on connection: any DatabaseConnection) throws -> Bool {
-        guard case .text(let schema)? = try connection.scalar(sql: "SELECT current_schema()") else { return false }
-        let installed = try installed(on: connection)
-        let recorded = try recorded(on: connection)
-        let wanted = guards(of: model, schema: schema)
-        return installed.count == wanted.count
-            && wanted.allSatisfy { installed[$0.name]?.source == $0.body && installed[$0.name]?.definition == recorded[$0.name] }
+        try Survey(model, on: connection)?.isCurrent ?? false
     }
 
     /// Makes the store's guards those of `model`: creates what is missing, changed or of an older version, drops the
     /// others. Returns whether the guards were all there as made (if `guarding` is not empty: no stamps, nothing to
     /// have guarded). In the caller's transaction.
     static func install(_ model: Schema, guarding: Bool, on connection: any DatabaseConnection) throws -> Bool {
-        guard case .text(let schema)? = try connection.scalar(sql: "SELECT current_schema()") else { return false }
-        let installed = try installed(on: connection)
-        let recorded = try recorded(on: connection)
-        let wanted = guards(of: model, schema: schema)
-        let intact = !guarding || wanted.allSatisfy { installed[$0.name] != nil && installed[$0.name]?.definition == recorded[$0.name] }
-        let stale = wanted.filter { installed[$0.name]?.source != $0.body || installed[$0.name]?.definition != recorded[$0.name] }
-        let unwanted = installed.filter { name, _ in !wanted.contains { $0.name == name } }
-        guard !stale.isEmpty || !unwanted.isEmpty || installed.count != recorded.count else { return intact }
+        guard let survey = try Survey(model, on: connection) else { return false }
+        let intact = !guarding || survey.isIntact
+        guard !survey.isCurrent else { return intact }
+        let schema = survey.schema
+        let (stale, unwanted, wanted) = (survey.stale, survey.unwanted, survey.wanted)
         for (name, guardInstalled) in unwanted.sorted(by: { $0.key < $1.key }) {
             try connection.execute(
                 sql: "DROP TRIGGER IF EXISTS \(quoteIdentifier(name)) ON \(quoteIdentifier(schema)).\(quoteIdentifier(guardInstalled.table))")
