@@ -280,8 +280,7 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
                         }
                         let owner = model.mappings[lookup.keys[0].entity]
                         lookup.membershipRows = try lookup.memberships.map { field in
-                            let sql = storage.membershipSQL(owner.relationships[field]!, owners: Context.membershipChunk)
-                            return try Self.loadMemberships(owners, sql: sql, statements: statement)
+                            try Self.loadMemberships(owners, owner.relationships[field]!, storage: storage, statements: statement)
                         }
                     }
                 } catch let failed {
@@ -368,14 +367,14 @@ final class WriteBehind: DeferredWriter, @unchecked Sendable {
     /// destinations to many owners (the labels of a million issues), and every later row of the same destination
     /// copies the values of its first row (a retain of each text) instead of making and validating its strings again.
     private static func loadMemberships(
-        _ owners: [Int64], sql: String, statements: (String) throws -> any DatabaseStatement
+        _ owners: [Int64], _ relationship: ResolvedRelationship, storage: SQLStorage,
+        statements: (String) throws -> any DatabaseStatement
     ) throws -> StoredRows {
-        let statement = try statements(sql)
         // The width is known once a row is (a PostgreSQL statement has no columns before it ran).
         var rows = StoredRows(width: 0)
         // Where the destination's columns of the first row with each destination row id start in `rows.values`.
         var firstRow: [Int64: Int] = [:]
-        try statement.run(rowIDs: owners, slots: Context.membershipChunk) { statement in
+        try storage.loadMembers(relationship, of: owners, statements: statements) { statement in
             rows.width = Int(statement.columnCount)
             let owner = statement.value(at: 0)
             let destination = statement.value(at: 1)

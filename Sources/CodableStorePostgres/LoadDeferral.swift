@@ -217,7 +217,7 @@ final class LoadDeferral: DeferredBuilds {
             let lowered = rest.lowercased()
             return !rest.contains("\"") || (!lowered.contains(" or ") && !lowered.contains("select"))
         }
-        if sql.hasPrefix("SELECT "), sql.contains(#"(SELECT DISTINCT "owner" FROM (VALUES "#) {
+        if sql.hasPrefix("SELECT "), sql.contains(#"(SELECT DISTINCT "owner" FROM "#) {
             // A to-many's members (PostgresDialect.membershipSQL): each owner probes `FROM "T" WHERE "c" = o."owner"`.
             var probes = 0
             var remaining = sql[...]

@@ -281,15 +281,13 @@ extension Context {
         if case .foreignKey = relationship.storage { return }
         let unwritten = try unwrittenMemberships(relationship, of: pending)
         let destination = model.mappings[relationship.destination]
-        let sql = storage.membershipSQL(relationship, owners: Self.membershipChunk)
         // Rows come with the owner's row id first; the entity's columns follow, shifted by one.
         // Each owner once: an owner in two chunks would get its members twice.
         var seen = Set<Int64>()
         let rowIDs = pending.map(\.entityState.rowID).filter { seen.insert($0).inserted }
         var members: [Int64: [any EntityObject]] = [:]
         try withMembershipConnection(relationship, owners: pending) { connection in
-            let statement = try connection.cached(sql)
-            try statement.run(rowIDs: rowIDs, slots: Self.membershipChunk) { statement in
+            try storage.loadMembers(relationship, of: rowIDs, statements: connection.cached) { statement in
                 members[statement.int64(at: 0), default: []].append(try object(for: destination, statement: statement, columnOffset: 1))
             }
         }

@@ -55,6 +55,9 @@ package protocol SQLDialect: Sendable {
     /// followed by the destination's columns (``SQLStorage/qualifiedColumns(of:)``), in the relationship's order. By
     /// default ``SQLStorage/membershipSQLWithOwnerList(_:owners:)``.
     func membershipSQL(_ relationship: ResolvedRelationship, owners: Int, storage: SQLStorage) -> String
+    /// ``membershipSQL(_:owners:storage:)`` with the owners' row ids bound as one list parameter
+    /// (``listParameter(_:)``), for any number of owners; nil (the default) where the dialect has no list parameter.
+    func membershipListSQL(_ relationship: ResolvedRelationship, storage: SQLStorage) -> String?
 
     /// Whether an error of the backend is a violation of a unique index (an identity taken).
     func isUniqueViolation(_ error: any Error) -> Bool
@@ -88,6 +91,8 @@ extension SQLDialect {
     package func membershipSQL(_ relationship: ResolvedRelationship, owners: Int, storage: SQLStorage) -> String {
         storage.membershipSQLWithOwnerList(relationship, owners: owners)
     }
+
+    package func membershipListSQL(_ relationship: ResolvedRelationship, storage: SQLStorage) -> String? { nil }
 
     package func conflictingValues(_ error: any Error) -> String? { nil }
     package func isTransientConflict(_ error: any Error) -> Bool { false }

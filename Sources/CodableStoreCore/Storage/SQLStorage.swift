@@ -405,6 +405,31 @@ package final class SQLStorage: Sendable {
         dialect.membershipSQL(relationship, owners: owners, storage: self)
     }
 
+    /// Runs the membership query of `relationship` for the owners of `rowIDs` (each once), calling `row` on each row
+    /// (the owner's row id, then the destination's columns): with one list parameter per statement where the dialect
+    /// has one (``SQLDialect/membershipListSQL(_:storage:)``), else ``Context/membershipChunk`` owners a statement.
+    package func loadMembers(
+        _ relationship: ResolvedRelationship, of rowIDs: [Int64], statements: (String) throws -> any DatabaseStatement,
+        row: (any DatabaseStatement) throws -> Void
+    ) throws {
+        guard !rowIDs.isEmpty else { return }
+        guard let sql = dialect.membershipListSQL(relationship, storage: self) else {
+            let statement = try statements(membershipSQL(relationship, owners: Context.membershipChunk))
+            try statement.run(rowIDs: rowIDs, slots: Context.membershipChunk, row: row)
+            return
+        }
+        let statement = try statements(sql)
+        let size = Self.lookupSizes.last!
+        var values: [DatabaseValue] = []
+        for chunk in stride(from: 0, to: rowIDs.count, by: size) {
+            values.removeAll(keepingCapacity: true)
+            for rowID in rowIDs[chunk..<min(chunk + size, rowIDs.count)] { values.append(.integer(rowID)) }
+            try statement.bind(dialect.listParameter(values), at: 1)
+            defer { statement.reset() }
+            while try statement.step() { try row(statement) }
+        }
+    }
+
     /// ``membershipSQL(_:owners:)`` filtering by an `IN` list of the owners: what a dialect writes unless it knows
     /// better.
     package func membershipSQLWithOwnerList(_ relationship: ResolvedRelationship, owners: Int) -> String {
