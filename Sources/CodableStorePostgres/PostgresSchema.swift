@@ -106,12 +106,24 @@ enum PostgresSchema {
 
     /// The entity tables whose `_pk` has no sequence (stores created before row ids came from the server).
     private static func tablesWithoutRowIDSequence(_ model: Schema, on connection: any DatabaseConnection) throws -> [String] {
-        let names = model.mappings.map(\.name)
-        let literal = PostgresStepGatherer.arrayLiteral(names.map { .text($0) })
+        try entityTables(of: model, on: connection, where: "EXISTS (SELECT 1 FROM pg_attribute a "
+            + "WHERE a.attrelid = c.oid AND a.attname = '_pk' AND a.attidentity = '' AND NOT a.attisdropped)")
+    }
+
+    /// The entity tables without a `_digest` column (stores created before PostgreSQL kept row stamps).
+    private static func tablesWithoutStampColumn(_ model: Schema, on connection: any DatabaseConnection) throws -> [String] {
+        try entityTables(of: model, on: connection, where: "NOT EXISTS (SELECT 1 FROM pg_attribute a "
+            + "WHERE a.attrelid = c.oid AND a.attname = '_digest' AND NOT a.attisdropped)")
+    }
+
+    /// The tables of the current schema named after an entity of `model` for which `condition` holds (`c` is the
+    /// table's `pg_class` row), by name.
+    private static func entityTables(of model: Schema, on connection: any DatabaseConnection, where condition: String) throws -> [String] {
+        let literal = PostgresStepGatherer.arrayLiteral(model.mappings.map { .text($0.name) })
         return try connection.rows(
-            sql: "SELECT c.relname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            sql: "SELECT c.relname FROM pg_class c "
                 + "WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
-                + "AND c.relname = ANY (?::text[]) AND a.attname = '_pk' AND a.attidentity = '' ORDER BY c.relname",
+                + "AND c.relname = ANY (?::text[]) AND c.relkind IN ('r', 'p') AND \(condition) ORDER BY c.relname",
             arguments: [.text(literal)]
         ).compactMap { if case .text(let name) = $0[0] { name } else { nil } }
     }
@@ -125,18 +137,6 @@ enum PostgresSchema {
         }
         let stamped = try !RowStamps.stampedEntities(model, on: connection).isEmpty
         if try !PostgresStampGuards.install(model, guarding: stamped, on: connection) { try RowStamps.forgetAll(on: connection) }
-    }
-
-    /// The entity tables without a `_digest` column (stores created before PostgreSQL kept row stamps).
-    private static func tablesWithoutStampColumn(_ model: Schema, on connection: any DatabaseConnection) throws -> [String] {
-        let literal = PostgresStepGatherer.arrayLiteral(model.mappings.map { .text($0.name) })
-        return try connection.rows(
-            sql: "SELECT c.relname FROM pg_class c "
-                + "WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
-                + "AND c.relname = ANY (?::text[]) AND c.relkind IN ('r', 'p') AND NOT EXISTS (SELECT 1 FROM pg_attribute a "
-                + "WHERE a.attrelid = c.oid AND a.attname = '_digest' AND NOT a.attisdropped) ORDER BY c.relname",
-            arguments: [.text(literal)]
-        ).compactMap { if case .text(let name) = $0[0] { name } else { nil } }
     }
 
     /// Gives the `_pk` of tables created before row ids came from the server a sequence that starts after their rows.
