@@ -149,7 +149,7 @@ final class PostgresStepGatherer: StepGatherer {
         switch key {
         case .insert(let entity):
             let mapping = model.mappings[entity]
-            let columns = ["_pk"] + mapping.columns[..<mapping.insertColumnCount].map(\.name) + (storage.storesStamps ? ["_digest"] : [])
+            let columns = storage.insertColumns(entity)
             let types = ["bigint"] + mapping.columns[..<mapping.insertColumnCount].map(PostgresSchema.arrayElementType)
                 + (storage.storesStamps ? ["bigint"] : [])
             let sql = "INSERT INTO \(quoteIdentifier(mapping.name)) (" + columns.map(quoteIdentifier).joined(separator: ", ")

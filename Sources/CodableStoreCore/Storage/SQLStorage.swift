@@ -19,6 +19,8 @@ package final class SQLStorage: Sendable {
 
     /// The statements of one entity's table.
     private struct EntityStatements: Sendable {
+        /// What an insert writes: `_pk`, the entity's insert columns, and `_digest` where the dialect stores stamps.
+        let insertColumns: [String]
         /// `SELECT "_pk", … FROM "T"`: a stored row, the row id then the insert columns.
         let select: String
         /// ``select`` with the `_digest` column last (see ``SQLDialect/storesStamps``).
@@ -89,6 +91,7 @@ package final class SQLStorage: Sendable {
             let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
             let selected = columns.prefix(mapping.insertColumnCount + 1)
             return EntityStatements(
+                insertColumns: columns,
                 select: "SELECT " + selected.map(quoteIdentifier).joined(separator: ", ") + " FROM " + table,
                 selectWithStamp: "SELECT " + selected.map(quoteIdentifier).joined(separator: ", ") + ", \"_digest\" FROM " + table,
                 qualifiedColumns: selected.map { table + "." + quoteIdentifier($0) }.joined(separator: ", "),
@@ -227,6 +230,10 @@ package final class SQLStorage: Sendable {
 
     /// The values an insert step has per row: the row id, the insert columns, and the stamp where the dialect
     /// stores them.
+    /// The columns of an inserted row, in the order of its values (see ``insertWidth(_:)``): `_pk`, the entity's
+    /// insert columns, then `_digest` where the dialect stores stamps.
+    package func insertColumns(_ entity: Int) -> [String] { entities[entity].insertColumns }
+
     package func insertWidth(_ entity: Int) -> Int {
         model.mappings[entity].insertColumnCount + 1 + (storesStamps ? 1 : 0)
     }
