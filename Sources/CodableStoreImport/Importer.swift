@@ -275,7 +275,8 @@ final class Importer {
 
     /// Reads which entities have digests (every save of the import keeps them right), and, when this import may skip
     /// unchanged records, marks the entity as one with digests, guards them (`DatabaseConnection.installStampGuards`)
-    /// and reads the store's key (see ``RecordDigests``). Digests of an entity that was not guarded may be stale: the key is then forgotten.
+    /// and reads the store's key (see ``RecordDigests``). Digests of an entity that was not guarded may be stale: the
+    /// key is then forgotten.
     /// On the connection before the reader starts: the writer thread has nothing to do yet.
     private func prepareDigests() throws {
         guard storage.dialect.storesStamps else { return }

@@ -79,14 +79,6 @@ extension AttributeValue {
     public static func read(from columns: some DatabaseColumns, at column: Int32) throws(AttributeValueError) -> Self {
         try Self(databaseValue: columns.value(at: column))
     }
-
-    /// The value as a column stores it.
-    @available(*, deprecated, renamed: "databaseValue")
-    public var sqliteValue: DatabaseValue { databaseValue }
-
-    /// Creates a value from what a column stored.
-    @available(*, deprecated, renamed: "init(databaseValue:)")
-    public init(sqliteValue: DatabaseValue) throws(AttributeValueError) { try self.init(databaseValue: sqliteValue) }
 }
 
 /// The declared type of an attribute and the column affinity it is stored with.
