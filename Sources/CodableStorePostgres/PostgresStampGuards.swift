@@ -174,10 +174,17 @@ enum PostgresStampGuards {
     /// Makes the store's guards those of `model`: creates what is missing, changed or of an older version, drops the
     /// others. Returns whether the guards were all there as made (if `guarding` is not empty: no stamps, nothing to
     /// have guarded). In the caller's transaction.
+    ///
+    /// One store at a time per schema: two that found a guard missing at once would both replace its function, and
+    /// PostgreSQL fails the second with "tuple concurrently updated". The second waits for the first's transaction
+    /// (an advisory lock), then looks again, and finds the guards made.
     static func install(_ model: Schema, guarding: Bool, on connection: any DatabaseConnection) throws -> Bool {
-        guard let survey = try Survey(model, on: connection) else { return false }
+        guard var survey = try Survey(model, on: connection) else { return false }
         let intact = !guarding || survey.isIntact
         guard !survey.isCurrent else { return intact }
+        _ = try connection.rows(sql: "SELECT pg_advisory_xact_lock(hashtextextended('codablestore.guards.' || current_schema(), 0))")
+        guard let again = try Survey(model, on: connection), !again.isCurrent else { return intact }
+        survey = again
         let schema = survey.schema
         let (stale, unwanted, wanted) = (survey.stale, survey.unwanted, survey.wanted)
         for (name, guardInstalled) in unwanted.sorted(by: { $0.key < $1.key }) {

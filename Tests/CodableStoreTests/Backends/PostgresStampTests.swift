@@ -222,6 +222,53 @@ struct PostgresStampTests {
         #expect(try Self.importDump(dump, into: store).unchangedRecordsSkipped == 60)
     }
 
+    /// Two stores that find the same guard missing at once: the second waits for the first to make it, then finds it
+    /// made. (Two `CREATE OR REPLACE FUNCTION` of one function side by side: PostgreSQL fails the second with "tuple
+    /// concurrently updated" once the first commits.)
+    @Test func twoStoresRemakingAMissingGuardAtOnceDoNotCollide() throws {
+        let store = try Backend.postgres.makeStore(entities: issueEntities)
+        let dump = try UnchangedRecordsTests.dump(count: 20, seed: 7, duplicates: 0)
+        _ = try Self.importDump(dump, into: store)
+        let guards = try Self.guards(store)
+        let other = try Backend.postgres.reopen(store, entities: issueEntities)
+        try Self.execute(store, #"DROP TRIGGER "\#(Self.guardPrefix)update_GitIssue" ON "GitIssue""#)
+        let model = store.model
+        let firstMade = DispatchSemaphore(value: 0)
+        let secondDone = DispatchSemaphore(value: 0)
+        let second = Locked<Result<Bool, any Error>?>(nil)
+        DispatchQueue.global().async {
+            firstMade.wait()
+            let result = Result {
+                try other.withWriter { connection in
+                    try connection.beginWriteTransaction()
+                    do {
+                        let intact = try PostgresStampGuards.install(model, guarding: true, on: connection)
+                        try connection.commit()
+                        return intact
+                    } catch {
+                        connection.rollbackIgnoringErrors()
+                        throw error
+                    }
+                }
+            }
+            second.withLock { $0 = result }
+            secondDone.signal()
+        }
+        try store.withWriter { connection in
+            try connection.beginWriteTransaction()
+            #expect(try PostgresStampGuards.install(model, guarding: true, on: connection) == false)
+            firstMade.signal()
+            Thread.sleep(forTimeInterval: 0.5)  // the other store finds the guard missing meanwhile, and waits
+            try connection.commit()
+        }
+        secondDone.wait()
+        let result = try #require(second.withLock { $0 })
+        // The second saw the guard missing too (its stamps may be stale), and made nothing twice.
+        #expect(try result.get() == false)
+        #expect(try Self.guards(store) == guards)
+        #expect(try other.withWriter { connection in try PostgresStampGuards.areCurrent(model, on: connection) })
+    }
+
     /// A migration changes what a record writes: every stamp is forgotten, and the new tables get their guards.
     @Test func aMigratedStoreDecodesEveryRecordOnceAndGuardsItsNewTables() throws {
         let store = try Backend.postgres.makeStore(entities: issueEntities)
