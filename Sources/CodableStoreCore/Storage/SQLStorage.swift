@@ -346,7 +346,7 @@ package final class SQLStorage: Sendable {
         return sql
     }
 
-    /// The lookup of the identities between two bound values (``IdentityRanges``), for a dialect with a list lookup.
+    /// The lookup of the identities between two bound values (``IdentityRanges``).
     private func rangeLookupSQL(entity: Int, withStamp: Bool) -> String {
         // Rows -1: the key of the range form.
         let key = LookupKey(entity: entity, rows: -1, withStamp: withStamp)
@@ -365,24 +365,24 @@ package final class SQLStorage: Sendable {
         statements: (String) throws -> any DatabaseStatement, row: (any DatabaseStatement) throws -> Void
     ) throws {
         guard !keys.isEmpty else { return }
-        if let sql = listLookupSQL(entity: entity, withStamp: withStamp) {
-            var keys = keys
-            if let ranges = IdentityRanges(keys) {
-                // Dense runs of integer identities (an API dump's new records, in id order) by range: one descent of
-                // the index instead of one per key. Rows of the range that were not asked for are passed over.
-                let statement = try statements(rangeLookupSQL(entity: entity, withStamp: withStamp))
-                let column = Int32(1 + model.mappings[entity].columns.firstIndex { $0.name == model.mappings[entity].identityColumns[0] }!)
-                for run in ranges.runs {
-                    try statement.bind(.integer(run.first!), at: 1)
-                    try statement.bind(.integer(run.last!), at: 2)
-                    defer { statement.reset() }
-                    while try statement.step() {
-                        if run.contains(sorted: statement.int64(at: column)) { try row(statement) }
-                    }
+        var keys = keys
+        if let ranges = IdentityRanges(keys) {
+            // Dense runs of integer identities (an API dump's new records, in id order) by range: one descent of the
+            // index instead of one per key. Rows of the range that were not asked for are passed over.
+            let statement = try statements(rangeLookupSQL(entity: entity, withStamp: withStamp))
+            let column = Int32(1 + model.mappings[entity].columns.firstIndex { $0.name == model.mappings[entity].identityColumns[0] }!)
+            for run in ranges.runs {
+                try statement.bind(.integer(run.first!), at: 1)
+                try statement.bind(.integer(run.last!), at: 2)
+                defer { statement.reset() }
+                while try statement.step() {
+                    if run.contains(sorted: statement.int64(at: column)) { try row(statement) }
                 }
-                keys = ranges.others
-                if keys.isEmpty { return }
             }
+            keys = ranges.others
+            if keys.isEmpty { return }
+        }
+        if let sql = listLookupSQL(entity: entity, withStamp: withStamp) {
             // The keys as one list parameter, up to the largest lookup size at a time.
             let statement = try statements(sql)
             var values: [DatabaseValue] = []

@@ -131,6 +131,7 @@ import Testing
             // Identity lookups, writes by row id, links by their key: no scan.
             for sql in [
                 #"SELECT "_pk", "id" FROM "GitIssue" WHERE "id" IN (?, ?, ?)"#,
+                #"SELECT "_pk", "id" FROM "GitIssue" WHERE "id" BETWEEN ? AND ?"#,
                 #"UPDATE "GitIssue" SET "title" = ? WHERE "_pk" = ?"#,
                 #"DELETE FROM "GitIssue" WHERE "_pk" = ?"#,
                 #"INSERT INTO "GitIssue_labels" ("source", "target", "position") VALUES (?, ?, ?)"#,
