@@ -395,10 +395,7 @@ final class PostgresDatabaseConnection: DatabaseConnection {
         switch value {
         case .null: return nil
         case .integer(let integer): return String(integer)
-        case .real(let real):
-            if real.isNaN { return "NaN" }
-            if real.isInfinite { return real < 0 ? "-Infinity" : "Infinity" }
-            return "\(real)"
+        case .real(let real): return text(of: real)
         case .text(let text):
             // libpq sends text arguments as C strings; the server refuses a NUL in text anyway.
             if text.utf8.contains(0) {
@@ -411,6 +408,12 @@ final class PostgresDatabaseConnection: DatabaseConnection {
             appendHex(data, to: &hex)
             return String(decoding: hex, as: UTF8.self)
         }
+    }
+
+    /// A double as PostgreSQL reads it back exactly: Swift's shortest round-trip form, and the words PostgreSQL spells
+    /// the special values with.
+    static func text(of real: Double) -> String {
+        real.isNaN ? "NaN" : real.isInfinite ? (real < 0 ? "-Infinity" : "Infinity") : "\(real)"
     }
 
     /// Bytes in bytea's hex input format (`\x0a1b…`), as statements' arguments, array literals and COPY's text carry them.

@@ -342,8 +342,7 @@ final class PostgresStepGatherer: StepGatherer {
             switch value {
             case .null: text.append(contentsOf: "NULL".utf8)
             case .integer(let integer): text.append(contentsOf: String(integer).utf8)
-            case .real(let real):
-                text.append(contentsOf: (real.isNaN ? "NaN" : real.isInfinite ? (real < 0 ? "-Infinity" : "Infinity") : "\(real)").utf8)
+            case .real(let real): text.append(contentsOf: PostgresDatabaseConnection.text(of: real).utf8)
             case .text(var string):
                 text.append(UInt8(ascii: "\""))
                 string.withUTF8 { bytes in
