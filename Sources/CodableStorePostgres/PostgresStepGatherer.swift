@@ -172,12 +172,15 @@ final class PostgresStepGatherer: StepGatherer {
             let mapping = model.mappings[entity]
             // Values: the fields', the stamp where the store keeps them, the row id (see WritePlan.Step.update).
             // The last update of a row wins, as it would have run last; rows in row id order.
-            let columns = fields.map { mapping.columnNameOfField[$0]! } + (storage.storesStamps ? ["_digest"] : [])
+            var columns = fields.map { mapping.columnNameOfField[$0]! }
+            var types = fields.map { PostgresSchema.arrayElementType(mapping.columns[Int(mapping.columnOfField[$0]) - 1]) }
+            if storage.storesStamps {
+                columns.append("_digest")
+                types.append("bigint")
+            }
+            types.append("bigint")  // the row id, not set: matched
             let latest = Self.sorted(lastOfEach(rows) { $0.last! }, by: [columns.count])
             let names = (0..<columns.count).map { "v\($0)" }
-            let types = fields.map { field in
-                mapping.columns[Int(mapping.columnOfField[field]) - 1]
-            }.map(PostgresSchema.arrayElementType) + (storage.storesStamps ? ["bigint"] : []) + ["bigint"]
             let sql = "UPDATE \(quoteIdentifier(mapping.name)) SET "
                 + zip(columns, names).map { "\(quoteIdentifier($0)) = v.\(quoteIdentifier($1))" }.joined(separator: ", ")
                 + " FROM " + unnest(types) + " AS v (" + (names + ["pk"]).map(quoteIdentifier).joined(separator: ", ")
