@@ -57,7 +57,7 @@ struct PostgresDialect: SQLDialect {
         "?::" + PostgresSchema.arrayElementType(column)
     }
 
-    /// Probes the index once per owner instead of filtering by an `IN` list (see ``ownerValues(_:)``).
+    /// Probes the index once per owner instead of filtering by an `IN` list (see ``membershipSQL(_:from:storage:)``).
     func membershipSQL(_ relationship: ResolvedRelationship, owners: Int, storage: SQLStorage) -> String {
         membershipSQL(relationship, from: "(VALUES " + Array(repeating: "(?::bigint)", count: owners).joined(separator: ", ") + ")", storage: storage)
     }
