@@ -97,7 +97,7 @@ package final class Lookahead: @unchecked Sendable {
     // read by the context only after it saw `isDone` under that monitor (``DeferredWriter/waitForLookup(_:)``).
     package let keys: [(entity: Int, keys: [Context.IdentityKey])]
     /// Memberships to load for the rows found for `keys[0]` (the batch's own entity): the fields of its to-many
-    /// relationships stored in a join table, loaded ``Context/membershipChunk`` owners at a time.
+    /// relationships stored in a join table, loaded by ``SQLStorage/loadMembers(_:of:statements:row:)``.
     package let memberships: [Int]
     package var rows: [StoredRows] = []
     /// Per entry of `memberships`: rows of the owner's row id, then the member's row id and columns.
