@@ -167,6 +167,7 @@ if let contender = option("--contender"), let dump = option("--dump"), let store
         let database = try Store.open(postgres: store, entities: referenceEntities, options: storeOptions)
         var options = ImportOptions(decoder: referenceDecoder())
         if let size = ProcessInfo.processInfo.environment["IMPORT_BENCH_BATCH"].flatMap({ Int($0) }) { options.batchSize = size }
+        if let size = ProcessInfo.processInfo.environment["IMPORT_BENCH_ROW_CACHE_KIB"].flatMap({ Int($0) }) { options.rowCacheKiB = size }
         // Into new tables alone (foreign keys after the load), as the limit loads its own; IMPORT_BENCH_SHARED=1 imports
         // beside other sessions, checking keys row by row.
         options.exclusiveAccess = ProcessInfo.processInfo.environment["IMPORT_BENCH_SHARED"] == nil
