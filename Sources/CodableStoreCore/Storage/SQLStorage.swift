@@ -383,16 +383,7 @@ package final class SQLStorage: Sendable {
             if keys.isEmpty { return }
         }
         if let sql = listLookupSQL(entity: entity, withStamp: withStamp) {
-            // The keys as one list parameter, up to the largest lookup size at a time.
-            let statement = try statements(sql)
-            var values: [DatabaseValue] = []
-            for chunk in stride(from: 0, to: keys.count, by: Self.lookupSizes.last!) {
-                values.removeAll(keepingCapacity: true)
-                for key in keys[chunk..<min(chunk + Self.lookupSizes.last!, keys.count)] { key.forEach { values.append($0) } }
-                try statement.bind(dialect.listParameter(values), at: 1)
-                defer { statement.reset() }
-                while try statement.step() { try row(statement) }
-            }
+            try runWithList(try statements(sql), keys, row: row) { key, values in key.forEach { values.append($0) } }
             return
         }
         let rows = lookupRowsPerStatement(for: keys.count, entity: entity, maximumVariableCount: maximumVariableCount)
@@ -425,12 +416,20 @@ package final class SQLStorage: Sendable {
             try statement.run(rowIDs: rowIDs, slots: Context.membershipChunk, row: row)
             return
         }
-        let statement = try statements(sql)
+        try runWithList(try statements(sql), rowIDs, row: row) { rowID, values in values.append(.integer(rowID)) }
+    }
+
+    /// Runs `statement`, whose one parameter is a list (``SQLDialect/listParameter(_:)``), for the values `append`
+    /// makes of `elements`, up to the largest lookup size of elements a run, calling `row` on each row.
+    private func runWithList<Element>(
+        _ statement: any DatabaseStatement, _ elements: [Element], row: (any DatabaseStatement) throws -> Void,
+        append: (Element, inout [DatabaseValue]) -> Void
+    ) throws {
         let size = Self.lookupSizes.last!
         var values: [DatabaseValue] = []
-        for chunk in stride(from: 0, to: rowIDs.count, by: size) {
+        for chunk in stride(from: 0, to: elements.count, by: size) {
             values.removeAll(keepingCapacity: true)
-            for rowID in rowIDs[chunk..<min(chunk + size, rowIDs.count)] { values.append(.integer(rowID)) }
+            for element in elements[chunk..<min(chunk + size, elements.count)] { append(element, &values) }
             try statement.bind(dialect.listParameter(values), at: 1)
             defer { statement.reset() }
             while try statement.step() { try row(statement) }
