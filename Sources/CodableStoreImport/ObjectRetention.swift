@@ -34,10 +34,10 @@ final class ObjectRetention {
 
     /// The objects used since the last eviction, by state, and in the order first used.
     @exclusivity(unchecked) private var used = ObjectSet()
-    @exclusivity(unchecked) private var usedObjects: [any EntityObject] = []
+    @exclusivity(unchecked) private var usedObjects: [TrackedObject] = []
     /// The objects kept at the last eviction.
     @exclusivity(unchecked) private var kept = ObjectSet()
-    @exclusivity(unchecked) private var keptObjects: [any EntityObject] = []
+    @exclusivity(unchecked) private var keptObjects: [TrackedObject] = []
     /// Retained objects in the order they were retained, each with its ticket: an entry whose state no longer has
     /// that ticket is stale (the object was let go, or retained again later).
     @exclusivity(unchecked) private var queue: [(state: EntityState, ticket: UInt32)] = []
@@ -57,7 +57,7 @@ final class ObjectRetention {
     /// Records that the context used `object`, whose state is `state`.
     @inline(__always)
     func didUse(_ object: any EntityObject, _ state: EntityState) {
-        if used.insert(state) { usedObjects.append(object) }
+        if used.insert(state) { usedObjects.append(TrackedObject(object, state)) }
     }
 
     /// Whether the object of `state` was kept at the last eviction: a plan still waiting may write its links.
@@ -138,7 +138,7 @@ final class ObjectRetention {
     /// mentions favour some objects, as real dumps' do, has a larger share and stays. On a million reference records
     /// (50,000 users, 4% of returns retained), this gives up users at about 2,900 retained instead of 8,192 and 2,048
     /// misses more; the 100k reference dump's 5,010 users (42% of returns retained) stay.
-    private func verdicts(_ context: Context) -> [any EntityObject] {
+    private func verdicts(_ context: Context) -> [TrackedObject] {
         var given: [Int] = []
         let window = min(Self.earlyVerdictEvents, limit / 4)
         for entity in tallies.indices where !tallies[entity].givenUp {
@@ -155,12 +155,12 @@ final class ObjectRetention {
             if tally.givenUp { given.append(entity) }
         }
         guard !given.isEmpty else { return [] }
-        var evicted: [any EntityObject] = []
+        var evicted: [TrackedObject] = []
         for (state, ticket) in queue[queueStart...]
         where tickets[state] == ticket && given.contains(state.entityOfObject) && !used.contains(state) && !kept.contains(state) {
             // (Those kept at the last eviction and not used since are let go by `evict` itself.)
             release(state)
-            if let object = context.heldObject(state) { evicted.append(object) }
+            if let object = context.heldObject(state) { evicted.append(TrackedObject(object, state)) }
         }
         return evicted
     }
@@ -169,15 +169,13 @@ final class ObjectRetention {
     /// at the last one and not used since, and lets go of every other object.
     func evict(from context: Context) {
         var evicted = verdicts(context)
-        for object in keptObjects {
-            object.withEntityState { state in
-                guard !used.contains(state), state.isLive(in: context) else { return }
-                if mayRetain(state.entityOfObject), context.prepareForRetention(object, state) {
-                    if ticket(of: state) == 0 { retain(state) }
-                } else {
-                    if ticket(of: state) != 0 { release(state) }
-                    evicted.append(object)
-                }
+        keptObjects.forEachBorrowed { object, state in
+            guard !used.contains(state), state.isLive(in: context) else { return }
+            if mayRetain(state.entityOfObject), context.prepareForRetention(object, state) {
+                if ticket(of: state) == 0 { retain(state) }
+            } else {
+                if ticket(of: state) != 0 { release(state) }
+                evicted.append(TrackedObject(object, state))
             }
         }
         // Over the limit, the objects retained first go, unless used in the batch ending (retained again instead).
@@ -195,25 +193,23 @@ final class ObjectRetention {
             }
             release(state)
             count(state.entityOfObject, hit: false)
-            if let object = context.heldObject(state) { evicted.append(object) }
+            if let object = context.heldObject(state) { evicted.append(TrackedObject(object, state)) }
         }
         compactQueue()
         // What the context holds after the eviction: the objects used (less those deleted), and the retained ones.
         var expected = retainedCount
-        for object in usedObjects {
-            object.withEntityState { state in
-                if state.isLive(in: context) {
-                    if ticket(of: state) == 0 {
-                        expected += 1
-                        countReturn(state, retained: false)
-                    } else if !kept.contains(state) {
-                        count(state.entityOfObject, hit: true)  // retained, and used again
-                        countReturn(state, retained: true)
-                    }
-                } else if ticket(of: state) != 0 {
-                    release(state)
-                    expected -= 1
+        usedObjects.forEachBorrowed { _, state in
+            if state.isLive(in: context) {
+                if ticket(of: state) == 0 {
+                    expected += 1
+                    countReturn(state, retained: false)
+                } else if !kept.contains(state) {
+                    count(state.entityOfObject, hit: true)  // retained, and used again
+                    countReturn(state, retained: true)
                 }
+            } else if ticket(of: state) != 0 {
+                release(state)
+                expected -= 1
             }
         }
         context.evict(evicted, keeping: usedObjects)

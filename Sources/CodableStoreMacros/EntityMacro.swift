@@ -10,8 +10,7 @@ import SwiftSyntaxMacros
 ///
 /// - The member-attribute role marks each field `@_EntityField(index)`, which routes the
 ///   property's reads and writes through the store (see ``EntityFieldMacro``).
-/// - The member role adds `entityState` (the object's bookkeeping) and `_$entityStateReference` (the same without
-///   reference counting, for the runtime), `entityDescription` (the
+/// - The member role adds `entityState` (the object's bookkeeping), `entityDescription` (the
 ///   fields' names, types, defaults and storage accessors, plus the class's `identity`), and
 ///   `init(row:)`. The store creates objects from rows without calling the class's own
 ///   initializers, so `init(row:)` fills each field's storage directly from the row. When the class
@@ -40,7 +39,6 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
 
         var members = [
             entityStateDecl(layout),
-            entityStateReferenceDecl(layout),
             entityDescriptionDecl(layout),
             rowInitializerDecl(layout),
             decodableInitializerDecl(layout),
@@ -108,11 +106,6 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
 
     private static func entityStateDecl(_ layout: EntityLayout) -> DeclSyntax {
         "\(raw: accessPrefix(layout))let entityState = EntityState()"
-    }
-
-    /// The state without the retain and release a read of `entityState` through the protocol costs.
-    private static func entityStateReferenceDecl(_ layout: EntityLayout) -> DeclSyntax {
-        "\(raw: accessPrefix(layout))var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }"
     }
 
     private static func entityDescriptionDecl(_ layout: EntityLayout) -> DeclSyntax {

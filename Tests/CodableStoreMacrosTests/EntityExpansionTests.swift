@@ -96,8 +96,6 @@ import Testing
 
                 public let entityState = EntityState()
 
-                public var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
-
                 public static let entityDescription: EntityDescription = {
                     var builder = EntityDescriptionBuilder<Person>(name: "Person")
                     builder.field("id", \Person.id, as: Int.self, get: { $0._id }, set: { $0._id = $1 })
@@ -174,8 +172,6 @@ import Testing
 
                 let entityState = EntityState()
 
-                var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
-
                 static let entityDescription: EntityDescription = {
                     var builder = EntityDescriptionBuilder<Cache>(name: "Cache")
                     builder.field("value", \\Cache.value, as: Int.self, get: { $0._value }, set: { $0._value = $1 })
@@ -223,8 +219,6 @@ import Testing
                 init(text: String) { self.text = text }
 
                 let entityState = EntityState()
-
-                var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
 
                 static let entityDescription: EntityDescription = {
                     var builder = EntityDescriptionBuilder<Note>(name: "Note")
@@ -275,8 +269,6 @@ import Testing
 
                 public let entityState = EntityState()
 
-                public var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
-
                 public static let entityDescription: EntityDescription = {
                     var builder = EntityDescriptionBuilder<Base>(name: "Base")
                     builder.field("id", \\Base.id, as: Int.self, default: { 0 }, get: { $0._id }, set: { $0._id = $1 })
@@ -310,8 +302,6 @@ import Testing
                 private var _id: Int = 0
 
                 package let entityState = EntityState()
-
-                package var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
 
                 package static let entityDescription: EntityDescription = {
                     var builder = EntityDescriptionBuilder<Shared>(name: "Shared")
@@ -369,8 +359,6 @@ import Testing
 
                 let entityState = EntityState()
 
-                var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
-
                 static let entityDescription: EntityDescription = {
                     var builder = EntityDescriptionBuilder<Event>(name: "Event")
                     builder.field("name", \\Event.name, as: String.self, get: { $0._name }, set: { $0._name = $1 })
@@ -426,8 +414,6 @@ import Testing
                 init(id: Int) { self.id = id }
 
                 let entityState = EntityState()
-
-                var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
 
                 static let entityDescription: EntityDescription = {
                     var builder = EntityDescriptionBuilder<Note>(name: "Note")
@@ -491,8 +477,6 @@ import Testing
                 var isDirty = false
 
                 let entityState = EntityState()
-
-                var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
 
                 static let entityDescription: EntityDescription = {
                     var builder = EntityDescriptionBuilder<Settings>(name: "Settings")
@@ -653,8 +637,6 @@ import Testing
 
                 let entityState = EntityState()
 
-                var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
-
                 static let entityDescription: EntityDescription = {
                     var builder = EntityDescriptionBuilder<Mixed>(name: "Mixed")
                     builder.field("transform", \\Mixed.transform, as: (@Sendable (Int) -> Int).self, default: { { $0 } }, get: { $0._transform }, set: { $0._transform = $1 })
@@ -715,8 +697,6 @@ import Testing
 
                 let entityState = EntityState()
 
-                var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
-
                 static let entityDescription: EntityDescription = {
                     var builder = EntityDescriptionBuilder<Item>(name: "Item")
                     builder.field("id", \\Item.id, as: Int.self, default: { 0 }, get: { $0._id }, set: { $0._id = $1 })
@@ -764,8 +744,6 @@ import Testing
                 private var _default: Bool = false
 
                 let entityState = EntityState()
-
-                var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
 
                 static let entityDescription: EntityDescription = {
                     var builder = EntityDescriptionBuilder<Rule>(name: "Rule")
@@ -855,8 +833,6 @@ import Testing
 
                 let entityState = EntityState()
 
-                var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
-
                 static let entityDescription: EntityDescription = {
                     var builder = EntityDescriptionBuilder<Person>(name: "Person")
                     builder.field("id", \Person.id, as: Int.self, get: { $0._id }, set: { $0._id = $1 })
@@ -940,8 +916,6 @@ import Testing
                 private var _name: String = ""
 
                 let entityState = EntityState()
-
-                var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
 
                 static let entityDescription: EntityDescription = {
                     var builder = EntityDescriptionBuilder<Tag>(name: "Tag")

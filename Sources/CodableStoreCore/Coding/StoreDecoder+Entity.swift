@@ -5,25 +5,26 @@ extension StoreDecoderImpl {
     var context: Context { session.context }
 
     func decodeEntity(_ type: any EntityObject.Type, _ node: Node, _ path: CodingPathNode) throws -> any EntityObject {
-        try decodeEntity(try context.model.mapping(for: type), node, path)
+        try decodeEntity(try context.model.mapping(for: type), node, path).object
     }
 
-    /// Upserts one entity from a JSON object.
+    /// Upserts one entity from a JSON object. Returns the object with its state, which the caller would otherwise
+    /// read again (see `TrackedObject`).
     func decodeEntity(_ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode, prepared: Bool = false) throws
-        -> any EntityObject
+        -> TrackedObject
     {
         switch tape.kind(of: node) {
         case .object: break
         case .null: throw valueNotFound(mapping.description.type, path)
         default:
-            guard let object = try bareReference(mapping, node, path) else {
+            guard let tracked = try bareReference(mapping, node, path) else {
                 throw DecodingError.valueNotFound(
                     mapping.description.type,
                     DecodingError.Context(
                         codingPath: path.path,
                         debugDescription: "No stored \(mapping.name) has the identity \(String(decoding: materialize(node).jsonBytes(), as: UTF8.self)), and the unknown-reference policy is .ignore."))
             }
-            return object
+            return tracked
         }
         if !prepared, let preparing = mapping.coding.jsonPreparing {
             var json = materialize(node)
@@ -37,29 +38,34 @@ extension StoreDecoderImpl {
             return try prepared.decodeEntity(mapping, tape.root, path, prepared: true)
         }
         let description = mapping.description
-        var existing: (any EntityObject)?
+        var existing: TrackedObject?
         var key: Context.IdentityKey?
         if !description.identity.isEmpty {
             key = try identityKey(mapping, node, path)
-            existing = try context.object(entity: mapping.index, identity: key!)
+            existing = try context.trackedObject(entity: mapping.index, identity: key!)
         }
-        let object: any EntityObject
+        let tracked: TrackedObject
         if let existing {
-            object = existing
+            tracked = existing
         } else {
-            object = try createEntity(
+            tracked = try createEntity(
                 mapping, node, path, stubIdentity: nil, identity: key, leavingFieldsToHook: mapping.coding.hasCustomDecoding)
         }
-        if session.isCounting { object.withEntityState { session.countDecoded($0, entity: mapping.index) } }
-        session.saw(object, entity: mapping.index)
-        if mapping.coding.hasCustomDecoding, let custom = object as? any EntityCustomDecoding {
-            try with(node: node, path: path) { try custom.initialize(from: self) }
-        } else {
-            // The identity attributes hold the key the object was found by: equal values, nothing to compare.
-            if existing != nil { try applyAttributes(to: object, mapping, node, path, skipping: description.identitySet) }
-            if mapping.hasRelationships { try applyRelationships(to: object, mapping, node, path) }
+        let object = tracked.object
+        try tracked.withState { state in
+            if session.isCounting { session.countDecoded(state, entity: mapping.index) }
+            session.saw(state, entity: mapping.index)
+            if mapping.coding.hasCustomDecoding, let custom = object as? any EntityCustomDecoding {
+                try with(node: node, path: path) { try custom.initialize(from: self) }
+            } else {
+                // The identity attributes hold the key the object was found by: equal values, nothing to compare.
+                if existing != nil {
+                    try applyAttributes(to: object, state, mapping, node, path, skipping: description.identitySet)
+                }
+                if mapping.hasRelationships { try applyRelationships(to: object, state, mapping, node, path) }
+            }
         }
-        return object
+        return tracked
     }
 
     /// An error thrown by a hook, with the coding path of the object it was given: a `DecodingError` gets the
@@ -338,7 +344,7 @@ extension StoreDecoderImpl {
     func createEntity(
         _ mapping: EntitySchema, _ node: Node?, _ path: CodingPathNode, stubIdentity: Context.IdentityKey?,
         identity: Context.IdentityKey? = nil, leavingFieldsToHook: Bool = false
-    ) throws -> any EntityObject {
+    ) throws -> TrackedObject {
         let description = mapping.description
         // An object described at run time keeps the array it is made from: one of its own size, not the session's.
         var values =
@@ -380,13 +386,13 @@ extension StoreDecoderImpl {
                         debugDescription: "No value associated with key \(key) (\"\(key.stringValue)\")."))
             }
         }
-        let object = try context.makeObject(entity: mapping.index, values: values, identity: identity ?? stubIdentity)
+        let tracked = try context.makeObject(entity: mapping.index, values: values, identity: identity ?? stubIdentity)
         if !description.isRuntime { session.giveBack(values) }
         // To-many relationships the JSON does not set start unloaded rather than empty: they are read from the
         // store (after a flush) if anyone asks, and meanwhile the inverse updates of a large import (a user
         // gaining thousands of issues) do not have to maintain them in memory.
         if mapping.hasRelationships {
-            object.withEntityState { state in
+            tracked.withState { state in
                 description.forEachRelationship { relationship in
                     guard relationship.isToMany else { return }
                     if let node, presentField(node, mapping, relationship.index, hint: &hint) != nil { return }
@@ -394,13 +400,13 @@ extension StoreDecoderImpl {
                 }
             }
         }
-        return object
+        return tracked
     }
 
     /// Applies the attributes present in the JSON object to an existing object; equal values change nothing. The
     /// `skipped` fields are left as they are (the identity of an object found by the identity of this JSON object).
     func applyAttributes(
-        to object: any EntityObject, _ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode,
+        to object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode,
         _ include: ((String) -> Bool)? = nil, skipping skipped: FieldSet = FieldSet()
     ) throws {
         var hint = JSONTape.LookupHint()
@@ -422,7 +428,7 @@ extension StoreDecoderImpl {
             let new = try decodeAttributeValue(attribute, value, in: path, mapping)
             if current != new {
                 try attribute.writeValue(object, new)
-                object.withEntityState { $0.didChange(object, attribute.index, from: current) }
+                state.didChange(object, attribute.index, from: current)
             }
         }
     }
@@ -430,7 +436,7 @@ extension StoreDecoderImpl {
     // MARK: - Relationships
 
     func applyRelationships(
-        to object: any EntityObject, _ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode,
+        to object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode,
         _ include: ((String) -> Bool)? = nil
     ) throws {
         let description = mapping.description
@@ -441,7 +447,7 @@ extension StoreDecoderImpl {
             guard let value = try field(node, mapping, relationshipDescription.index, path, &hint) else { return }
             try mapping.withRelationship(relationshipDescription.index) { relationship in
                 try context.model.withMapping(relationship.destination) { destination in
-                    try apply(relationship, to: object, value.node, value.path(in: path, mapping), destination, context)
+                    try apply(relationship, to: object, state, value.node, value.path(in: path, mapping), destination, context)
                 }
             }
         }
@@ -450,35 +456,35 @@ extension StoreDecoderImpl {
     /// Sets one relationship of `object` from its JSON value (`node` at `path`), whose objects are `destination`'s.
     @inline(__always)
     private func apply(
-        _ relationship: ResolvedRelationship, to object: any EntityObject, _ node: Node, _ path: CodingPathNode,
-        _ destination: EntitySchema, _ context: Context
+        _ relationship: ResolvedRelationship, to object: any EntityObject, _ state: EntityState, _ node: Node,
+        _ path: CodingPathNode, _ destination: EntitySchema, _ context: Context
     ) throws {
         let field = relationship.description.index
         let kind = tape.kind(of: node)
         if relationship.description.kind == .toOne {
             if kind == .null {
-                context.setToOne(object, relationship, nil)
+                context.setToOne(object, state, relationship, nil, nil)
             } else if let target = try reference(destination, node, path, from: (object, field)) {
-                context.setToOne(object, relationship, target)
+                target.withState { context.setToOne(object, state, relationship, target.object, $0) }
             }
             return
         }
         switch kind {
         case .null:
-            context.setToMany(object, relationship, [])
+            context.setToMany(object, state, relationship, [])
         case .array:
             var members: [any EntityObject] = []
             members.reserveCapacity(tape.count(of: node))
             for (offset, element) in tape.elements(of: node).enumerated() {
                 if tape.kind(of: element) == .null { continue }
                 if let member = try reference(destination, element, path.appending(index: offset), from: (object, field)) {
-                    members.append(member)
+                    members.append(member.object)
                 }
             }
             if session.appendsToMany {
                 members = context.loadToMany(object, relationship) + members
             }
-            context.setToMany(object, relationship, members)
+            context.setToMany(object, state, relationship, members)
         default:
             throw typeMismatch([Any].self, node, path)
         }
@@ -500,7 +506,7 @@ extension StoreDecoderImpl {
     /// is not stored follows the relationship's policy (`from`: the owner and the relationship's field).
     func reference(
         _ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode, from owner: (object: any EntityObject, field: Int)? = nil
-    ) throws -> (any EntityObject)? {
+    ) throws -> TrackedObject? {
         let kind = tape.kind(of: node)
         if kind == .object, !isReferenceObject(mapping, node) {
             return try decodeEntity(mapping, node, path)
@@ -515,14 +521,14 @@ extension StoreDecoderImpl {
     /// its own path.
     func bareReference(
         _ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode, from owner: (object: any EntityObject, field: Int)? = nil
-    ) throws -> (any EntityObject)? {
+    ) throws -> TrackedObject? {
         guard !mapping.description.identity.isEmpty else {
             throw typeMismatch([String: Any].self, node, path)
         }
         let key = try referenceKey(mapping, node, path)
-        if let object = try context.object(entity: mapping.index, identity: key) {
-            session.saw(object, entity: mapping.index)
-            return object
+        if let tracked = try context.trackedObject(entity: mapping.index, identity: key) {
+            tracked.withState { session.saw($0, entity: mapping.index) }
+            return tracked
         }
         var policy = session.options.unknownReferencePolicy
         if let owner, let declared = context.model.mappings[owner.object.entityState.entityIndex].coding.referencePolicies[owner.field] {
@@ -546,9 +552,9 @@ extension StoreDecoderImpl {
         switch tape.kind(of: node) {
         case .object:
             if let stamp = recordStamp, node == tape.root { return try decodeRecord(mapping, node, path, stamp: stamp) }
-            return try decodeEntity(mapping, node, path)
-        case .null: return try decodeEntity(mapping, node, path)
-        default: return try bareReference(mapping, node, path)
+            return try decodeEntity(mapping, node, path).object
+        case .null: return try decodeEntity(mapping, node, path).object
+        default: return try bareReference(mapping, node, path)?.object
         }
     }
 
@@ -567,9 +573,11 @@ extension StoreDecoderImpl {
             return nil
         }
         let unresolved = session.unresolvedReferences
-        let object = try decodeEntity(mapping, node, path)
-        if session.unresolvedReferences == unresolved { context.applyStamp(object, stamp) }
-        return object
+        let tracked = try decodeEntity(mapping, node, path)
+        if session.unresolvedReferences == unresolved {
+            tracked.withState { context.applyStamp(tracked.object, $0, stamp) }
+        }
+        return tracked.object
     }
 
     /// What decoding an unchanged record still does: upsert the objects nested in it (a later record may have changed
@@ -725,9 +733,9 @@ extension StoreDecoderImpl {
                 guard impl.presentField(element, mapping, relationshipDescription.index) != nil,
                     let key = try? impl.identityKey(mapping, element, .root),
                     let owner = context.cachedObject(entity: mapping.index, key: key).object,
-                    owner.entityState.unloadedRelationships.contains(relationshipDescription.index)
+                    owner.state.unloadedRelationships.contains(relationshipDescription.index)
                 else { continue }
-                owners.append(owner)
+                owners.append(owner.object)
             }
             try context.loadToManyBatch(owners, relationship)
         }
@@ -908,7 +916,7 @@ protocol EntityArrayDecoding {
 extension StoreDecoderImpl {
     /// The entity the decoder is on (an object or a bare identity), upserted.
     func decodeOneEntity<Element: EntityObject>(_ type: Element.Type) throws -> Element {
-        unsafeDowncast(try decodeEntity(try context.model.mapping(for: Element.self), node, path), to: Element.self)
+        unsafeDowncast(try decodeEntity(try context.model.mapping(for: Element.self), node, path).object, to: Element.self)
     }
 }
 
@@ -924,8 +932,9 @@ extension StoreDecoderImpl: EntityDecodingHandle {
         let mapping = try context.model.mapping(of: object)
         guard tape.kind(of: node) == .object else { throw typeMismatch([String: Any].self, node, path) }
         try withoutActuallyEscaping(include) { include in
-            try applyAttributes(to: object, mapping, node, path, include)
-            if mapping.hasRelationships { try applyRelationships(to: object, mapping, node, path, include) }
+            let state = object.entityState
+            try applyAttributes(to: object, state, mapping, node, path, include)
+            if mapping.hasRelationships { try applyRelationships(to: object, state, mapping, node, path, include) }
         }
     }
 

@@ -331,8 +331,8 @@ package final class DecodingSession {
 
     /// Notes an object of the synced entity that the payload has.
     @inline(__always)
-    func saw(_ object: any EntityObject, entity: Int) {
-        if entity == syncEntity { sync.unsafelyUnwrapped.saw(object.entityState) }
+    func saw(_ state: EntityState, entity: Int) {
+        if entity == syncEntity { sync.unsafelyUnwrapped.saw(state) }
     }
 
     /// Counts a decoded object once (when ``isCounting``).

@@ -89,7 +89,7 @@ extension Context {
     /// and an insert each cost one hash of the key.
     final class IdentityIndex {
         enum Entry {
-            case object(any EntityObject)
+            case object(TrackedObject)
             case missing
         }
         @exclusivity(unchecked) var entries = Table()  // see Context.registries
@@ -188,7 +188,7 @@ extension Context {
         let mapping = model.mappings[entity]
         if !mapping.identityColumns.isEmpty {
             for object in registries[entity].values {
-                index.entries[identityKey(of: object, mapping)] = .object(object)
+                index.entries[identityKey(of: object, mapping)] = .object(TrackedObject(object))
             }
         }
         return index
@@ -222,16 +222,16 @@ extension Context {
     /// The object with this identity if it is known without a query: in the index (and still carrying that
     /// identity), or known to be missing from the store. `nil` result with `isKnown == false` means the
     /// store must be asked.
-    func cachedObject(entity: Int, key: IdentityKey) -> (object: (any EntityObject)?, isKnown: Bool) {
+    func cachedObject(entity: Int, key: IdentityKey) -> (object: TrackedObject?, isKnown: Bool) {
         guard let index = identityIndexes[entity] else { return (nil, false) }
         switch index.entries[key] {
-        case .object(let object):
-            let current = object.withEntityState { state in
-                guard isCurrent(object, state, key, entity) else { return false }
-                noteUse(object, state)
+        case .object(let tracked):
+            let current = tracked.withState { state in
+                guard isCurrent(tracked.object, state, key, entity) else { return false }
+                noteUse(tracked.object, state)
                 return true
             }
-            if current { return (object, true) }
+            if current { return (tracked, true) }
             // Its identity changed, or it was deleted: the store decides.
             index.entries[key] = nil
             return (nil, false)
@@ -244,8 +244,8 @@ extension Context {
 
     /// Whether an object in memory answers for this identity (without noting its use, unlike ``cachedObject(entity:key:)``).
     package func holdsObject(entity: Int, key: IdentityKey) -> Bool {
-        guard case .object(let object)? = identityIndexes[entity]?.entries[key] else { return false }
-        return isCurrent(object, object.entityState, key, entity)
+        guard case .object(let tracked)? = identityIndexes[entity]?.entries[key] else { return false }
+        return tracked.withState { isCurrent(tracked.object, $0, key, entity) }
     }
 
     /// Looks up many identities of one entity with as few queries as possible (one per chunk of keys),
@@ -271,8 +271,8 @@ extension Context {
                     return filter?.mayContain(key) != false
                 case .missing:
                     return false
-                case .object(let object):
-                    if isCurrent(object, object.entityState, key, entity) { return false }
+                case .object(let tracked):
+                    if tracked.withState({ isCurrent(tracked.object, $0, key, entity) }) { return false }
                     index.markMissing(&entry, key)
                     return true
                 }
@@ -301,7 +301,7 @@ extension Context {
                 try connection.cached(sql)
             } row: { statement in
                 let object = try object(for: mapping, statement: statement)
-                index.entries[identityKey(of: object, mapping)] = .object(object)
+                index.entries[identityKey(of: object, mapping)] = .object(TrackedObject(object))
             }
         }
     }
@@ -324,7 +324,7 @@ extension Context {
             if position == 0 {
                 for (key, rowID) in zip(lookup.unchangedKeys, lookup.unchangedRowIDs) {
                     if let held = registries[entry.entity][rowID] {
-                        index.entries[identityKey(of: held, mapping)] = .object(held)
+                        index.entries[identityKey(of: held, mapping)] = .object(TrackedObject(held))
                     } else {
                         // Stored as the batch's record would write it: the record is skipped, and no object made
                         // (see RowStamps). Not marked missing below, nor looked up by the prefetch.
@@ -340,14 +340,15 @@ extension Context {
                 if let held = registries[entry.entity][rowID] {
                     // Newer than its row, the held object answers for its identity (one a membership load made, or
                     // one held before the index was made, may not be indexed yet).
-                    index.entries[identityKey(of: held, mapping)] = .object(held)
+                    index.entries[identityKey(of: held, mapping)] = .object(TrackedObject(held))
                     continue
                 }
                 let object = try makeStoredObject(for: mapping, rowID: rowID, row: values)
-                index.entries[identityKey(of: object, mapping)] = .object(object)
+                let state = object.entityState
+                index.entries[identityKey(of: object, mapping)] = .object(TrackedObject(object, state))
                 if let stamps {
-                    object.entityState.storedStamp = stamps[row]
-                    object.entityState.storedStampIsKnown = true
+                    state.storedStamp = stamps[row]
+                    state.storedStampIsKnown = true
                 }
                 if position == 0 { made[rowID] = object }
             }
@@ -386,19 +387,23 @@ extension Context {
 
     /// Gives `object`, just decoded from a record of stamp `stamp` (the import's, see ``RowStamps``), that
     /// stamp: written with its row unless something changes it before.
-    func applyStamp(_ object: any EntityObject, _ stamp: Int64) {
-        let state = object.entityState
+    func applyStamp(_ object: any EntityObject, _ state: EntityState, _ stamp: Int64) {
         state.pendingStamp = stamp
         state.stampChangeCount = state.changeCount
         guard state.status == .persistent, !state.isScheduledForUpdate else { return }
         if state.storedStampIsKnown && state.storedStamp == stamp { return }
         // Nothing else changed: the row still needs the stamp.
         state.isScheduledForUpdate = true
-        updatedObjects.append(object)
+        updatedObjects.append(TrackedObject(object, state))
     }
 
     /// The object with this identity: from memory when known, else with one query.
     func object(entity: Int, identity key: IdentityKey) throws -> (any EntityObject)? {
+        try trackedObject(entity: entity, identity: key)?.object
+    }
+
+    /// ``object(entity:identity:)`` with the object's state.
+    func trackedObject(entity: Int, identity key: IdentityKey) throws -> TrackedObject? {
         let cached = cachedObject(entity: entity, key: key)
         if cached.isKnown { return cached.object }
         try prefetch(entity: entity, keys: [key])
@@ -406,10 +411,9 @@ extension Context {
     }
 
     /// Creates and inserts a new object from values by field index (relationship slots are ignored).
-    func makeObject(entity: Int, values: [DatabaseValue], identity: IdentityKey?) throws -> any EntityObject {
+    func makeObject(entity: Int, values: [DatabaseValue], identity: IdentityKey?) throws -> TrackedObject {
         let mapping = model.mappings[entity]
         let object = try mapping.description.makeObject(EntityRow(values: values, mapping: mapping, decoded: true))
-        try insertCreated(object, mapping, identity: identity)
-        return object
+        return try insertCreated(object, mapping, identity: identity)
     }
 }

@@ -81,21 +81,21 @@ extension Context {
     /// After `owner`'s to-one storage changed from `old` to `new`.
     /// `storedForeignKey`: the foreign key as stored, when the relationship was not changed since (the save
     /// compares with it: see `EntityState.storedValues`).
-    func toOneDidChange(
-        _ owner: any EntityObject, _ relationship: ResolvedRelationship, old: (any EntityObject)?, new: (any EntityObject)?,
-        storedForeignKey: Int64?
+    ///
+    /// `state` and `newState` are the owner's and the new destination's states, read once by the caller.
+    private func toOneDidChange(
+        _ owner: any EntityObject, _ state: EntityState, _ relationship: ResolvedRelationship, old: (any EntityObject)?,
+        new: (any EntityObject)?, _ newState: EntityState?, storedForeignKey: Int64?
     ) {
-        owner.withEntityState { state in
-            let field = relationship.description.index
-            recordStoredForeignKey(state, relationship, storedForeignKey)
-            state.unloadedRelationships.remove(field)
-            state.foreignKeys[field] = nil
-            markChanged(owner, state, field)
-        }
-        if let new, new.withEntityState({ $0.status == .transient }) { insertForRelationship(new) }
+        let field = relationship.description.index
+        recordStoredForeignKey(state, relationship, storedForeignKey)
+        state.unloadedRelationships.remove(field)
+        state.foreignKeys[field] = nil
+        markChanged(owner, state, field)
+        if let new, let newState, newState.status == .transient { insertForRelationship(new) }
         guard let inverse = relationship.inverseRelationship else { return }
         if let old { unlinkInverse(member: old, inverse, owner: owner) }
-        if let new { linkInverse(member: new, inverse, owner: owner) }
+        if let new, let newState { linkInverse(member: new, newState, inverse, owner: owner) }
     }
 
     /// Records a stored object's foreign key as stored before its first change since the last write (see
@@ -107,7 +107,14 @@ extension Context {
 
     /// The row id a destination has in the store, or nil for none (or one not inserted).
     static func storedRowID(_ object: (any EntityObject)?) -> Int64? {
-        object?.withEntityState { state in state.status == .transient ? nil : state.rowID }
+        object?.withEntityState { storedRowID($0) }
+    }
+
+    /// The row id the object of `state` has in the store, or nil for none (or one not inserted).
+    @inline(__always)
+    static func storedRowID(_ state: EntityState?) -> Int64? {
+        guard let state, state.status != .transient else { return nil }
+        return state.rowID
     }
 
     /// After `owner`'s to-many storage changed from `old` to `new`.
@@ -143,7 +150,6 @@ extension Context {
             removed = old.filter { !newIDs.contains(ObjectIdentifier($0)) }
             added = new.filter { !oldIDs.contains(ObjectIdentifier($0)) }
         }
-        for member in added where member.withEntityState({ $0.status == .transient }) { insertForRelationship(member) }
         let inverse = relationship.inverseRelationship
         for member in removed {
             member.withEntityState { memberState in
@@ -153,22 +159,26 @@ extension Context {
                 if let inverse { unlinkInverse(member: member, memberState, inverse, owner: owner) }
             }
         }
-        link(added, to: owner, state, relationship)
+        link(added, to: owner, state, relationship, insertingTransient: true)
     }
 
     /// At insertion: relationships assigned while the object was transient.
     func connectMembers(_ members: [any EntityObject], of owner: any EntityObject, _ relationship: ResolvedRelationship) throws {
         for member in members where member.entityState.status == .transient { try insertObject(member) }
-        link(members, to: owner, owner.entityState, relationship)
+        link(members, to: owner, owner.entityState, relationship, insertingTransient: false)
     }
 
     /// Records the join rows of members added to `owner`'s relationship, and adds `owner` to their inverse side.
+    /// `insertingTransient`: inserts each transient member first (an error is thrown by the next save), with the same
+    /// read of its state.
     private func link(
-        _ members: [any EntityObject], to owner: any EntityObject, _ state: EntityState, _ relationship: ResolvedRelationship
+        _ members: [any EntityObject], to owner: any EntityObject, _ state: EntityState, _ relationship: ResolvedRelationship,
+        insertingTransient: Bool
     ) {
         let inverse = relationship.inverseRelationship
         members.forEachBorrowed { member in
             member.withEntityState { memberState in
+                if insertingTransient, memberState.status == .transient { insertForRelationship(member) }
                 if case .joinTable(let table, let ownerIsSource) = relationship.storage {
                     recordLink(table, owner, state, member, memberState, ownerIsSource: ownerIsSource, isLink: true)
                 }
@@ -368,15 +378,13 @@ extension Context {
             // (the rows the store gives for another owner are checked one by one, see `apply`).
             guard let inverse = relationship.inverse else { return nil }
             let rowIDs = Set(owners.map(\.entityState.rowID))
-            func collect(_ object: any EntityObject) {
-                object.withEntityState { state in
-                    guard state.entityIndex == relationship.destination, !state.unloadedRelationships.contains(inverse),
-                        state.status == .inserted || (state.status == .persistent && state.changedFields.contains(inverse)),
-                        let owner = relationship.inverseRelationship?.description.getOne(object),
-                        let ownerRowID = Self.storedRowID(owner), rowIDs.contains(ownerRowID)
-                    else { return }
-                    unwritten.added[ownerRowID, default: []].append(object)
-                }
+            func collect(_ object: any EntityObject, _ state: EntityState) {
+                guard state.entityIndex == relationship.destination, !state.unloadedRelationships.contains(inverse),
+                    state.status == .inserted || (state.status == .persistent && state.changedFields.contains(inverse)),
+                    let owner = relationship.inverseRelationship?.description.getOne(object),
+                    let ownerRowID = Self.storedRowID(owner), rowIDs.contains(ownerRowID)
+                else { return }
+                unwritten.added[ownerRowID, default: []].append(object)
             }
             insertedObjects.forEachBorrowed(collect)
             updatedObjects.forEachBorrowed(collect)
@@ -413,18 +421,20 @@ extension Context {
 extension Context {
     /// Sets a to-one relationship through the type-erased description, with inverse maintenance.
     func setToOne(_ owner: any EntityObject, _ relationship: ResolvedRelationship, _ new: (any EntityObject)?) {
-        owner.withEntityState { setToOne(owner, $0, relationship, new) }
+        owner.withEntityState { setToOne(owner, $0, relationship, new, new?.entityState) }
     }
 
-    private func setToOne(
-        _ owner: any EntityObject, _ state: EntityState, _ relationship: ResolvedRelationship, _ new: (any EntityObject)?
+    /// `setToOne(_:_:_:)` with the states of the owner and of the new destination read (the decoder has them).
+    func setToOne(
+        _ owner: any EntityObject, _ state: EntityState, _ relationship: ResolvedRelationship, _ new: (any EntityObject)?,
+        _ newState: EntityState?
     ) {
         let field = relationship.description.index
         if case .foreignKey = relationship.storage, state.unloadedRelationships.contains(field) {
             // Not loaded: the stored foreign key says what it is, without reading the old destination. Only an
             // old destination in memory can have a loaded inverse to update; one that is not was never read.
             let stored = state.foreignKeys[field]
-            let newRowID = Self.storedRowID(new)
+            let newRowID = Self.storedRowID(newState)
             state.unloadedRelationships.remove(field)
             state.foreignKeys[field] = nil
             noteUse(owner, state)  // as in resolveToOne
@@ -434,14 +444,14 @@ extension Context {
             }
             let old = stored.flatMap { registries[relationship.destination][$0] }
             relationship.description.setOne(owner, new)
-            toOneDidChange(owner, relationship, old: old, new: new, storedForeignKey: stored)
+            toOneDidChange(owner, state, relationship, old: old, new: new, newState, storedForeignKey: stored)
             return
         }
         let old = resolveToOne(owner, state, relationship)
         if old === new { return }
         relationship.description.setOne(owner, new)
         // Unchanged since loaded, the loaded destination is the stored one.
-        toOneDidChange(owner, relationship, old: old, new: new, storedForeignKey: Self.storedRowID(old))
+        toOneDidChange(owner, state, relationship, old: old, new: new, newState, storedForeignKey: Self.storedRowID(old))
     }
 
     /// Sets a to-many relationship through the type-erased description, with inverse maintenance; the same
@@ -450,7 +460,8 @@ extension Context {
         owner.withEntityState { setToMany(owner, $0, relationship, members) }
     }
 
-    private func setToMany(
+    /// `setToMany(_:_:_:)` with the owner's state read (the decoder has it).
+    func setToMany(
         _ owner: any EntityObject, _ state: EntityState, _ relationship: ResolvedRelationship, _ members: [any EntityObject]
     ) {
         let field = relationship.description.index

@@ -86,7 +86,7 @@ extension StoreDecoder {
             try checkingReferences(in: context, savingAtEnd: false) {
                 let session = DecodingSession(context: context, options: options)
                 let impl = StoreDecoderImpl(tape: tape, node: tape.root, path: .root, session: session)
-                return RuntimeObject.of(try impl.decodeEntity(mapping, tape.root, .root))
+                return RuntimeObject.of(try impl.decodeEntity(mapping, tape.root, .root).object)
             }
         }
     }

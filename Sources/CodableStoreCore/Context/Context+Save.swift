@@ -52,20 +52,16 @@ extension Context {
             if isSave { try didSave() }
             return
         }
-        // One read of each object's state. A writer thread is told of the objects a plan writes: it keeps them
-        // while the plan waits (see ``DeferredWriter``).
+        // A writer thread is told of the objects a plan writes: it keeps them while the plan waits (see
+        // ``DeferredWriter``).
         var touched = Array(repeating: false, count: model.mappings.count)
-        insertedObjects.forEachBorrowed { object in
-            object.withEntityState { state in
-                touched[state.entityIndex] = true
-                noteUse(object, state)
-            }
+        insertedObjects.forEachBorrowed { object, state in
+            touched[state.entityIndex] = true
+            noteUse(object, state)
         }
-        updatedObjects.forEachBorrowed { object in
-            object.withEntityState { state in
-                touched[state.entityIndex] = true
-                noteUse(object, state)
-            }
+        updatedObjects.forEachBorrowed { object, state in
+            touched[state.entityIndex] = true
+            noteUse(object, state)
         }
         // Links by table first: a batch changes hundreds of links, of a few tables.
         var touchedTables = Array(repeating: false, count: model.joinTables.count)
@@ -98,22 +94,19 @@ extension Context {
         }
         // Only now that everything is written (or handed to the writer) does the in-memory state move on.
         var inserted = Array(repeating: 0, count: model.mappings.count)
-        insertedObjects.forEachBorrowed { object in
-            object.withEntityState { state in
-                guard state.status == .inserted else { return }
-                state.status = .persistent
-                state.changedFields.removeAll()
-                state.storedStamp = state.stampToWrite
-                state.storedStampIsKnown = true
-                inserted[state.entityIndex] += 1
-            }
+        insertedObjects.forEachBorrowed { _, state in
+            guard state.status == .inserted else { return }
+            state.status = .persistent
+            state.changedFields.removeAll()
+            state.storedStamp = state.stampToWrite
+            state.storedStampIsKnown = true
+            inserted[state.entityIndex] += 1
         }
         for (entity, count) in inserted.enumerated() where count > 0 {
             writeCounts[entity, default: (0, 0)].inserted += count
             materializedCounts[entity] += count
         }
-        for object in updatedObjects {
-            let state = object.entityState
+        updatedObjects.forEachBorrowed { _, state in
             state.isScheduledForUpdate = false
             if state.status == .persistent, !state.changedFields.isEmpty {
                 writeCounts[state.entityIndex, default: (0, 0)].updated += 1
@@ -190,12 +183,12 @@ extension Context {
     /// parent costs a deferred violation, and the parent's insert then a search of the child table.
     private func planInserts(_ emit: (WritePlan.Step) throws -> Void) rethrows {
         // Objects and their states are borrowed (`insertedObjects` keeps both alive while the plan is made): a copy
-        // of each, or a read of `entityState`, is a retain and a release per inserted row, and so is every copy of
-        // a column's binder (see `EntitySchema.insertBinders`).
+        // of each is a retain and a release per inserted row, and so is every copy of a column's binder (see
+        // `EntitySchema.insertBinders`).
         var byEntity: [[Int]] = Array(repeating: [], count: model.mappings.count)
         insertedObjects.withUnsafeBufferPointer { insertedObjects in
             for position in insertedObjects.indices {
-                insertedObjects[position].withEntityState { state in
+                insertedObjects[position].withState { state in
                     if state.status == .inserted { byEntity[state.entityIndex].append(position) }
                 }
             }
@@ -216,8 +209,8 @@ extension Context {
                 // crashed debug builds (Swift 6.3).
                 insertedObjects.withUnsafeBufferPointer { insertedObjects in
                     for position in positions[start..<(start + rows)] {
-                        let object = insertedObjects[position]
-                        object.withEntityState { state in
+                        let object = insertedObjects[position].object
+                        insertedObjects[position].withState { state in
                             values.append(.integer(state.rowID))
                             for binder in mapping.insertBinders {
                                 switch binder {
@@ -265,8 +258,8 @@ extension Context {
     }
 
     private func planUpdates(_ emit: (WritePlan.Step) throws -> Void) rethrows {
-        for object in updatedObjects {
-            let state = object.entityState
+        for tracked in updatedObjects {
+            let (object, state) = (tracked.object, tracked.state)
             guard state.status == .persistent else { continue }
             let mapping = model.mappings[state.entityIndex]
             // Attributes and foreign keys set back to their stored value are not changes.
@@ -470,8 +463,8 @@ extension Context {
 
     /// Positions of ordered relationships whose order changed on stored objects.
     private func planPositions(_ emit: (WritePlan.Step) throws -> Void) rethrows {
-        for object in updatedObjects {
-            let state = object.entityState
+        for tracked in updatedObjects {
+            let (object, state) = (tracked.object, tracked.state)
             guard state.status == .persistent else { continue }
             let mapping = model.mappings[state.entityIndex]
             try state.changedFields.forEachIndex { field in
@@ -494,8 +487,9 @@ extension Context {
         }
         // Positions of new objects' ordered relationships stored by a foreign key.
         guard model.hasOrderedForeignKeyRelationships else { return }
-        for object in insertedObjects where object.entityState.status == .inserted {
-            let mapping = model.mappings[object.entityState.entityIndex]
+        for tracked in insertedObjects where tracked.state.status == .inserted {
+            let (object, state) = (tracked.object, tracked.state)
+            let mapping = model.mappings[state.entityIndex]
             if !mapping.hasRelationships { continue }
             for case let relationship? in mapping.relationships {
                 guard case .inverseForeignKey(_, let orderColumn?) = relationship.storage else { continue }

@@ -78,8 +78,8 @@ public final class Context {
 
     /// Registered objects by entity, by row id. Strong references: the context keeps its objects alive.
     @exclusivity(unchecked) var registries: [[IntegerKey: any EntityObject]]
-    @exclusivity(unchecked) var insertedObjects: [any EntityObject] = []
-    @exclusivity(unchecked) var updatedObjects: [any EntityObject] = []
+    @exclusivity(unchecked) var insertedObjects: [TrackedObject] = []
+    @exclusivity(unchecked) var updatedObjects: [TrackedObject] = []
     var deletedObjects: [(entity: Int, rowID: Int64)] = []
     /// Objects inserted and deleted again before a save: their rows are never written, nor are links to them.
     var discardedInsertions: [(entity: Int, rowID: Int64)] = []
@@ -261,7 +261,9 @@ public final class Context {
         index.entries = IdentityIndex.Table(roomFor: index.entries.count, like: index.entries)
         index.isComplete = false
         guard !mapping.identityColumns.isEmpty else { return }
-        for object in registries[entity].values { index.entries[identityKey(of: object, mapping)] = .object(object) }
+        for object in registries[entity].values {
+            index.entries[identityKey(of: object, mapping)] = .object(TrackedObject(object))
+        }
     }
 
     /// The object of `state` if this context still holds it (not deleted, nor let go).
@@ -290,20 +292,18 @@ public final class Context {
     /// object: the relationships of `kept` objects that reach one no longer held are unloaded, as
     /// ``evictObjects(keeping:)`` does, and no other object is looked at. Identity lookups of evicted objects, and of
     /// keys marked missing since the last eviction, go to the store again.
-    package func evict(_ evicted: [any EntityObject], keeping kept: [any EntityObject]) {
+    package func evict(_ evicted: [TrackedObject], keeping kept: [TrackedObject]) {
         var rebuilds: [Int] = []
         // The entities with an object gone: only relationships to them can reach one (an object evicted before
         // was unloaded then from every relationship of the objects kept, and retained objects reach nothing).
         var gone = Array(repeating: false, count: model.mappings.count)
         // Borrowed, as everything an eviction reads per object: `evicted` keeps the objects alive.
-        evicted.forEachBorrowed { object in
-            object.withEntityState { state in
-                model.withMapping(state.entityIndex) { mapping in
-                    gone[mapping.index] = true
-                    registries[mapping.index][state.rowID] = nil
-                    forgetIdentity(of: object, state, mapping, rebuilding: &rebuilds)
-                    detach(object, state, mapping)
-                }
+        evicted.forEachBorrowed { object, state in
+            model.withMapping(state.entityIndex) { mapping in
+                gone[mapping.index] = true
+                registries[mapping.index][state.rowID] = nil
+                forgetIdentity(of: object, state, mapping, rebuilding: &rebuilds)
+                detach(object, state, mapping)
             }
         }
         for object in detachedObjects {
@@ -316,13 +316,11 @@ public final class Context {
         for case let index? in identityIndexes { index.forgetMissingKeys() }
         // An evicted object's identity changed in memory: entries under an older key may point at it.
         for entity in rebuilds { reindex(entity) }
-        kept.forEachBorrowed { object in
-            object.withEntityState { state in
-                guard state.context === self else { return }
-                model.withMapping(state.entityIndex) { mapping in
-                    if mapping.hasRelationships {
-                        unloadRelationships(object, state, mapping, destinations: gone) { $0.context !== self }
-                    }
+        kept.forEachBorrowed { object, state in
+            guard state.context === self else { return }
+            model.withMapping(state.entityIndex) { mapping in
+                if mapping.hasRelationships {
+                    unloadRelationships(object, state, mapping, destinations: gone) { $0.context !== self }
                 }
             }
         }
@@ -340,7 +338,7 @@ public final class Context {
             return
         }
         index.entries.update(identityKey(of: object, mapping)) { entry in
-            if case .object(let indexed)? = entry, indexed === object { entry = nil }
+            if case .object(let indexed)? = entry, indexed.object === object { entry = nil }
         }
     }
 
@@ -496,9 +494,11 @@ public final class Context {
 
     /// Inserts an object the decoder just created with `init(row:)`: new, in no context, with empty
     /// relationships, so none of ``insertObject(_:identity:)``'s checks apply.
-    func insertCreated(_ object: any EntityObject, _ mapping: EntitySchema, identity: IdentityKey?) throws {
+    func insertCreated(_ object: any EntityObject, _ mapping: EntitySchema, identity: IdentityKey?) throws -> TrackedObject {
         if isReadOnly { throw StoreError.readOnly("insert") }
-        try object.withEntityState { try register(inserted: object, $0, mapping, identity: identity) }
+        let state = object.entityState
+        try register(inserted: object, state, mapping, identity: identity)
+        return TrackedObject(object, state)
     }
 
     private func register(
@@ -511,12 +511,12 @@ public final class Context {
         state.status = .inserted
         state.rowID = rowID
         registries[entity][rowID] = object
-        insertedObjects.append(object)  // a writer thread is told of it when it is saved (see flush)
+        insertedObjects.append(TrackedObject(object, state))  // a writer thread is told of it when it is saved (see flush)
         let index = identityIndexes[entity]
         let filter = storedKeys[entity]
         if index != nil || filter != nil, !mapping.identityColumns.isEmpty {
             let key = identity ?? identityKey(of: object, mapping)
-            index?.entries[key] = .object(object)
+            index?.entries[key] = .object(TrackedObject(object, state))
             filter?.insert(key)
         }
         if pendingReferenceCount > 0 { objectArrived(object, mapping, identity: identity) }
@@ -715,7 +715,7 @@ public final class Context {
         }
         if state.status == .persistent, !state.isScheduledForUpdate {
             state.isScheduledForUpdate = true
-            updatedObjects.append(object)
+            updatedObjects.append(TrackedObject(object, state))
         }
     }
 

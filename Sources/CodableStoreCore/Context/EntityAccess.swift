@@ -42,7 +42,7 @@ public enum _$EntityAccess {
             store(owner, new)
             return
         }
-        context.setToOne(owner, context.relationship(owner, field), new)
+        context.setToOne(owner, state, context.relationship(owner, field), new, new?.entityState)
     }
 
     // MARK: Ordered to-many
@@ -67,7 +67,7 @@ public enum _$EntityAccess {
             store(owner, new)
             return
         }
-        context.setToMany(owner, context.relationship(owner, field), new)
+        context.setToMany(owner, state, context.relationship(owner, field), new)
     }
 
     // MARK: Unordered to-many
@@ -91,7 +91,7 @@ public enum _$EntityAccess {
             store(owner, new)
             return
         }
-        context.setToMany(owner, context.relationship(owner, field), Array(new))
+        context.setToMany(owner, state, context.relationship(owner, field), Array(new))
     }
 
     // MARK: Optional to-many (nil reads as no members)
@@ -113,7 +113,7 @@ public enum _$EntityAccess {
             store(owner, new)
             return
         }
-        context.setToMany(owner, context.relationship(owner, field), new ?? [])
+        context.setToMany(owner, state, context.relationship(owner, field), new ?? [])
     }
 
     public static func get<Root: EntityObject, Destination: EntityObject>(
@@ -134,6 +134,6 @@ public enum _$EntityAccess {
             store(owner, new)
             return
         }
-        context.setToMany(owner, context.relationship(owner, field), Array(new ?? []))
+        context.setToMany(owner, state, context.relationship(owner, field), Array(new ?? []))
     }
 }

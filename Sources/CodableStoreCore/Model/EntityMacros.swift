@@ -22,7 +22,7 @@
 ///
 /// Four static properties, when declared, are read by name: `identity` (an ``Identity``), `indexes` (an
 /// array of ``EntityIndex``), `inverses` (an array of ``Inverse``) and `deleteRules` (an array of ``DeleteRule``).
-@attached(member, names: named(entityState), named(_$entityStateReference), named(entityDescription), named(init))
+@attached(member, names: named(entityState), named(entityDescription), named(init))
 @attached(memberAttribute)
 @attached(extension, conformances: EntityObject, Decodable)
 public macro Entity() = #externalMacro(module: "CodableStoreMacros", type: "EntityMacro")

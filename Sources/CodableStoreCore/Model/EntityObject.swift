@@ -35,27 +35,21 @@ public protocol EntityObject: AnyObject, Hashable, SendableMetatype {
     /// The schema: fields, relationships and identity. Built once per type.
     static var entityDescription: EntityDescription { get }
     /// The object's tracking state: its context, row, and changed fields. The same object for the entity's whole
-    /// life: declare it as a `let`.
+    /// life, held by the object: declare it as a stored `let` (as ``Entity()`` does). The store reads it once per
+    /// object and keeps it beside the object without a reference of its own.
     var entityState: EntityState { get }
-    /// ``entityState`` without reference counting: the runtime reads it on every path an import takes, where the
-    /// retain and release of each read through ``entityState`` are atomic operations. ``Entity()`` generates it; the
-    /// default implementation reads ``entityState``. Not for your code.
-    var _$entityStateReference: Unmanaged<EntityState> { get }
     /// Creates an object from a stored row, without calling the user's initializers.
     init(row: EntityRow) throws
 }
 
 extension EntityObject {
-    public var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
-
-    /// Runs `body` with the object's state, borrowed: no retain and release, as reading ``entityState`` costs.
-    /// The object keeps its state alive (a `let`), and `body` must not keep it beyond the call. Inlinable: the
-    /// import calls it for every object it looks at between batches, and a closure the import cannot see into makes
-    /// every access it makes to its own properties a dynamic exclusivity check (callgrind, 100k import: 130 M
-    /// instructions of the decoding thread's 3.9 G).
+    /// Runs `body` with the object's state (one read of ``entityState``, a retain and a release). Paths taken for
+    /// every object of an import take it from a `TrackedObject` instead. Inlinable: a closure the caller cannot see
+    /// into makes every access it makes to its own properties a dynamic exclusivity check (callgrind, 100k import:
+    /// 130 M instructions of the decoding thread's 3.9 G).
     @inlinable @inline(__always)
     package func withEntityState<Result>(_ body: (EntityState) throws -> Result) rethrows -> Result {
-        try _$entityStateReference._withUnsafeGuaranteedRef(body)
+        try body(entityState)
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs === rhs }
@@ -192,6 +186,51 @@ public struct DeleteRule<Root: AnyObject>: @unchecked Sendable {
     public static func deny(_ keyPath: PartialKeyPath<Root>) -> DeleteRule { DeleteRule(keyPath, .deny) }
     /// Deleting the object clears the relationship (what every relationship does unless declared otherwise).
     public static func nullify(_ keyPath: PartialKeyPath<Root>) -> DeleteRule { DeleteRule(keyPath, .nullify) }
+}
+
+/// An object with its state, read once: what the core keeps of an object it tracks (the identity index, the objects a
+/// save writes, an import's batches) and hands along.
+///
+/// A read of ``EntityObject/entityState`` through the protocol is a call, a retain and a release (two atomic
+/// operations); an import of 100k records made 3.4 M of them, +3.6% of its decoding thread's instructions, and passing
+/// a strong state along costs as much (every copy that is stored or returned is a retain). So the state is held
+/// unretained: the object holds its state in a `let` (what the protocol asks), and this struct holds the object, so
+/// the state lives at least as long as the struct. ``withState(_:)`` lends it without reference counting.
+package struct TrackedObject {
+    package let object: any EntityObject
+    private let stateReference: Unmanaged<EntityState>
+
+    /// `state` must be `object.entityState`, read by the caller (checked in debug builds).
+    @inline(__always)
+    package init(_ object: any EntityObject, _ state: EntityState) {
+        assert(object.entityState === state, "the state of another object, or an entityState that is not a stored let")
+        self.object = object
+        self.stateReference = Unmanaged.passUnretained(state)
+    }
+
+    @inline(__always)
+    package init(_ object: any EntityObject) {
+        self.init(object, object.entityState)
+    }
+
+    /// The object's state, retained: for paths that are not taken for every object of an import.
+    package var state: EntityState { stateReference.takeUnretainedValue() }
+
+    /// Runs `body` with the object's state, borrowed: `body` must not keep it beyond the call.
+    @inline(__always)
+    package func withState<Result>(_ body: (EntityState) throws -> Result) rethrows -> Result {
+        try stateReference._withUnsafeGuaranteedRef(body)
+    }
+}
+
+extension Array where Element == TrackedObject {
+    /// Calls `body` with each object and its state, borrowed (see `forEachBorrowed` of an array of objects).
+    @inline(__always)
+    package func forEachBorrowed(_ body: (any EntityObject, EntityState) -> Void) {
+        withUnsafeBufferPointer { tracked in
+            for position in tracked.indices { tracked[position].withState { body(tracked[position].object, $0) } }
+        }
+    }
 }
 
 extension Array where Element == any EntityObject {

@@ -195,8 +195,6 @@ public final class RuntimeObject: EntityObject, CustomStringConvertible {
     /// objects an import keeps (users, labels) never hold a member in memory.
     @exclusivity(unchecked) var links: [RuntimeLink] = []
 
-    public var _$entityStateReference: Unmanaged<EntityState> { Unmanaged.passUnretained(entityState) }
-
     /// A new object of `entity`: attributes at their default values (or null), relationships empty. Insert it into a
     /// context to store it.
     public init(entity: EntityDescription) {
@@ -392,7 +390,7 @@ public final class RuntimeObject: EntityObject, CustomStringConvertible {
             relationship.setOne(self, object)
             return
         }
-        context.setToOne(self, context.relationship(self, relationship.index), object)
+        context.setToOne(self, state, context.relationship(self, relationship.index), object, object?.entityState)
     }
 
     /// Sets a to-many relationship's members (duplicates dropped); the inverses follow.
@@ -406,7 +404,7 @@ public final class RuntimeObject: EntityObject, CustomStringConvertible {
             relationship.setMany(self, unique.list)
             return
         }
-        context.setToMany(self, context.relationship(self, relationship.index), objects)
+        context.setToMany(self, state, context.relationship(self, relationship.index), objects)
     }
 
     private func checkDestination(_ objects: [RuntimeObject], _ relationship: RelationshipDescription) throws(StoreError) {

@@ -44,16 +44,6 @@ final class Note: EntityObject {
 }
 
 @Suite struct HandWrittenEntityTests {
-    /// The runtime reads an object's state through `_$entityStateReference` (no reference counting): the macro
-    /// generates it, a hand-written conformance gets the default; both are the object's `entityState`.
-    @Test func theRuntimeReachesTheSameStateEitherWay() {
-        let note = Note(id: 1, text: "a")
-        #expect(note._$entityStateReference.takeUnretainedValue() === note.entityState)
-        let tag = Tag(id: 1, label: "t")
-        #expect(tag._$entityStateReference.takeUnretainedValue() === tag.entityState)
-        #expect(tag._$entityStateReference.toOpaque() != note._$entityStateReference.toOpaque())
-    }
-
     @Test func aHandWrittenConformanceIsStoredTrackedAndFetched() throws {
         let path = TestStore.temporaryPath()
         let log = StatementLog()
