@@ -37,35 +37,37 @@ extension StoreDecoderImpl {
             let prepared = StoreDecoderImpl(tape: tape, node: tape.root, path: path, session: session)
             return try prepared.decodeEntity(mapping, tape.root, path, prepared: true)
         }
-        let description = mapping.description
-        var existing: TrackedObject?
         var key: Context.IdentityKey?
-        if !description.identity.isEmpty {
-            key = try identityKey(mapping, node, path)
-            existing = try context.trackedObject(entity: mapping.index, identity: key!)
-        }
-        let tracked: TrackedObject
-        if let existing {
-            tracked = existing
-        } else {
-            tracked = try createEntity(
-                mapping, node, path, stubIdentity: nil, identity: key, leavingFieldsToHook: mapping.coding.hasCustomDecoding)
-        }
-        let object = tracked.object
-        try tracked.withState { state in
-            if session.isCounting { session.countDecoded(state, entity: mapping.index) }
-            session.saw(state, entity: mapping.index)
-            if mapping.coding.hasCustomDecoding, let custom = object as? any EntityCustomDecoding {
-                try with(node: node, path: path) { try custom.initialize(from: self) }
-            } else {
-                // The identity attributes hold the key the object was found by: equal values, nothing to compare.
-                if existing != nil {
-                    try applyAttributes(to: object, state, mapping, node, path, skipping: description.identitySet)
-                }
-                if mapping.hasRelationships { try applyRelationships(to: object, state, mapping, node, path) }
+        if !mapping.description.identity.isEmpty {
+            let identity = try identityKey(mapping, node, path)
+            if let existing = try context.trackedObject(entity: mapping.index, identity: identity) {
+                try existing.withState { try decodeFields(of: existing.object, $0, mapping, node, path, isNew: false) }
+                return existing
             }
+            key = identity
         }
-        return tracked
+        let created = try createEntity(
+            mapping, node, path, stubIdentity: nil, identity: key, leavingFieldsToHook: mapping.coding.hasCustomDecoding)
+        try created.withState { try decodeFields(of: created.object, $0, mapping, node, path, isNew: true) }
+        return created
+    }
+
+    /// Decodes the fields of the object `decodeEntity` found (or created: `isNew`) for a JSON object.
+    private func decodeFields(
+        of object: any EntityObject, _ state: EntityState, _ mapping: EntitySchema, _ node: Node, _ path: CodingPathNode,
+        isNew: Bool
+    ) throws {
+        if session.isCounting { session.countDecoded(state, entity: mapping.index) }
+        session.saw(state, entity: mapping.index)
+        if mapping.coding.hasCustomDecoding, let custom = object as? any EntityCustomDecoding {
+            try with(node: node, path: path) { try custom.initialize(from: self) }
+        } else {
+            // The identity attributes hold the key the object was found by: equal values, nothing to compare.
+            if !isNew {
+                try applyAttributes(to: object, state, mapping, node, path, skipping: mapping.description.identitySet)
+            }
+            if mapping.hasRelationships { try applyRelationships(to: object, state, mapping, node, path) }
+        }
     }
 
     /// An error thrown by a hook, with the coding path of the object it was given: a `DecodingError` gets the
