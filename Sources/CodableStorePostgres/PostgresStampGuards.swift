@@ -179,12 +179,12 @@ enum PostgresStampGuards {
     /// PostgreSQL fails the second with "tuple concurrently updated". The second waits for the first's transaction
     /// (an advisory lock), then looks again, and finds the guards made.
     static func install(_ model: Schema, guarding: Bool, on connection: any DatabaseConnection) throws -> Bool {
-        guard var survey = try Survey(model, on: connection) else { return false }
-        let intact = !guarding || survey.isIntact
-        guard !survey.isCurrent else { return intact }
+        guard let first = try Survey(model, on: connection) else { return false }
+        let intact = !guarding || first.isIntact
+        guard !first.isCurrent else { return intact }
         _ = try connection.rows(sql: "SELECT pg_advisory_xact_lock(hashtextextended('codablestore.guards.' || current_schema(), 0))")
-        guard let again = try Survey(model, on: connection), !again.isCurrent else { return intact }
-        survey = again
+        // What to make is what is missing once the lock is held: another store may have made it meanwhile.
+        guard let survey = try Survey(model, on: connection), !survey.isCurrent else { return intact }
         let schema = survey.schema
         let (stale, unwanted, wanted) = (survey.stale, survey.unwanted, survey.wanted)
         for (name, guardInstalled) in unwanted.sorted(by: { $0.key < $1.key }) {

@@ -47,12 +47,17 @@ package struct IdentityRanges {
             integers.append(integer)
         }
         integers.sort()
+        // Distinct, in place.
+        var distinctCount = 0
+        for index in integers.indices where distinctCount == 0 || integers[distinctCount - 1] != integers[index] {
+            integers[distinctCount] = integers[index]
+            distinctCount += 1
+        }
+        integers.removeSubrange(distinctCount...)
+        let distinct = integers
         var runs: [Run] = []
         var others: [Context.IdentityKey] = []
         var start = 0
-        var distinct: [Int64] = []
-        distinct.reserveCapacity(integers.count)
-        for integer in integers where distinct.last != integer { distinct.append(integer) }
         while start < distinct.count {
             var end = start + 1
             // Stops on a gap too wide, or when the span would exceed twice the keys (subtractions that overflow end
