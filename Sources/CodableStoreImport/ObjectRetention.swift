@@ -32,18 +32,13 @@ final class ObjectRetention {
     // them for every object it uses. Measured with callgrind without these opt-outs and the decoding session's:
     // the 100k import's decoding thread ran 6.2% more instructions.
 
-    /// The objects used since the last eviction, by state, and in the order first used. `usedStates[i]` is the state
-    /// of `usedObjects[i]`, unretained (as in `TrackedObject`: the object holds it in a `let`, the array holds the
-    /// object), so that the loops of `evict` read states without reference counting and without calls into the core:
-    /// with arrays of `TrackedObject`, whose functions the import cannot inline (they are not public), the 100k
-    /// import's decoding thread ran 0.9% more instructions.
+    /// The objects used since the last eviction, by state, and in the order first used (their states read without
+    /// reference counting: see `TrackedObjects`).
     @exclusivity(unchecked) private var used = ObjectSet()
-    @exclusivity(unchecked) private var usedObjects: [any EntityObject] = []
-    @exclusivity(unchecked) private var usedStates: [Unmanaged<EntityState>] = []
+    @exclusivity(unchecked) private var usedObjects = TrackedObjects()
     /// The objects kept at the last eviction, the same way.
     @exclusivity(unchecked) private var kept = ObjectSet()
-    @exclusivity(unchecked) private var keptObjects: [any EntityObject] = []
-    @exclusivity(unchecked) private var keptStates: [Unmanaged<EntityState>] = []
+    @exclusivity(unchecked) private var keptObjects = TrackedObjects()
     /// Retained objects in the order they were retained, each with its ticket: an entry whose state no longer has
     /// that ticket is stale (the object was let go, or retained again later).
     @exclusivity(unchecked) private var queue: [(state: EntityState, ticket: UInt32)] = []
@@ -63,10 +58,7 @@ final class ObjectRetention {
     /// Records that the context used `object`, whose state is `state`.
     @inline(__always)
     func didUse(_ object: any EntityObject, _ state: EntityState) {
-        if used.insert(state) {
-            usedObjects.append(object)
-            usedStates.append(Unmanaged.passUnretained(state))
-        }
+        if used.insert(state) { usedObjects.append(object, state) }
     }
 
     /// Whether the object of `state` was kept at the last eviction: a plan still waiting may write its links.
@@ -147,7 +139,7 @@ final class ObjectRetention {
     /// mentions favour some objects, as real dumps' do, has a larger share and stays. On a million reference records
     /// (50,000 users, 4% of returns retained), this gives up users at about 2,900 retained instead of 8,192 and 2,048
     /// misses more; the 100k reference dump's 5,010 users (42% of returns retained) stay.
-    private func verdicts(_ context: Context) -> Context.Evicted {
+    private func verdicts(_ context: Context) -> TrackedObjects {
         var given: [Int] = []
         let window = min(Self.earlyVerdictEvents, limit / 4)
         for entity in tallies.indices where !tallies[entity].givenUp {
@@ -163,7 +155,7 @@ final class ObjectRetention {
             tallies[entity] = tally
             if tally.givenUp { given.append(entity) }
         }
-        var evicted = Context.Evicted()
+        var evicted = TrackedObjects()
         guard !given.isEmpty else { return evicted }
         for (state, ticket) in queue[queueStart...]
         where tickets[state] == ticket && given.contains(state.entityOfObject) && !used.contains(state) && !kept.contains(state) {
@@ -178,14 +170,14 @@ final class ObjectRetention {
     /// at the last one and not used since, and lets go of every other object.
     func evict(from context: Context) {
         var evicted = verdicts(context)
-        for position in keptStates.indices {
-            keptStates[position]._withUnsafeGuaranteedRef { state in
+        for position in keptObjects.states.indices {
+            keptObjects.states[position]._withUnsafeGuaranteedRef { state in
                 guard !used.contains(state), state.isLive(in: context) else { return }
-                if mayRetain(state.entityOfObject), context.prepareForRetention(keptObjects[position], state) {
+                if mayRetain(state.entityOfObject), context.prepareForRetention(keptObjects.objects[position], state) {
                     if ticket(of: state) == 0 { retain(state) }
                 } else {
                     if ticket(of: state) != 0 { release(state) }
-                    evicted.append(keptObjects[position], state)
+                    evicted.append(keptObjects.objects[position], state)
                 }
             }
         }
@@ -209,7 +201,7 @@ final class ObjectRetention {
         compactQueue()
         // What the context holds after the eviction: the objects used (less those deleted), and the retained ones.
         var expected = retainedCount
-        for reference in usedStates {
+        for reference in usedObjects.states {
             reference._withUnsafeGuaranteedRef { state in
                 if state.isLive(in: context) {
                     if ticket(of: state) == 0 {
@@ -225,7 +217,7 @@ final class ObjectRetention {
                 }
             }
         }
-        context.evict(evicted, keeping: usedObjects, usedStates)
+        context.evict(evicted, keeping: usedObjects)
         if context.registeredObjectCount != expected {
             // An object registered without being noted as used (which no path does): let go of everything neither
             // used nor retained by looking at every object, as the context did before it retained any.
@@ -235,13 +227,9 @@ final class ObjectRetention {
         }
         kept = used
         keptObjects = usedObjects
-        keptStates = usedStates
         // Room for as many as this batch used: the next one uses about as many, and growing a set rehashes it.
         used = ObjectSet(minimumCapacity: keptObjects.count)
-        usedObjects = []
-        usedObjects.reserveCapacity(keptObjects.count)
-        usedStates = []
-        usedStates.reserveCapacity(keptObjects.count)
+        usedObjects = TrackedObjects(minimumCapacity: keptObjects.count)
     }
 
     /// The ticket of the object of `state` (0: none), without a lookup for the objects that never have one: those of

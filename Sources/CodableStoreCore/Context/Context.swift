@@ -292,9 +292,7 @@ public final class Context {
     /// object: the relationships of `kept` objects that reach one no longer held are unloaded, as
     /// ``evictObjects(keeping:)`` does, and no other object is looked at. Identity lookups of evicted objects, and of
     /// keys marked missing since the last eviction, go to the store again.
-    ///
-    /// `keptStates[i]` is the state of `kept[i]`, unretained (see `TrackedObject`).
-    package func evict(_ evicted: Evicted, keeping kept: [any EntityObject], _ keptStates: [Unmanaged<EntityState>]) {
+    package func evict(_ evicted: TrackedObjects, keeping kept: TrackedObjects) {
         var rebuilds: [Int] = []
         // The entities with an object gone: only relationships to them can reach one (an object evicted before
         // was unloaded then from every relationship of the objects kept, and retained objects reach nothing).
@@ -321,30 +319,15 @@ public final class Context {
         for case let index? in identityIndexes { index.forgetMissingKeys() }
         // An evicted object's identity changed in memory: entries under an older key may point at it.
         for entity in rebuilds { reindex(entity) }
-        for position in keptStates.indices {
-            keptStates[position]._withUnsafeGuaranteedRef { state in
+        for position in kept.states.indices {
+            kept.states[position]._withUnsafeGuaranteedRef { state in
                 guard state.context === self else { return }
                 model.withMapping(state.entityIndex) { mapping in
                     if mapping.hasRelationships {
-                        unloadRelationships(kept[position], state, mapping, destinations: gone) { $0.context !== self }
+                        unloadRelationships(kept.objects[position], state, mapping, destinations: gone) { $0.context !== self }
                     }
                 }
             }
-        }
-    }
-
-    /// The objects an import lets go of between two batches (see ``evict(_:keeping:_:)``), each with its state,
-    /// unretained (see `TrackedObject`).
-    package struct Evicted {
-        private(set) var objects: [any EntityObject] = []
-        private(set) var states: [Unmanaged<EntityState>] = []
-
-        package init() {}
-
-        /// Adds `object`, whose state is `state`.
-        package mutating func append(_ object: any EntityObject, _ state: EntityState) {
-            objects.append(object)
-            states.append(Unmanaged.passUnretained(state))
         }
     }
 

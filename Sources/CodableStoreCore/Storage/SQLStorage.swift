@@ -228,12 +228,12 @@ package final class SQLStorage: Sendable {
         }
     }
 
-    /// The values an insert step has per row: the row id, the insert columns, and the stamp where the dialect
-    /// stores them.
     /// The columns of an inserted row, in the order of its values (see ``insertWidth(_:)``): `_pk`, the entity's
     /// insert columns, then `_digest` where the dialect stores stamps.
     package func insertColumns(_ entity: Int) -> [String] { entities[entity].insertColumns }
 
+    /// The values an insert step has per row: the row id, the insert columns, and the stamp where the dialect
+    /// stores them.
     package func insertWidth(_ entity: Int) -> Int {
         model.mappings[entity].insertColumnCount + 1 + (storesStamps ? 1 : 0)
     }

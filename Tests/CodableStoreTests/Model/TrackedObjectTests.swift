@@ -22,7 +22,7 @@ import CodableStore
             pin.id = index
             pin.label = "pin \(index)"
             try context.insert(pin)
-            weak var state = pin.entityState
+            weak let state = pin.entityState
             states.append { state }
             pairs.append(TrackedObject(pin, pin.entityState))
         }
@@ -74,11 +74,13 @@ import CodableStore
             }
             for pin in pins { try context.insert(pin) }
             try context.save()
-            var evicted = Context.Evicted()
+            var evicted = TrackedObjects()
             evicted.append(pins[0], pins[0].entityState)
             evicted.append(pins[2], pins[2].entityState)
-            let kept = [pins[1], pins[3]] as [any EntityObject]
-            context.evict(evicted, keeping: kept, kept.map { Unmanaged.passUnretained($0.entityState) })
+            var kept = TrackedObjects()
+            kept.append(pins[1], pins[1].entityState)
+            kept.append(pins[3], pins[3].entityState)
+            context.evict(evicted, keeping: kept)
             #expect(context.registeredObjectCount == 2)
             // The kept pins answer from memory; the evicted ones come back from the store as new objects.
             #expect(try context.fetch(Pin.self, where: \.id == 1).first === pins[1])
